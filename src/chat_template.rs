@@ -1,0 +1,339 @@
+//! Rendering a model's Jinja chat template the way `transformers.apply_chat_template` does.
+//!
+//! transformers uses jinja2 with `trim_blocks`, `lstrip_blocks`, loop controls, its own
+//! `tojson`, `raise_exception` and `strftime_now`, and the `{% generation %}` tag of its
+//! assistant-mask extension. minijinja with pycompat supplies the Python string and dict methods;
+//! the rest is set up here so that the rendered text matches Python byte for byte.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Serde, Value, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
+
+use crate::error::{ErrorCode, SftError, SftResult};
+use crate::json_dumps::{dumps, DumpOptions};
+
+const TEMPLATE_NAME: &str = "chat_template";
+
+/// A render that runs longer than this many template instructions is stopped: a template that
+/// loops for ever must not hang a training job. Real chat templates need a few thousand per turn.
+const RENDER_FUEL: u64 = 10_000_000;
+
+thread_local! {
+    /// The message given to `raise_exception` in the render that is running on this thread, so
+    /// that it reaches the user verbatim rather than wrapped in minijinja's error text.
+    static RAISED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// A compiled chat template with the variables every render gets (`bos_token`, `eos_token`, ...).
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    special_tokens: Vec<(String, Value)>,
+}
+
+/// What a single render needs besides the template.
+#[derive(Default)]
+pub struct RenderOptions<'a> {
+    pub tools: Option<&'a serde_json::Value>,
+    pub add_generation_prompt: bool,
+    /// `None` leaves `enable_thinking` undefined in the template.
+    pub enable_thinking: Option<bool>,
+    pub continue_final_message: bool,
+    /// Extra template variables, like the keyword arguments of `apply_chat_template`.
+    pub template_kwargs: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+impl ChatTemplate {
+    /// Compiles `source`. `special_tokens` are the `special_tokens_map` entries transformers passes
+    /// to every render (`bos_token`, `eos_token`, `pad_token`, `unk_token`,
+    /// `additional_special_tokens`, ...).
+    pub fn compile(source: &str, special_tokens: Vec<(String, Value)>) -> SftResult<Self> {
+        let mut env = Environment::new();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(false)
+            .build()
+            .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
+        env.set_syntax(syntax);
+        env.set_undefined_behavior(UndefinedBehavior::Lenient);
+        env.set_fuel(Some(RENDER_FUEL));
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_filter("tojson", tojson_filter);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_test("iterable", is_iterable);
+        env.add_template_owned(TEMPLATE_NAME, neutralize_generation_tags(source))
+            .map_err(|e| {
+                SftError::new(
+                    ErrorCode::TemplateSyntax,
+                    format!("chat template does not compile: {}", describe(&e)),
+                )
+            })?;
+        Ok(ChatTemplate {
+            env,
+            special_tokens,
+        })
+    }
+
+    /// Renders `messages` (already in the shape the template expects) to text.
+    pub fn render(&self, messages: &[serde_json::Value], opts: &RenderOptions) -> SftResult<String> {
+        if opts.continue_final_message && opts.add_generation_prompt {
+            return Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                "continueFinalMessage and addGenerationPrompt cannot both be true",
+            ));
+        }
+        let template = self.env.get_template(TEMPLATE_NAME).map_err(|e| {
+            SftError::new(ErrorCode::Internal, format!("compiled template vanished: {e}"))
+        })?;
+        let mut ctx: Vec<(String, Value)> = self.special_tokens.clone();
+        ctx.push(("messages".into(), Value::from(Serde(messages))));
+        ctx.push((
+            "tools".into(),
+            opts.tools.map(|t| Value::from(Serde(t))).unwrap_or(Value::from(())),
+        ));
+        ctx.push(("documents".into(), Value::from(())));
+        ctx.push((
+            "add_generation_prompt".into(),
+            Value::from(opts.add_generation_prompt),
+        ));
+        if let Some(thinking) = opts.enable_thinking {
+            ctx.push(("enable_thinking".into(), Value::from(thinking)));
+        }
+        if let Some(kwargs) = opts.template_kwargs {
+            for (key, value) in kwargs {
+                ctx.push((key.clone(), Value::from(Serde(value))));
+            }
+        }
+        // Later entries win, as keyword arguments override the special-token map in Python.
+        let context = Value::from(ctx.into_iter().collect::<BTreeMap<String, Value>>());
+        RAISED.with(|r| r.borrow_mut().take());
+        let rendered = template.render(context).map_err(|e| {
+            let raised = RAISED.with(|r| r.borrow_mut().take());
+            match raised {
+                Some(message) => SftError::new(ErrorCode::TemplateRender, message),
+                None => SftError::new(
+                    ErrorCode::TemplateRender,
+                    format!("chat template failed to render: {}", describe(&e)),
+                ),
+            }
+        })?;
+        if opts.continue_final_message {
+            return cut_after_final_message(rendered, messages);
+        }
+        Ok(rendered)
+    }
+}
+
+/// minijinja's error text with the template location, on one line.
+fn describe(e: &Error) -> String {
+    let mut text = match e.detail() {
+        Some(detail) => format!("{}: {}", e.kind(), detail),
+        None => e.kind().to_string(),
+    };
+    if let Some(line) = e.line() {
+        text.push_str(&format!(" (line {line})"));
+    }
+    text
+}
+
+/// transformers' `{% generation %}` block only marks assistant text for its mask extension; it
+/// renders its body unchanged. `{% if true %}` keeps exactly the same whitespace handling
+/// (trim_blocks, lstrip_blocks, `-` markers) with a tag minijinja knows.
+fn neutralize_generation_tags(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(start) = rest.find("{%") {
+        out.push_str(&rest[..start]);
+        let tag = &rest[start..];
+        match tag.find("%}") {
+            Some(end) => {
+                let whole = &tag[..end + 2];
+                let inner = &whole[2..whole.len() - 2];
+                let lead = if inner.starts_with(['-', '+']) { &inner[..1] } else { "" };
+                let trail = if inner.ends_with(['-', '+']) && inner.len() > lead.len() {
+                    &inner[inner.len() - 1..]
+                } else {
+                    ""
+                };
+                let word = inner[lead.len()..inner.len() - trail.len()].trim();
+                match word {
+                    "generation" => out.push_str(&format!("{{%{lead} if true {trail}%}}")),
+                    "endgeneration" => out.push_str(&format!("{{%{lead} endif {trail}%}}")),
+                    _ => out.push_str(whole),
+                }
+                rest = &tag[end + 2..];
+            }
+            None => {
+                out.push_str(tag);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Python's `str.rindex` cut of `continue_final_message`: keep the text up to the end of the last
+/// message's content so the model continues it.
+fn cut_after_final_message(rendered: String, messages: &[serde_json::Value]) -> SftResult<String> {
+    let last = messages.last().ok_or_else(|| {
+        SftError::new(
+            ErrorCode::InvalidArgument,
+            "continueFinalMessage needs at least one message",
+        )
+    })?;
+    let content = match last.get("content") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(parts)) => parts
+            .iter()
+            .rev()
+            .find_map(|p| p.get("text").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    for needle in [content.as_str(), content.trim()] {
+        if let Some(pos) = rendered.rfind(needle) {
+            let mut text = rendered;
+            text.truncate(pos + needle.len());
+            return Ok(text);
+        }
+    }
+    Err(SftError::new(
+        ErrorCode::TemplateRender,
+        "continueFinalMessage: the final message's content does not appear in the rendered text",
+    ))
+}
+
+fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<Value> = kwargs.get("indent")?;
+    let indent = match indent {
+        None => None,
+        Some(v) if v.is_none() || v.is_undefined() => None,
+        Some(v) => match v.as_i64() {
+            Some(n) => Some(" ".repeat(n.clamp(0, 64) as usize)),
+            None => Some(v.as_str().unwrap_or_default().to_string()),
+        },
+    };
+    let mut options = DumpOptions::python_defaults(indent);
+    let separators: Option<Value> = kwargs.get("separators")?;
+    if let Some(seps) = separators.filter(|v| !v.is_none()) {
+        let parts: Vec<Value> = seps.try_iter()?.collect();
+        if let [item, key] = parts.as_slice() {
+            options.item_separator = item.as_str().unwrap_or(",").to_string();
+            options.key_separator = key.as_str().unwrap_or(":").to_string();
+        }
+    }
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    options.sort_keys = sort_keys.unwrap_or(false);
+    // ensure_ascii is accepted for compatibility; transformers always passes False.
+    let _: Option<Value> = kwargs.get("ensure_ascii")?;
+    kwargs.assert_all_used()?;
+    Ok(Value::from(dumps(&value, &options)?))
+}
+
+/// jinja2's `iterable` test: true for anything Python can iterate, including jinja2's
+/// `Undefined`, and false for `None` (minijinja's own test says true for none).
+fn is_iterable(value: &Value) -> bool {
+    matches!(
+        value.kind(),
+        ValueKind::String
+            | ValueKind::Bytes
+            | ValueKind::Seq
+            | ValueKind::Map
+            | ValueKind::Iterable
+            | ValueKind::Plain
+            | ValueKind::Undefined
+    )
+}
+
+fn raise_exception(message: String) -> Result<Value, Error> {
+    RAISED.with(|r| *r.borrow_mut() = Some(message.clone()));
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
+
+fn strftime_now(format: String) -> Result<Value, Error> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("strftime_now: invalid format {format:?}"),
+        )
+    })?;
+    Ok(Value::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn render(source: &str, messages: serde_json::Value, gen: bool) -> SftResult<String> {
+        let t = ChatTemplate::compile(source, vec![("eos_token".into(), Value::from("</s>"))])?;
+        let msgs = messages.as_array().cloned().unwrap_or_default();
+        t.render(
+            &msgs,
+            &RenderOptions {
+                add_generation_prompt: gen,
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn trims_blocks_like_transformers() {
+        let src = "{% for m in messages %}\n  {% if m.role == 'user' %}\n[{{ m.content | trim }}]\n  {% endif %}\n{% endfor %}{% if add_generation_prompt %}>{% endif %}{{ eos_token }}\n";
+        let out = render(src, json!([{"role": "user", "content": " hi "}]), true).unwrap();
+        assert_eq!(out, "[hi]\n></s>");
+    }
+
+    #[test]
+    fn raise_exception_message_reaches_the_caller_verbatim() {
+        let err = render("{{ raise_exception('roles must alternate') }}", json!([]), false)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::TemplateRender);
+        assert_eq!(err.message, "roles must alternate");
+    }
+
+    #[test]
+    fn generation_tags_are_transparent() {
+        let src = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}\n{% endfor %}";
+        let out = render(src, json!([{"role": "assistant", "content": "a"}]), false).unwrap();
+        assert_eq!(out, "a");
+    }
+
+    #[test]
+    fn tojson_is_python_json_dumps() {
+        let src = "{{ messages[0] | tojson }}|{{ messages[0] | tojson(indent=2) }}";
+        let out = render(src, json!([{"role": "tool", "content": "<&>"}]), false).unwrap();
+        assert_eq!(
+            out,
+            "{\"role\": \"tool\", \"content\": \"<&>\"}|{\n  \"role\": \"tool\",\n  \"content\": \"<&>\"\n}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_have_their_own_code() {
+        let err = ChatTemplate::compile("{% if %}", vec![]).err().unwrap();
+        assert_eq!(err.code, ErrorCode::TemplateSyntax);
+    }
+
+    #[test]
+    fn endless_templates_are_stopped() {
+        let src = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+        let err = render(src, json!([]), false).unwrap_err();
+        assert_eq!(err.code, ErrorCode::TemplateRender);
+    }
+
+    #[test]
+    fn python_string_methods_work() {
+        let src = "{{ messages[0].content.split('</think>')[-1].lstrip('\\n') }}";
+        let out = render(src, json!([{"role": "a", "content": "<think>x</think>\n\nyes"}]), false)
+            .unwrap();
+        assert_eq!(out, "yes");
+    }
+}

@@ -1,0 +1,91 @@
+//! The one error type of the core: a stable machine-readable code and a message that says where
+//! and what. The napi layer turns it into a JS `Error` whose `code` property is `code`.
+
+use std::fmt;
+
+/// Stable error codes. They are part of the public API: JS callers switch on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// A JSONL line is not valid JSON (or not valid UTF-8).
+    JsonlParse,
+    /// A data file could not be read.
+    FileRead,
+    /// An example does not have the shape the dataset needs.
+    InvalidExample,
+    /// A chat message does not have the shape a chat template needs.
+    InvalidMessage,
+    /// `tokenizer.json` or `tokenizer_config.json` is missing or corrupt.
+    TokenizerLoad,
+    /// A chat template was needed and none was found.
+    ChatTemplateMissing,
+    /// The chat template does not compile.
+    TemplateSyntax,
+    /// The chat template failed while rendering (including its own `raise_exception`).
+    TemplateRender,
+    /// The tokenizer failed to encode or decode.
+    Tokenize,
+    /// A path escapes the allowed root.
+    PathTraversal,
+    /// An argument is outside its domain (a batch size of 0, an index out of range, ...).
+    InvalidArgument,
+    /// The tokenizer lacks tokens that a masking strategy needs.
+    UnsupportedTokenizer,
+    /// Distillation targets that do not line up with their tokens.
+    InvalidDistillation,
+    /// A bug: something the code assumed could not happen did.
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::JsonlParse => "JSONL_PARSE",
+            ErrorCode::FileRead => "FILE_READ",
+            ErrorCode::InvalidExample => "INVALID_EXAMPLE",
+            ErrorCode::InvalidMessage => "INVALID_MESSAGE",
+            ErrorCode::TokenizerLoad => "TOKENIZER_LOAD",
+            ErrorCode::ChatTemplateMissing => "CHAT_TEMPLATE_MISSING",
+            ErrorCode::TemplateSyntax => "TEMPLATE_SYNTAX",
+            ErrorCode::TemplateRender => "TEMPLATE_RENDER",
+            ErrorCode::Tokenize => "TOKENIZE",
+            ErrorCode::PathTraversal => "PATH_TRAVERSAL",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::UnsupportedTokenizer => "UNSUPPORTED_TOKENIZER",
+            ErrorCode::InvalidDistillation => "INVALID_DISTILLATION",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SftError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl SftError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        SftError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Prefixes the message with where the error happened, keeping the code.
+    pub fn context(self, prefix: impl fmt::Display) -> Self {
+        SftError {
+            code: self.code,
+            message: format!("{prefix}: {}", self.message),
+        }
+    }
+}
+
+impl fmt::Display for SftError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for SftError {}
+
+pub type SftResult<T> = Result<T, SftError>;

@@ -1,0 +1,271 @@
+//! `json.dumps` as Python writes it, for the `tojson` filter of chat templates.
+//!
+//! transformers defines `tojson` as `json.dumps(x, ensure_ascii=False, indent=..., separators=...,
+//! sort_keys=...)`, which differs from minijinja's own filter: no HTML escaping, `", "` and
+//! `": "` separators, Python's float spelling, keys kept in insertion order. Templates print tool
+//! schemas and tool-call arguments with it, so every byte counts.
+
+use minijinja::value::{Value, ValueKind};
+use minijinja::{Error, ErrorKind};
+
+/// How `json.dumps` lays out its output.
+pub struct DumpOptions {
+    pub indent: Option<String>,
+    pub item_separator: String,
+    pub key_separator: String,
+    pub sort_keys: bool,
+}
+
+impl DumpOptions {
+    /// Python's defaults: without indent `", "`, with indent `","` (and `": "` either way).
+    pub fn python_defaults(indent: Option<String>) -> Self {
+        let item_separator = if indent.is_some() { "," } else { ", " };
+        DumpOptions {
+            indent,
+            item_separator: item_separator.to_string(),
+            key_separator: ": ".to_string(),
+            sort_keys: false,
+        }
+    }
+}
+
+/// Deep structures are refused rather than risking the stack.
+const MAX_DEPTH: usize = 512;
+
+pub fn dumps(value: &Value, options: &DumpOptions) -> Result<String, Error> {
+    let mut out = String::new();
+    write_value(&mut out, value, options, 0)?;
+    Ok(out)
+}
+
+fn write_value(out: &mut String, value: &Value, o: &DumpOptions, depth: usize) -> Result<(), Error> {
+    if depth > MAX_DEPTH {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "tojson: value nested too deeply",
+        ));
+    }
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+        ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
+        ValueKind::Number => write_number(out, value),
+        ValueKind::String => write_string(out, value.as_str().unwrap_or_default()),
+        ValueKind::Bytes => write_string(
+            out,
+            &String::from_utf8_lossy(value.as_bytes().unwrap_or_default()),
+        ),
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<Value> = value.try_iter()?.collect();
+            write_seq(out, &items, o, depth)?;
+        }
+        ValueKind::Map | ValueKind::Plain => {
+            let mut pairs: Vec<(Value, Value)> = Vec::new();
+            for key in value.try_iter()? {
+                let item = value.get_item(&key)?;
+                pairs.push((key, item));
+            }
+            if o.sort_keys {
+                pairs.sort_by(|a, b| a.0.to_string().cmp(&b.0.to_string()));
+            }
+            write_map(out, &pairs, o, depth)?;
+        }
+        ValueKind::Invalid => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: value cannot be serialized",
+            ))
+        }
+        _ => write_string(out, &value.to_string()),
+    }
+    Ok(())
+}
+
+fn newline_indent(out: &mut String, o: &DumpOptions, depth: usize) {
+    if let Some(indent) = &o.indent {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(indent);
+        }
+    }
+}
+
+fn write_seq(out: &mut String, items: &[Value], o: &DumpOptions, depth: usize) -> Result<(), Error> {
+    if items.is_empty() {
+        out.push_str("[]");
+        return Ok(());
+    }
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&o.item_separator);
+        }
+        newline_indent(out, o, depth + 1);
+        write_value(out, item, o, depth + 1)?;
+    }
+    newline_indent(out, o, depth);
+    out.push(']');
+    Ok(())
+}
+
+fn write_map(
+    out: &mut String,
+    pairs: &[(Value, Value)],
+    o: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
+    if pairs.is_empty() {
+        out.push_str("{}");
+        return Ok(());
+    }
+    out.push('{');
+    for (i, (key, item)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&o.item_separator);
+        }
+        newline_indent(out, o, depth + 1);
+        write_key(out, key);
+        out.push_str(&o.key_separator);
+        write_value(out, item, o, depth + 1)?;
+    }
+    newline_indent(out, o, depth);
+    out.push('}');
+    Ok(())
+}
+
+/// Python turns non-string keys into strings: `True` -> "true", `None` -> "null", numbers as
+/// their JSON spelling.
+fn write_key(out: &mut String, key: &Value) {
+    match key.kind() {
+        ValueKind::String => write_string(out, key.as_str().unwrap_or_default()),
+        ValueKind::None | ValueKind::Undefined => out.push_str("\"null\""),
+        ValueKind::Bool => out.push_str(if key.is_true() { "\"true\"" } else { "\"false\"" }),
+        ValueKind::Number => {
+            let mut spelled = String::new();
+            write_number(&mut spelled, key);
+            write_string(out, &spelled);
+        }
+        _ => write_string(out, &key.to_string()),
+    }
+}
+
+fn write_number(out: &mut String, value: &Value) {
+    if value.is_integer() {
+        out.push_str(&value.to_string());
+        return;
+    }
+    match f64::try_from(value.clone()) {
+        Ok(f) => out.push_str(&python_float_repr(f)),
+        Err(_) => out.push_str(&value.to_string()),
+    }
+}
+
+/// `repr(float)`: the shortest digits that round-trip, in fixed notation when the decimal
+/// exponent is in [-4, 16) and in scientific notation (two-digit exponent at least) otherwise.
+pub fn python_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits, e.g. "-1.5e-7" or "1e16".
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if f < 0.0 { "-" } else { "" };
+    if (-4..16).contains(&exponent) {
+        let point = exponent + 1;
+        let body = if point <= 0 {
+            format!("0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point as usize >= digits.len() {
+            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
+        } else {
+            let (int_part, frac_part) = digits.split_at(point as usize);
+            format!("{int_part}.{frac_part}")
+        };
+        format!("{sign}{body}")
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let mantissa = if rest.is_empty() {
+            first.to_string()
+        } else {
+            format!("{first}.{rest}")
+        };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        format!("{sign}{mantissa}e{exp_sign}{:02}", exponent.abs())
+    }
+}
+
+/// A JSON string with `ensure_ascii=False`: only quotes, backslashes and control characters are
+/// escaped.
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dump(json: &str) -> String {
+        let parsed: serde_json::Value = serde_json::from_str(json).unwrap();
+        dumps(
+            &Value::from(minijinja::value::Serde(&parsed)),
+            &DumpOptions::python_defaults(None),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn matches_python_separators_and_escaping() {
+        assert_eq!(
+            dump(r#"{"b": [1, 2.5, true, null], "a": "<&'ü°>\n"}"#),
+            "{\"b\": [1, 2.5, true, null], \"a\": \"<&'ü°>\\n\"}"
+        );
+        assert_eq!(dump("[]"), "[]");
+        assert_eq!(dump("{}"), "{}");
+        assert_eq!(dump("\"\\u0001\""), "\"\\u0001\"");
+    }
+
+    #[test]
+    fn floats_are_spelled_like_python_repr() {
+        assert_eq!(python_float_repr(1.0), "1.0");
+        assert_eq!(python_float_repr(0.5), "0.5");
+        assert_eq!(python_float_repr(1e20), "1e+20");
+        assert_eq!(python_float_repr(1e16), "1e+16");
+        assert_eq!(python_float_repr(1e15), "1000000000000000.0");
+        assert_eq!(python_float_repr(0.0001), "0.0001");
+        assert_eq!(python_float_repr(0.00001), "1e-05");
+        assert_eq!(python_float_repr(-1.5e-7), "-1.5e-07");
+        assert_eq!(python_float_repr(123.456), "123.456");
+        assert_eq!(python_float_repr(-0.0), "-0.0");
+    }
+
+    #[test]
+    fn indent_uses_comma_newline_layout() {
+        let parsed: serde_json::Value = serde_json::from_str(r#"{"a": [1, {"b": 2}]}"#).unwrap();
+        let out = dumps(
+            &Value::from(minijinja::value::Serde(&parsed)),
+            &DumpOptions::python_defaults(Some("  ".into())),
+        )
+        .unwrap();
+        assert_eq!(out, "{\n  \"a\": [\n    1,\n    {\n      \"b\": 2\n    }\n  ]\n}");
+    }
+}

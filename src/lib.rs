@@ -1,0 +1,13 @@
+//! sft-dataset: chat fine-tuning data to exact token batches.
+//!
+//! Data flow: JSONL (`jsonl`) -> examples (`example`) -> messages (`message`) -> rendered text
+//! (`chat_template`) -> token ids (`tokenizer`) -> labels (`masking`) -> cached rows (`dataset`)
+//! -> padded batches (`collate`) in epoch order (`shuffle`). `napi` only converts between JS and
+//! these modules.
+
+pub mod chat_template;
+pub mod error;
+pub mod json_dumps;
+pub mod shuffle;
+pub mod message;
+pub mod tokenizer;

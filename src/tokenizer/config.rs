@@ -1,0 +1,126 @@
+//! What a tokenizer directory says besides the vocabulary: the chat template and the named
+//! special tokens, from `tokenizer_config.json` (or `chat_template.jinja`).
+
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+use crate::error::{ErrorCode, SftError, SftResult};
+
+/// The parts of `tokenizer_config.json` the library uses.
+#[derive(Debug, Default, Clone)]
+pub struct TokenizerConfig {
+    pub chat_template: Option<String>,
+    pub bos_token: Option<String>,
+    pub eos_token: Option<String>,
+    pub pad_token: Option<String>,
+    pub unk_token: Option<String>,
+    pub additional_special_tokens: Vec<String>,
+}
+
+/// A special token may be spelled as a string or as an object with `content` (including the
+/// `{"__type": "AddedToken", ...}` form of older configs).
+fn token_string(value: Option<&Json>) -> Option<String> {
+    match value? {
+        Json::String(s) => Some(s.clone()),
+        Json::Object(map) => map.get("content")?.as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// `chat_template` is a string, or a list of `{name, template}` of which `default` is used.
+fn template_from(value: Option<&Json>) -> Option<String> {
+    match value? {
+        Json::String(s) => Some(s.clone()),
+        Json::Array(named) => named.iter().find_map(|entry| {
+            (entry.get("name")?.as_str()? == "default")
+                .then(|| entry.get("template")?.as_str().map(str::to_string))
+                .flatten()
+        }),
+        _ => None,
+    }
+}
+
+impl TokenizerConfig {
+    pub fn from_json_text(text: &str, origin: &Path) -> SftResult<Self> {
+        let json: Json = serde_json::from_str(text).map_err(|e| {
+            SftError::new(
+                ErrorCode::TokenizerLoad,
+                format!("{} is not valid JSON: {e}", origin.display()),
+            )
+        })?;
+        let obj = json.as_object().ok_or_else(|| {
+            SftError::new(
+                ErrorCode::TokenizerLoad,
+                format!("{} must hold a JSON object", origin.display()),
+            )
+        })?;
+        let additional = match obj.get("additional_special_tokens") {
+            Some(Json::Array(items)) => items.iter().filter_map(|t| token_string(Some(t))).collect(),
+            _ => Vec::new(),
+        };
+        Ok(TokenizerConfig {
+            chat_template: template_from(obj.get("chat_template")),
+            bos_token: token_string(obj.get("bos_token")),
+            eos_token: token_string(obj.get("eos_token")),
+            pad_token: token_string(obj.get("pad_token")),
+            unk_token: token_string(obj.get("unk_token")),
+            additional_special_tokens: additional,
+        })
+    }
+
+    /// Reads `tokenizer_config.json` and `chat_template.jinja` from `dir`; both are optional.
+    pub fn load(dir: &Path) -> SftResult<Self> {
+        let config_path = dir.join("tokenizer_config.json");
+        let mut config = match std::fs::read_to_string(&config_path) {
+            Ok(text) => Self::from_json_text(&text, &config_path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TokenizerConfig::default(),
+            Err(e) => {
+                return Err(SftError::new(
+                    ErrorCode::TokenizerLoad,
+                    format!("cannot read {}: {e}", config_path.display()),
+                ))
+            }
+        };
+        if config.chat_template.is_none() {
+            let jinja_path = dir.join("chat_template.jinja");
+            match std::fs::read_to_string(&jinja_path) {
+                Ok(text) => config.chat_template = Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(SftError::new(
+                        ErrorCode::TokenizerLoad,
+                        format!("cannot read {}: {e}", jinja_path.display()),
+                    ))
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_both_token_spellings_and_named_templates() {
+        let text = r#"{"bos_token": {"__type": "AddedToken", "content": "<s>"}, "eos_token": "</s>",
+            "pad_token": null, "chat_template": [{"name": "tool_use", "template": "T"},
+            {"name": "default", "template": "D"}], "additional_special_tokens": ["<a>", {"content": "<b>"}]}"#;
+        let c = TokenizerConfig::from_json_text(text, Path::new("x.json")).unwrap();
+        assert_eq!(c.bos_token.as_deref(), Some("<s>"));
+        assert_eq!(c.eos_token.as_deref(), Some("</s>"));
+        assert_eq!(c.pad_token, None);
+        assert_eq!(c.chat_template.as_deref(), Some("D"));
+        assert_eq!(c.additional_special_tokens, vec!["<a>", "<b>"]);
+    }
+
+    #[test]
+    fn invalid_json_names_the_file() {
+        let err = TokenizerConfig::from_json_text("{", Path::new("/m/tokenizer_config.json"))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::TokenizerLoad);
+        assert!(err.message.starts_with("/m/tokenizer_config.json is not valid JSON"));
+    }
+}
