@@ -80,6 +80,17 @@ impl SftError {
     }
 }
 
+impl SftError {
+    /// Appends the file and physical line an error comes from, keeping the message's start
+    /// (the reference's wording) intact.
+    pub fn at_line(self, path: &str, line: usize) -> Self {
+        SftError {
+            code: self.code,
+            message: format!("{} (at {path}:{line})", self.message),
+        }
+    }
+}
+
 impl fmt::Display for SftError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.message)

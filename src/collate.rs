@@ -1,0 +1,72 @@
+//! Padded batches: rows truncated to `maxSeqLength` (keeping their end, as the reference does),
+//! padded on the right to the longest row with the pad id and `-100`.
+
+use crate::masking::{write_labels, IGNORE_INDEX};
+use crate::row::TokenizedRow;
+
+pub struct Batch {
+    pub input_ids: Vec<i32>,
+    pub labels: Vec<i32>,
+    pub rows: usize,
+    pub seq_len: usize,
+}
+
+/// The part of a row of `len` tokens that survives truncation to `max_len`: its last `max_len`
+/// tokens.
+pub fn kept_window(len: usize, max_len: usize) -> std::ops::Range<usize> {
+    len.saturating_sub(max_len)..len
+}
+
+pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32) -> Batch {
+    let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
+    let seq_len = longest.min(max_seq_len);
+    let mut input_ids = vec![pad_id as i32; rows.len() * seq_len];
+    let mut labels = vec![IGNORE_INDEX; rows.len() * seq_len];
+    for (b, row) in rows.iter().enumerate() {
+        let window = kept_window(row.ids.len(), seq_len);
+        let kept = window.len();
+        let out = b * seq_len..b * seq_len + kept;
+        for (dst, &id) in input_ids[out.clone()].iter_mut().zip(&row.ids[window.clone()]) {
+            *dst = id as i32;
+        }
+        write_labels(&row.ids, &row.spans, window, &mut labels[out]);
+    }
+    Batch {
+        input_ids,
+        labels,
+        rows: rows.len(),
+        seq_len,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::masking::spans_from;
+
+    fn row(ids: &[u32], trained_from: usize) -> TokenizedRow {
+        TokenizedRow {
+            ids: ids.into(),
+            spans: spans_from(trained_from, ids.len()).into(),
+            warning: None,
+        }
+    }
+
+    #[test]
+    fn pads_right_and_truncates_left() {
+        let a = row(&[1, 2, 3, 4, 5], 3);
+        let b = row(&[7, 8], 0);
+        let batch = collate(&[&a, &b], 4, 0);
+        assert_eq!((batch.rows, batch.seq_len), (2, 4));
+        assert_eq!(batch.input_ids, vec![2, 3, 4, 5, 7, 8, 0, 0]);
+        assert_eq!(batch.labels, vec![-100, -100, 4, 5, 7, 8, -100, -100]);
+    }
+
+    #[test]
+    fn seq_len_is_the_longest_row_when_it_fits() {
+        let a = row(&[1, 2], 0);
+        let batch = collate(&[&a], 2048, 9);
+        assert_eq!(batch.seq_len, 2);
+        assert_eq!(batch.labels, vec![1, 2]);
+    }
+}

@@ -1,0 +1,209 @@
+//! SFT examples: the two formats, their detection and the loader's validation.
+//!
+//! Messages are validated exactly as the reference loader does, with its messages word for word;
+//! the loader appends the file and physical line.
+
+use serde_json::Value as Json;
+
+use crate::error::{ErrorCode, SftError, SftResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    PromptCompletion,
+    Conversation,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::PromptCompletion => "prompt-completion",
+            Format::Conversation => "conversation",
+        }
+    }
+}
+
+/// An example ready to render.
+#[derive(Debug, Clone)]
+pub enum SftExample {
+    PromptCompletion { prompt: Vec<Json>, completion: Json },
+    Conversation { messages: Vec<Json> },
+}
+
+impl SftExample {
+    pub fn format(&self) -> Format {
+        match self {
+            SftExample::PromptCompletion { .. } => Format::PromptCompletion,
+            SftExample::Conversation { .. } => Format::Conversation,
+        }
+    }
+}
+
+fn invalid(message: String) -> SftError {
+    SftError::new(ErrorCode::InvalidExample, message)
+}
+
+/// The reference's format detection: by key presence, `prompt` and `completion` first.
+pub fn detect_format(example: &Json) -> SftResult<Format> {
+    let has = |key: &str| example.as_object().is_some_and(|o| o.contains_key(key));
+    if has("prompt") && has("completion") {
+        Ok(Format::PromptCompletion)
+    } else if has("messages") {
+        Ok(Format::Conversation)
+    } else {
+        Err(invalid(
+            "Invalid SFT example format. Expected either {prompt, completion} or {messages}".into(),
+        ))
+    }
+}
+
+fn is_js_object(v: &Json) -> bool {
+    // `typeof x === 'object' && x !== null`: arrays count as objects in JS.
+    v.is_object() || v.is_array()
+}
+
+/// The loader's validation of one parsed JSONL record (`index` counts records from 0).
+pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
+    if !is_js_object(&record) {
+        return Err(invalid(format!("SFT example {index} must be an object")));
+    }
+    let Json::Object(mut obj) = record else {
+        return Err(invalid(format!(
+            "SFT example {index}: must have either {{prompt, completion}} or {{messages}}"
+        )));
+    };
+    if obj.contains_key("prompt") && obj.contains_key("completion") {
+        let prompt = match obj.remove("prompt") {
+            Some(Json::Array(p)) => p,
+            _ => {
+                return Err(invalid(format!(
+                    "SFT example {index}: prompt must be an array of messages"
+                )))
+            }
+        };
+        let completion = obj.remove("completion").unwrap_or(Json::Null);
+        if !is_js_object(&completion) {
+            return Err(invalid(format!(
+                "SFT example {index}: completion must be a message object"
+            )));
+        }
+        if completion.get("role").and_then(Json::as_str) != Some("assistant") {
+            return Err(invalid(format!(
+                "SFT example {index}: completion.role must be 'assistant'"
+            )));
+        }
+        if !completion.get("content").is_some_and(Json::is_string) {
+            return Err(invalid(format!(
+                "SFT example {index}: completion.content must be a string"
+            )));
+        }
+        return Ok(SftExample::PromptCompletion { prompt, completion });
+    }
+    if obj.contains_key("messages") {
+        let messages = match obj.remove("messages") {
+            Some(Json::Array(m)) => m,
+            _ => {
+                return Err(invalid(format!(
+                    "SFT example {index}: messages must be an array"
+                )))
+            }
+        };
+        if messages.is_empty() {
+            return Err(invalid(format!(
+                "SFT example {index}: messages cannot be empty"
+            )));
+        }
+        let has_assistant = messages
+            .iter()
+            .any(|m| m.get("role").and_then(Json::as_str) == Some("assistant"));
+        if !has_assistant {
+            return Err(invalid(format!(
+                "SFT example {index}: messages must contain at least one assistant message"
+            )));
+        }
+        return Ok(SftExample::Conversation { messages });
+    }
+    Err(invalid(format!(
+        "SFT example {index}: must have either {{prompt, completion}} or {{messages}}"
+    )))
+}
+
+/// An example handed over by `createSFTDataset` / `new SFTDataset`: the reference does not
+/// validate these, and fails only when it renders them. The same happens here, with a clear
+/// message instead of a JS TypeError.
+pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<SftExample> {
+    let field = |key: &str| example.get(key);
+    match format {
+        Format::PromptCompletion => {
+            let prompt = match field("prompt") {
+                Some(Json::Array(p)) => p.clone(),
+                _ => {
+                    return Err(invalid(format!(
+                        "SFT example {index}: prompt must be an array of messages"
+                    )))
+                }
+            };
+            let completion = field("completion").cloned().unwrap_or(Json::Null);
+            if !completion.is_object() {
+                return Err(invalid(format!(
+                    "SFT example {index}: completion must be a message object"
+                )));
+            }
+            Ok(SftExample::PromptCompletion { prompt, completion })
+        }
+        Format::Conversation => match field("messages") {
+            Some(Json::Array(m)) => Ok(SftExample::Conversation { messages: m.clone() }),
+            _ => Err(invalid(format!(
+                "SFT example {index}: messages must be an array"
+            ))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(v: Json) -> String {
+        validate_record(v, 4).unwrap_err().message
+    }
+
+    #[test]
+    fn reference_messages_word_for_word() {
+        assert_eq!(err(json!(3)), "SFT example 4 must be an object");
+        assert_eq!(err(json!(null)), "SFT example 4 must be an object");
+        assert_eq!(
+            err(json!([1])),
+            "SFT example 4: must have either {prompt, completion} or {messages}"
+        );
+        assert_eq!(
+            err(json!({"prompt": "x", "completion": {}})),
+            "SFT example 4: prompt must be an array of messages"
+        );
+        assert_eq!(
+            err(json!({"prompt": [], "completion": "x"})),
+            "SFT example 4: completion must be a message object"
+        );
+        assert_eq!(
+            err(json!({"prompt": [], "completion": {"role": "user", "content": "x"}})),
+            "SFT example 4: completion.role must be 'assistant'"
+        );
+        assert_eq!(
+            err(json!({"prompt": [], "completion": {"role": "assistant", "content": null}})),
+            "SFT example 4: completion.content must be a string"
+        );
+        assert_eq!(err(json!({"messages": {}})), "SFT example 4: messages must be an array");
+        assert_eq!(err(json!({"messages": []})), "SFT example 4: messages cannot be empty");
+        assert_eq!(
+            err(json!({"messages": [{"role": "user", "content": "x"}]})),
+            "SFT example 4: messages must contain at least one assistant message"
+        );
+    }
+
+    #[test]
+    fn prompt_completion_wins_when_both_shapes_are_present() {
+        let v = json!({"messages": [], "prompt": [], "completion": {"role": "assistant", "content": ""}});
+        assert_eq!(detect_format(&v).unwrap(), Format::PromptCompletion);
+        assert_eq!(validate_record(v, 0).unwrap().format(), Format::PromptCompletion);
+    }
+}

