@@ -79,7 +79,11 @@ impl ChatTemplate {
     }
 
     /// Renders `messages` (already in the shape the template expects) to text.
-    pub fn render(&self, messages: &[serde_json::Value], opts: &RenderOptions) -> SftResult<String> {
+    pub fn render(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
         if opts.continue_final_message && opts.add_generation_prompt {
             return Err(SftError::new(
                 ErrorCode::InvalidArgument,
@@ -87,13 +91,18 @@ impl ChatTemplate {
             ));
         }
         let template = self.env.get_template(TEMPLATE_NAME).map_err(|e| {
-            SftError::new(ErrorCode::Internal, format!("compiled template vanished: {e}"))
+            SftError::new(
+                ErrorCode::Internal,
+                format!("compiled template vanished: {e}"),
+            )
         })?;
         let mut ctx: Vec<(String, Value)> = self.special_tokens.clone();
         ctx.push(("messages".into(), Value::from(Serde(messages))));
         ctx.push((
             "tools".into(),
-            opts.tools.map(|t| Value::from(Serde(t))).unwrap_or(Value::from(())),
+            opts.tools
+                .map(|t| Value::from(Serde(t)))
+                .unwrap_or(Value::from(())),
         ));
         ctx.push(("documents".into(), Value::from(())));
         ctx.push((
@@ -153,7 +162,11 @@ fn neutralize_generation_tags(source: &str) -> String {
             Some(end) => {
                 let whole = &tag[..end + 2];
                 let inner = &whole[2..whole.len() - 2];
-                let lead = if inner.starts_with(['-', '+']) { &inner[..1] } else { "" };
+                let lead = if inner.starts_with(['-', '+']) {
+                    &inner[..1]
+                } else {
+                    ""
+                };
                 let trail = if inner.ends_with(['-', '+']) && inner.len() > lead.len() {
                     &inner[inner.len() - 1..]
                 } else {
@@ -293,8 +306,12 @@ mod tests {
 
     #[test]
     fn raise_exception_message_reaches_the_caller_verbatim() {
-        let err = render("{{ raise_exception('roles must alternate') }}", json!([]), false)
-            .unwrap_err();
+        let err = render(
+            "{{ raise_exception('roles must alternate') }}",
+            json!([]),
+            false,
+        )
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::TemplateRender);
         assert_eq!(err.message, "roles must alternate");
     }
@@ -324,7 +341,8 @@ mod tests {
 
     #[test]
     fn endless_templates_are_stopped() {
-        let src = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+        let src =
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
         let err = render(src, json!([]), false).unwrap_err();
         assert_eq!(err.code, ErrorCode::TemplateRender);
     }
@@ -332,8 +350,12 @@ mod tests {
     #[test]
     fn python_string_methods_work() {
         let src = "{{ messages[0].content.split('</think>')[-1].lstrip('\\n') }}";
-        let out = render(src, json!([{"role": "a", "content": "<think>x</think>\n\nyes"}]), false)
-            .unwrap();
+        let out = render(
+            src,
+            json!([{"role": "a", "content": "<think>x</think>\n\nyes"}]),
+            false,
+        )
+        .unwrap();
         assert_eq!(out, "yes");
     }
 }

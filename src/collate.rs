@@ -26,7 +26,10 @@ pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32) -> Batch
         let window = kept_window(row.ids.len(), seq_len);
         let kept = window.len();
         let out = b * seq_len..b * seq_len + kept;
-        for (dst, &id) in input_ids[out.clone()].iter_mut().zip(&row.ids[window.clone()]) {
+        for (dst, &id) in input_ids[out.clone()]
+            .iter_mut()
+            .zip(&row.ids[window.clone()])
+        {
             *dst = id as i32;
         }
         write_labels(&row.ids, &row.spans, window, &mut labels[out]);

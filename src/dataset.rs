@@ -129,7 +129,9 @@ impl Dataset {
             }
         }
         let rows = (0..examples.len()).map(|_| OnceLock::new()).collect();
-        Ok(Self::assemble(tokenizer, config, format, markers, examples, rows))
+        Ok(Self::assemble(
+            tokenizer, config, format, markers, examples, rows,
+        ))
     }
 
     /// `loadSFTDataset`: streams the file, validating every record and building every row.
@@ -316,7 +318,9 @@ impl Dataset {
         // Chunks keep the walk close to epoch order and let other rayon work in between.
         rayon::spawn(move || {
             for chunk in order.chunks(PREFETCH_CHUNK) {
-                let Some(dataset) = weak.upgrade() else { return };
+                let Some(dataset) = weak.upgrade() else {
+                    return;
+                };
                 if dataset.cancelled.load(Ordering::Relaxed) {
                     return;
                 }

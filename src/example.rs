@@ -151,7 +151,9 @@ pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<S
             Ok(SftExample::PromptCompletion { prompt, completion })
         }
         Format::Conversation => match field("messages") {
-            Some(Json::Array(m)) => Ok(SftExample::Conversation { messages: m.clone() }),
+            Some(Json::Array(m)) => Ok(SftExample::Conversation {
+                messages: m.clone(),
+            }),
             _ => Err(invalid(format!(
                 "SFT example {index}: messages must be an array"
             ))),
@@ -192,8 +194,14 @@ mod tests {
             err(json!({"prompt": [], "completion": {"role": "assistant", "content": null}})),
             "SFT example 4: completion.content must be a string"
         );
-        assert_eq!(err(json!({"messages": {}})), "SFT example 4: messages must be an array");
-        assert_eq!(err(json!({"messages": []})), "SFT example 4: messages cannot be empty");
+        assert_eq!(
+            err(json!({"messages": {}})),
+            "SFT example 4: messages must be an array"
+        );
+        assert_eq!(
+            err(json!({"messages": []})),
+            "SFT example 4: messages cannot be empty"
+        );
         assert_eq!(
             err(json!({"messages": [{"role": "user", "content": "x"}]})),
             "SFT example 4: messages must contain at least one assistant message"
@@ -204,6 +212,9 @@ mod tests {
     fn prompt_completion_wins_when_both_shapes_are_present() {
         let v = json!({"messages": [], "prompt": [], "completion": {"role": "assistant", "content": ""}});
         assert_eq!(detect_format(&v).unwrap(), Format::PromptCompletion);
-        assert_eq!(validate_record(v, 0).unwrap().format(), Format::PromptCompletion);
+        assert_eq!(
+            validate_record(v, 0).unwrap().format(),
+            Format::PromptCompletion
+        );
     }
 }

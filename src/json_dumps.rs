@@ -38,7 +38,12 @@ pub fn dumps(value: &Value, options: &DumpOptions) -> Result<String, Error> {
     Ok(out)
 }
 
-fn write_value(out: &mut String, value: &Value, o: &DumpOptions, depth: usize) -> Result<(), Error> {
+fn write_value(
+    out: &mut String,
+    value: &Value,
+    o: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
     if depth > MAX_DEPTH {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -89,7 +94,12 @@ fn newline_indent(out: &mut String, o: &DumpOptions, depth: usize) {
     }
 }
 
-fn write_seq(out: &mut String, items: &[Value], o: &DumpOptions, depth: usize) -> Result<(), Error> {
+fn write_seq(
+    out: &mut String,
+    items: &[Value],
+    o: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
     if items.is_empty() {
         out.push_str("[]");
         return Ok(());
@@ -138,7 +148,11 @@ fn write_key(out: &mut String, key: &Value) {
     match key.kind() {
         ValueKind::String => write_string(out, key.as_str().unwrap_or_default()),
         ValueKind::None | ValueKind::Undefined => out.push_str("\"null\""),
-        ValueKind::Bool => out.push_str(if key.is_true() { "\"true\"" } else { "\"false\"" }),
+        ValueKind::Bool => out.push_str(if key.is_true() {
+            "\"true\""
+        } else {
+            "\"false\""
+        }),
         ValueKind::Number => {
             let mut spelled = String::new();
             write_number(&mut spelled, key);
@@ -266,6 +280,9 @@ mod tests {
             &DumpOptions::python_defaults(Some("  ".into())),
         )
         .unwrap();
-        assert_eq!(out, "{\n  \"a\": [\n    1,\n    {\n      \"b\": 2\n    }\n  ]\n}");
+        assert_eq!(
+            out,
+            "{\n  \"a\": [\n    1,\n    {\n      \"b\": 2\n    }\n  ]\n}"
+        );
     }
 }

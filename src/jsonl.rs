@@ -61,7 +61,10 @@ impl JsonlReader<BufReader<File>> {
             let e = std::io::Error::from(ErrorKind::IsADirectory);
             return Err(read_error(&shown, &e));
         }
-        Ok(JsonlReader::new(BufReader::with_capacity(1 << 20, file), shown))
+        Ok(JsonlReader::new(
+            BufReader::with_capacity(1 << 20, file),
+            shown,
+        ))
     }
 }
 
@@ -153,21 +156,35 @@ mod tests {
     fn errors_name_file_and_physical_line() {
         let err = read_all("{}\n\n{\"a\":\n".as_bytes(), "d.jsonl").unwrap_err();
         assert_eq!(err.code, ErrorCode::JsonlParse);
-        assert!(err.message.starts_with("Failed to parse JSONL at d.jsonl:3 - "), "{}", err.message);
+        assert!(
+            err.message
+                .starts_with("Failed to parse JSONL at d.jsonl:3 - "),
+            "{}",
+            err.message
+        );
         let err = read_all(&b"{}\n{\"a\": \"\xff\"}\n"[..], "d.jsonl").unwrap_err();
-        assert_eq!(err.message, "Failed to parse JSONL at d.jsonl:2 - invalid UTF-8 at byte 7 of the line");
+        assert_eq!(
+            err.message,
+            "Failed to parse JSONL at d.jsonl:2 - invalid UTF-8 at byte 7 of the line"
+        );
     }
 
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
         let text = format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000));
         let err = read_all(text.as_bytes(), "d.jsonl").unwrap_err();
-        assert!(err.message.contains("recursion limit exceeded"), "{}", err.message);
+        assert!(
+            err.message.contains("recursion limit exceeded"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
     fn missing_file_reads_like_node() {
-        let err = JsonlReader::open(Path::new("/no/such.jsonl")).err().unwrap();
+        let err = JsonlReader::open(Path::new("/no/such.jsonl"))
+            .err()
+            .unwrap();
         assert_eq!(
             err.message,
             "Failed to read SFT dataset at /no/such.jsonl: ENOENT: no such file or directory, open '/no/such.jsonl'"

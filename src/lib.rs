@@ -6,15 +6,17 @@
 //! these modules.
 
 pub mod chat_template;
-pub mod error;
-pub mod json_dumps;
-pub mod shuffle;
-pub mod message;
-pub mod tokenizer;
 pub mod collate;
 pub mod dataset;
+pub mod error;
 pub mod example;
+pub mod json_dumps;
 pub mod jsonl;
 pub mod loader;
 pub mod masking;
+pub mod message;
+pub mod napi;
+pub mod path_security;
 pub mod row;
+pub mod shuffle;
+pub mod tokenizer;

@@ -129,7 +129,12 @@ mod tests {
     const NL: u32 = 5;
 
     fn markers(newlines: Vec<u32>) -> ChatMlMarkers {
-        ChatMlMarkers { im_start: S, im_end: E, assistant: Some(A), newlines }
+        ChatMlMarkers {
+            im_start: S,
+            im_end: E,
+            assistant: Some(A),
+            newlines,
+        }
     }
 
     fn labels(ids: &[u32], spans: &[Range<u32>]) -> Vec<i32> {
@@ -142,7 +147,10 @@ mod tests {
     fn fallback_trains_the_header_newline() {
         let ids = [S, U, NL, 9, E, NL, S, A, NL, 7, 8, E, NL];
         let spans = chatml_assistant_spans(&ids, &markers(vec![]));
-        assert_eq!(labels(&ids, &spans), vec![-100, -100, -100, -100, -100, -100, -100, -100, 5, 7, 8, -100, -100]);
+        assert_eq!(
+            labels(&ids, &spans),
+            vec![-100, -100, -100, -100, -100, -100, -100, -100, 5, 7, 8, -100, -100]
+        );
     }
 
     #[test]

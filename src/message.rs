@@ -17,13 +17,19 @@ const CAMEL_TO_SNAKE: [(&str, &str); 3] = [
 ];
 
 fn invalid(index: usize, what: impl std::fmt::Display) -> SftError {
-    SftError::new(ErrorCode::InvalidMessage, format!("message {index}: {what}"))
+    SftError::new(
+        ErrorCode::InvalidMessage,
+        format!("message {index}: {what}"),
+    )
 }
 
 /// Renames camelCase keys in place, keeping each key's position (templates that print a message
 /// with `tojson` see the original order).
 fn rename_camel_keys(map: &mut Map<String, Json>) {
-    if !CAMEL_TO_SNAKE.iter().any(|(camel, _)| map.contains_key(*camel)) {
+    if !CAMEL_TO_SNAKE
+        .iter()
+        .any(|(camel, _)| map.contains_key(*camel))
+    {
         return;
     }
     let old = std::mem::take(map);
@@ -109,7 +115,8 @@ mod tests {
 
     #[test]
     fn camel_case_keys_become_snake_case_in_place() {
-        let mut m = json!({"role": "assistant", "toolCalls": [], "content": "x", "reasoningContent": "r"});
+        let mut m =
+            json!({"role": "assistant", "toolCalls": [], "content": "x", "reasoningContent": "r"});
         normalize_message(0, &mut m).unwrap();
         assert_eq!(
             serde_json::to_string(&m).unwrap(),
@@ -120,14 +127,20 @@ mod tests {
     #[test]
     fn bad_messages_name_index_and_field() {
         let mut m = json!({"content": "x"});
-        assert_eq!(normalize_message(3, &mut m).unwrap_err().message, "message 3: role is missing");
+        assert_eq!(
+            normalize_message(3, &mut m).unwrap_err().message,
+            "message 3: role is missing"
+        );
         let mut m = json!({"role": 5, "content": "x"});
         assert_eq!(
             normalize_message(1, &mut m).unwrap_err().message,
             "message 1: role must be a string"
         );
         let mut m = json!("hi");
-        assert_eq!(normalize_message(0, &mut m).unwrap_err().code, ErrorCode::InvalidMessage);
+        assert_eq!(
+            normalize_message(0, &mut m).unwrap_err().code,
+            ErrorCode::InvalidMessage
+        );
     }
 
     #[test]

@@ -72,7 +72,11 @@ fn prompt_completion_row(
         )
         .into_boxed_str()
     });
-    let trained_from = if settings.completion_only { prompt_len } else { 0 };
+    let trained_from = if settings.completion_only {
+        prompt_len
+    } else {
+        0
+    };
     Ok(TokenizedRow {
         spans: spans_from(trained_from, full.ids.len()).into(),
         ids: full.ids.into(),

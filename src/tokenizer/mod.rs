@@ -64,7 +64,11 @@ impl ChatTokenizer {
     }
 
     /// Builds a tokenizer from the text of a `tokenizer.json` and an already read config.
-    pub fn from_parts(json_text: &str, config: TokenizerConfig, source: PathBuf) -> SftResult<Self> {
+    pub fn from_parts(
+        json_text: &str,
+        config: TokenizerConfig,
+        source: PathBuf,
+    ) -> SftResult<Self> {
         if json_text.trim().is_empty() {
             return Err(load_error(format!("{} is empty", source.display())));
         }
@@ -75,7 +79,10 @@ impl ChatTokenizer {
         }))
         .map_err(|_| load_error(format!("{} could not be parsed", source.display())))?;
         let hf = parsed.map_err(|e| {
-            load_error(format!("{} is not a valid tokenizer.json: {e}", source.display()))
+            load_error(format!(
+                "{} is not a valid tokenizer.json: {e}",
+                source.display()
+            ))
         })?;
         let tail_reuse = Self::tail_reuse_for(&hf);
         let mut tokenizer = ChatTokenizer {
@@ -227,7 +234,11 @@ impl ChatTokenizer {
 
     /// `applyChatTemplate`: render, then encode without adding special tokens (the template
     /// already wrote them; special-token strings in the text map to their ids).
-    pub fn apply_chat_template(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<Vec<u32>> {
+    pub fn apply_chat_template(
+        &self,
+        messages: &[Json],
+        opts: &RenderOptions,
+    ) -> SftResult<Vec<u32>> {
         let text = self.render(messages, opts)?;
         self.encode(&text, false)
     }
@@ -245,11 +256,15 @@ impl ChatTokenizer {
             return self.encode(prompt_text, false);
         };
         let shared = common_prefix_bytes(prompt_text.as_bytes(), full_text.as_bytes());
-        let cut = full.ids.iter().zip(&full.offsets).enumerate().rev().find(
-            |(_, (id, (_, end)))| {
-                reuse.added_ids.contains(id) && end + reuse.longest_added <= shared
-            },
-        );
+        let cut =
+            full.ids
+                .iter()
+                .zip(&full.offsets)
+                .enumerate()
+                .rev()
+                .find(|(_, (id, (_, end)))| {
+                    reuse.added_ids.contains(id) && end + reuse.longest_added <= shared
+                });
         match cut {
             Some((index, (_, (_, end)))) if prompt_text.is_char_boundary(*end) => {
                 let mut ids = full.ids[..=index].to_vec();
@@ -285,27 +300,55 @@ mod tests {
         assert_eq!(t.bos_token_id(), None);
         assert_eq!(t.token_to_id("\n"), None);
         assert_eq!(t.token_to_id(IM_START), Some(151644));
-        assert_eq!(t.encode("<|im_start|>user\nhi", false).unwrap(), vec![151644, 872, 198, 6023]);
+        assert_eq!(
+            t.encode("<|im_start|>user\nhi", false).unwrap(),
+            vec![151644, 872, 198, 6023]
+        );
     }
 
     #[test]
     fn tail_reencoding_equals_full_encoding() {
         let Some(t) = qwen3() else { return };
-        let mut prompt = vec![json!({"role": "system", "content": "Be brief."}), json!({"role": "user", "content": "Say hi"})];
+        let mut prompt = vec![
+            json!({"role": "system", "content": "Be brief."}),
+            json!({"role": "user", "content": "Say hi"}),
+        ];
         normalize_messages(&mut prompt).unwrap();
         let mut full = prompt.clone();
         full.push(json!({"role": "assistant", "content": "\n  Hi there"}));
         for thinking in [Some(false), Some(true), None] {
-            let p = t.render(&prompt, &RenderOptions { add_generation_prompt: true, enable_thinking: thinking, ..Default::default() }).unwrap();
-            let f = t.render(&full, &RenderOptions { enable_thinking: thinking, ..Default::default() }).unwrap();
+            let p = t
+                .render(
+                    &prompt,
+                    &RenderOptions {
+                        add_generation_prompt: true,
+                        enable_thinking: thinking,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            let f = t
+                .render(
+                    &full,
+                    &RenderOptions {
+                        enable_thinking: thinking,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
             let enc = t.encode_with_offsets(&f).unwrap();
-            assert_eq!(t.encode_sharing_prefix(&p, &f, &enc).unwrap(), t.encode(&p, false).unwrap());
+            assert_eq!(
+                t.encode_sharing_prefix(&p, &f, &enc).unwrap(),
+                t.encode(&p, false).unwrap()
+            );
         }
     }
 
     #[test]
     fn missing_file_names_the_path() {
-        let err = ChatTokenizer::load(Path::new("/nonexistent/tok")).err().unwrap();
+        let err = ChatTokenizer::load(Path::new("/nonexistent/tok"))
+            .err()
+            .unwrap();
         assert_eq!(err.code, ErrorCode::TokenizerLoad);
         assert!(err.message.starts_with("cannot read /nonexistent/tok"));
     }

@@ -1,0 +1,58 @@
+'use strict'
+// The public entry point: the generated native binding plus what napi cannot express — the
+// async generator `batches()`, the `PathTraversalError` class and the `Qwen3Tokenizer` alias.
+
+const path = require('node:path')
+const native = require('../index.js')
+
+const { SFTDataset, Tokenizer } = native
+
+class PathTraversalError extends Error {
+  constructor(resolvedPath, allowedRoot, message) {
+    super(message ?? `Path traversal detected: "${resolvedPath}" is outside allowed directory "${allowedRoot}"`)
+    this.name = 'PathTraversalError'
+    this.code = 'PATH_TRAVERSAL'
+    this.resolvedPath = resolvedPath
+    this.allowedRoot = allowedRoot
+  }
+}
+
+function getAllowedRoot(options) {
+  return native.getAllowedRoot(options ?? null)
+}
+
+function validatePathContainment(resolvedPath, allowedRoot, options) {
+  const check = native.checkPathContainment(resolvedPath, allowedRoot, options?.followSymlinks ?? null)
+  if (check.error != null) throw new PathTraversalError(resolvedPath, allowedRoot, check.error)
+}
+
+function resolveAndValidatePath(userPath, allowedRoot, options) {
+  const check = native.checkResolvedPath(userPath, allowedRoot, options?.followSymlinks ?? null)
+  if (check.error != null) throw new PathTraversalError(check.resolvedPath, allowedRoot, check.error)
+  return check.resolvedPath
+}
+
+async function loadSFTDataset(filePath, tokenizer, config) {
+  const root = getAllowedRoot(config)
+  const absolute = resolveAndValidatePath(filePath, root, config)
+  return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
+}
+
+SFTDataset.prototype.batches = async function* batches(batchSize) {
+  this._checkBatchSize(batchSize)
+  for (let start = 0; start < this.length; start += batchSize) {
+    const end = Math.min(start + batchSize, this.length)
+    const indices = Array.from({ length: end - start }, (_, k) => start + k)
+    yield await this.collateBatch(indices)
+  }
+}
+
+module.exports = {
+  ...native,
+  Qwen3Tokenizer: Tokenizer,
+  PathTraversalError,
+  getAllowedRoot,
+  validatePathContainment,
+  resolveAndValidatePath,
+  loadSFTDataset,
+}

@@ -1,0 +1,228 @@
+//! Rank-ordered BPE over raw bytes.
+//!
+//! HF applies, at each step, the lowest-ranked merge among the adjacent pairs, the
+//! leftmost one on a tie (its heap orders by rank, then position, and discards stale
+//! entries by their result id; a stale entry can never pass that check because every
+//! merge makes its pair's string longer). Both strategies below follow that order.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+/// Words up to this many bytes are merged by rescanning the pair ranks, which beats a
+/// heap on the short pre-tokens that make up almost all text.
+const SCAN_LIMIT: usize = 48;
+
+const NO_MERGE: u32 = u32::MAX;
+
+pub(super) struct BpeModel {
+    byte_ids: [u32; 256],
+    /// `(left << 32) | right` to `(rank, merged id)`.
+    merges: FxHashMap<u64, (u32, u32)>,
+    /// Pre-tokens that come out as one token, looked up before merging: with
+    /// `ignore_merges` every vocabulary entry (HF's rule), otherwise the entries that
+    /// merging their own bytes turns back into themselves (most of the common words).
+    whole_words: FxHashMap<Box<[u8]>, u32>,
+}
+
+#[derive(Clone, Copy)]
+struct Symbol {
+    id: u32,
+    start: u32,
+    len: u32,
+}
+
+/// Buffers reused across the words of one encode call.
+#[derive(Default)]
+pub(super) struct Scratch {
+    symbols: Vec<Symbol>,
+    ranks: Vec<(u32, u32)>,
+    prev: Vec<usize>,
+    next: Vec<usize>,
+}
+
+fn pair_key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+impl BpeModel {
+    /// `vocab` holds the entries made only of byte-level symbols, as raw bytes.
+    pub(super) fn new(
+        byte_ids: [u32; 256],
+        merges: FxHashMap<u64, (u32, u32)>,
+        vocab: Vec<(Vec<u8>, u32)>,
+        ignore_merges: bool,
+    ) -> Self {
+        let mut model = Self {
+            byte_ids,
+            merges,
+            whole_words: FxHashMap::default(),
+        };
+        let mut scratch = Scratch::default();
+        let mut ids = Vec::new();
+        let whole_words = vocab
+            .into_iter()
+            .filter(|(bytes, id)| {
+                if ignore_merges || bytes.len() < 2 {
+                    return true;
+                }
+                ids.clear();
+                model.encode_word(bytes, &mut scratch, &mut ids, None);
+                ids == [*id]
+            })
+            .map(|(bytes, id)| (bytes.into_boxed_slice(), id))
+            .collect();
+        model.whole_words = whole_words;
+        model
+    }
+
+    pub(super) fn key(left: u32, right: u32) -> u64 {
+        pair_key(left, right)
+    }
+
+    fn merge_of(&self, left: u32, right: u32) -> (u32, u32) {
+        self.merges
+            .get(&pair_key(left, right))
+            .copied()
+            .unwrap_or((NO_MERGE, 0))
+    }
+
+    /// Appends the ids of `word` and, when asked, each token's byte span inside `word`.
+    pub(super) fn encode_word(
+        &self,
+        word: &[u8],
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        if word.is_empty() {
+            return;
+        }
+        if let Some(id) = self.whole_words.get(word) {
+            ids.push(*id);
+            if let Some(spans) = spans {
+                spans.push((0, word.len()));
+            }
+            return;
+        }
+        if word.len() == 1 {
+            ids.push(self.byte_ids[usize::from(word[0])]);
+            if let Some(spans) = spans {
+                spans.push((0, 1));
+            }
+            return;
+        }
+        scratch.symbols.clear();
+        scratch
+            .symbols
+            .extend(word.iter().enumerate().map(|(i, &b)| Symbol {
+                id: self.byte_ids[usize::from(b)],
+                start: i as u32,
+                len: 1,
+            }));
+        if word.len() <= SCAN_LIMIT {
+            self.merge_by_scan(scratch);
+        } else {
+            self.merge_by_heap(scratch);
+        }
+        ids.extend(scratch.symbols.iter().map(|s| s.id));
+        if let Some(spans) = spans {
+            spans.extend(
+                scratch
+                    .symbols
+                    .iter()
+                    .map(|s| (s.start as usize, (s.start + s.len) as usize)),
+            );
+        }
+    }
+
+    fn merge_by_scan(&self, scratch: &mut Scratch) {
+        let symbols = &mut scratch.symbols;
+        let ranks = &mut scratch.ranks;
+        ranks.clear();
+        ranks.extend(symbols.windows(2).map(|w| self.merge_of(w[0].id, w[1].id)));
+        loop {
+            let mut best = NO_MERGE;
+            let mut at = 0;
+            for (i, &(rank, _)) in ranks.iter().enumerate() {
+                if rank < best {
+                    best = rank;
+                    at = i;
+                }
+            }
+            if best == NO_MERGE {
+                break;
+            }
+            let merged = ranks[at].1;
+            let right = symbols.remove(at + 1);
+            let sym = &mut symbols[at];
+            sym.id = merged;
+            sym.len += right.len;
+            ranks.remove(at);
+            if at + 1 < symbols.len() {
+                ranks[at] = self.merge_of(merged, symbols[at + 1].id);
+            }
+            if at > 0 {
+                ranks[at - 1] = self.merge_of(symbols[at - 1].id, merged);
+            }
+        }
+    }
+
+    /// The same merge order as `merge_by_scan`, in O(n log n) for long pre-tokens
+    /// (runs of spaces or symbols can be arbitrarily long).
+    fn merge_by_heap(&self, scratch: &mut Scratch) {
+        let n = scratch.symbols.len();
+        let symbols = &mut scratch.symbols;
+        let prev = &mut scratch.prev;
+        let next = &mut scratch.next;
+        prev.clear();
+        next.clear();
+        prev.extend((0..n).map(|i| i.wrapping_sub(1)));
+        next.extend(1..=n);
+        let mut alive = vec![true; n];
+        let mut heap: BinaryHeap<Reverse<(u32, usize, u32)>> = BinaryHeap::with_capacity(n);
+        for i in 0..n - 1 {
+            let (rank, id) = self.merge_of(symbols[i].id, symbols[i + 1].id);
+            if rank != NO_MERGE {
+                heap.push(Reverse((rank, i, id)));
+            }
+        }
+        while let Some(Reverse((_, pos, new_id))) = heap.pop() {
+            if !alive[pos] || next[pos] >= n {
+                continue;
+            }
+            let right = next[pos];
+            let (rank, id) = self.merge_of(symbols[pos].id, symbols[right].id);
+            if rank == NO_MERGE || id != new_id {
+                continue;
+            }
+            symbols[pos].id = new_id;
+            symbols[pos].len += symbols[right].len;
+            alive[right] = false;
+            next[pos] = next[right];
+            if next[pos] < n {
+                prev[next[pos]] = pos;
+                let (rank, id) = self.merge_of(new_id, symbols[next[pos]].id);
+                if rank != NO_MERGE {
+                    heap.push(Reverse((rank, pos, id)));
+                }
+            }
+            if prev[pos] < n {
+                let p = prev[pos];
+                let (rank, id) = self.merge_of(symbols[p].id, new_id);
+                if rank != NO_MERGE {
+                    heap.push(Reverse((rank, p, id)));
+                }
+            }
+        }
+        let mut kept = 0;
+        for i in 0..n {
+            if alive[i] {
+                symbols[kept] = symbols[i];
+                kept += 1;
+            }
+        }
+        symbols.truncate(kept);
+    }
+}

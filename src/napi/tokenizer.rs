@@ -1,0 +1,309 @@
+//! `Tokenizer` (also exported as `Qwen3Tokenizer`): the reference tokenizer's API over
+//! `tokenizer::ChatTokenizer`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{AsyncTask, Uint32Array};
+use napi_derive::napi;
+use rayon::prelude::*;
+use serde_json::{Map, Value as Json};
+
+use super::error::{run_sync, JsResult as Result};
+use super::task::{job, Job};
+use crate::chat_template::RenderOptions;
+use crate::error::SftResult;
+use crate::message::{normalize_messages, normalize_tools};
+use crate::tokenizer::{ChatTokenizer, ENDOFTEXT, IM_END, IM_START};
+
+/// Options of `renderChatTemplate`, named as in `apply_chat_template`.
+#[napi(object)]
+pub struct RenderChatTemplateOptions {
+    /// Append the assistant header so the model writes the next turn. Default false.
+    pub add_generation_prompt: Option<bool>,
+    /// OpenAI-style tool definitions; `parameters.properties` may be a JSON string.
+    pub tools: Option<Vec<Json>>,
+    /// Sets `enable_thinking`; left undefined in the template when not given.
+    pub enable_thinking: Option<bool>,
+    /// End the text right after the last message's content, so the model continues it.
+    /// Default false.
+    pub continue_final_message: Option<bool>,
+    /// Extra template variables (keyword arguments of `apply_chat_template`).
+    pub template_kwargs: Option<Map<String, Json>>,
+}
+
+#[napi(js_name = "Tokenizer")]
+pub struct JsTokenizer {
+    pub(crate) inner: Arc<ChatTokenizer>,
+}
+
+/// Messages and tools in template shape, checked.
+fn prepare(
+    mut messages: Vec<Json>,
+    tools: Option<Vec<Json>>,
+) -> SftResult<(Vec<Json>, Option<Json>)> {
+    normalize_messages(&mut messages)?;
+    let tools = match tools {
+        Some(list) => {
+            let mut tools = Json::Array(list);
+            normalize_tools(&mut tools)?;
+            Some(tools)
+        }
+        None => None,
+    };
+    Ok((messages, tools))
+}
+
+fn apply_template(
+    tokenizer: &ChatTokenizer,
+    messages: Vec<Json>,
+    add_generation_prompt: Option<bool>,
+    tools: Option<Vec<Json>>,
+    enable_thinking: Option<bool>,
+) -> SftResult<Vec<u32>> {
+    let (messages, tools) = prepare(messages, tools)?;
+    tokenizer.apply_chat_template(
+        &messages,
+        &RenderOptions {
+            tools: tools.as_ref(),
+            add_generation_prompt: add_generation_prompt.unwrap_or(true),
+            enable_thinking,
+            ..Default::default()
+        },
+    )
+}
+
+fn to_u32_array(_: &napi::Env, ids: Vec<u32>) -> SftResult<Uint32Array> {
+    Ok(Uint32Array::new(ids))
+}
+
+fn to_u32_arrays(_: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<Vec<Uint32Array>> {
+    Ok(rows.into_iter().map(Uint32Array::new).collect())
+}
+
+#[napi]
+impl JsTokenizer {
+    /// Loads a `tokenizer.json` file, or a directory holding one; the chat template and special
+    /// tokens come from `tokenizer_config.json` (or `chat_template.jinja`) beside it.
+    #[napi(ts_return_type = "Promise<Tokenizer>")]
+    pub fn from_pretrained(path: String) -> AsyncTask<Job<ChatTokenizer, JsTokenizer>> {
+        AsyncTask::new(Job::new(
+            move || ChatTokenizer::load(&PathBuf::from(path)),
+            |_, t| Ok(JsTokenizer { inner: Arc::new(t) }),
+        ))
+    }
+
+    #[napi]
+    pub fn from_pretrained_sync(path: String) -> Result<JsTokenizer> {
+        run_sync(|| {
+            Ok(JsTokenizer {
+                inner: Arc::new(ChatTokenizer::load(&PathBuf::from(path))?),
+            })
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<Uint32Array>")]
+    pub fn encode(
+        &self,
+        text: String,
+        add_special_tokens: Option<bool>,
+    ) -> AsyncTask<Job<Vec<u32>, Uint32Array>> {
+        let t = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || t.encode(&text, add_special_tokens.unwrap_or(true)),
+            to_u32_array,
+        ))
+    }
+
+    #[napi]
+    pub fn encode_sync(
+        &self,
+        text: String,
+        add_special_tokens: Option<bool>,
+    ) -> Result<Uint32Array> {
+        run_sync(|| {
+            Ok(Uint32Array::new(
+                self.inner
+                    .encode(&text, add_special_tokens.unwrap_or(true))?,
+            ))
+        })
+    }
+
+    /// Encodes every text on all cores.
+    #[napi(ts_return_type = "Promise<Uint32Array[]>")]
+    pub fn encode_batch(
+        &self,
+        texts: Vec<String>,
+        add_special_tokens: Option<bool>,
+    ) -> AsyncTask<Job<Vec<Vec<u32>>, Vec<Uint32Array>>> {
+        let t = self.inner.clone();
+        let add = add_special_tokens.unwrap_or(true);
+        AsyncTask::new(Job::new(
+            move || texts.par_iter().map(|s| t.encode(s, add)).collect(),
+            to_u32_arrays,
+        ))
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn decode(
+        &self,
+        token_ids: Uint32Array,
+        skip_special_tokens: Option<bool>,
+    ) -> AsyncTask<Job<String, String>> {
+        let t = self.inner.clone();
+        let ids = token_ids.to_vec();
+        AsyncTask::new(job(move || {
+            t.decode(&ids, skip_special_tokens.unwrap_or(false))
+        }))
+    }
+
+    #[napi]
+    pub fn decode_sync(
+        &self,
+        token_ids: Uint32Array,
+        skip_special_tokens: Option<bool>,
+    ) -> Result<String> {
+        run_sync(|| {
+            self.inner
+                .decode(&token_ids, skip_special_tokens.unwrap_or(false))
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn decode_batch(
+        &self,
+        token_ids_batch: Vec<Uint32Array>,
+        skip_special_tokens: Option<bool>,
+    ) -> AsyncTask<Job<Vec<String>, Vec<String>>> {
+        let t = self.inner.clone();
+        let rows: Vec<Vec<u32>> = token_ids_batch.iter().map(|a| a.to_vec()).collect();
+        let skip = skip_special_tokens.unwrap_or(false);
+        AsyncTask::new(job(move || {
+            rows.par_iter().map(|ids| t.decode(ids, skip)).collect()
+        }))
+    }
+
+    /// Renders the chat template and encodes the text without adding special tokens.
+    /// `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
+    /// `enable_thinking` undefined in the template.
+    #[napi(ts_return_type = "Promise<Uint32Array>")]
+    pub fn apply_chat_template(
+        &self,
+        messages: Vec<Json>,
+        add_generation_prompt: Option<bool>,
+        tools: Option<Vec<Json>>,
+        enable_thinking: Option<bool>,
+    ) -> AsyncTask<Job<Vec<u32>, Uint32Array>> {
+        let t = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || apply_template(&t, messages, add_generation_prompt, tools, enable_thinking),
+            to_u32_array,
+        ))
+    }
+
+    #[napi]
+    pub fn apply_chat_template_sync(
+        &self,
+        messages: Vec<Json>,
+        add_generation_prompt: Option<bool>,
+        tools: Option<Vec<Json>>,
+        enable_thinking: Option<bool>,
+    ) -> Result<Uint32Array> {
+        run_sync(|| {
+            apply_template(
+                &self.inner,
+                messages,
+                add_generation_prompt,
+                tools,
+                enable_thinking,
+            )
+            .map(Uint32Array::new)
+        })
+    }
+
+    /// The rendered text, as `apply_chat_template(..., tokenize=False)`.
+    #[napi]
+    pub fn render_chat_template(
+        &self,
+        messages: Vec<Json>,
+        options: Option<RenderChatTemplateOptions>,
+    ) -> Result<String> {
+        run_sync(|| {
+            let o = options.unwrap_or(RenderChatTemplateOptions {
+                add_generation_prompt: None,
+                tools: None,
+                enable_thinking: None,
+                continue_final_message: None,
+                template_kwargs: None,
+            });
+            let (messages, tools) = prepare(messages, o.tools)?;
+            self.inner.render(
+                &messages,
+                &RenderOptions {
+                    tools: tools.as_ref(),
+                    add_generation_prompt: o.add_generation_prompt.unwrap_or(false),
+                    enable_thinking: o.enable_thinking,
+                    continue_final_message: o.continue_final_message.unwrap_or(false),
+                    template_kwargs: o.template_kwargs.as_ref(),
+                },
+            )
+        })
+    }
+
+    /// Size of the vocabulary including added tokens.
+    #[napi]
+    pub fn vocab_size(&self) -> u32 {
+        self.inner.vocab_size()
+    }
+
+    /// The pad token of `tokenizer_config.json`; without one, the end-of-sequence token, then 0.
+    #[napi]
+    pub fn get_pad_token_id(&self) -> u32 {
+        self.inner.pad_token_id()
+    }
+
+    /// The end-of-sequence token of `tokenizer_config.json` (0 when it names none).
+    #[napi]
+    pub fn get_eos_token_id(&self) -> u32 {
+        self.inner.eos_token_id().unwrap_or(0)
+    }
+
+    #[napi]
+    pub fn get_bos_token_id(&self) -> Option<u32> {
+        self.inner.bos_token_id()
+    }
+
+    /// The token of `id`, as spelled in the vocabulary.
+    #[napi]
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+
+    /// A raw vocabulary lookup: for byte-level vocabularies `tokenToId('\n')` is null (the
+    /// vocabulary spells it `Ċ`).
+    #[napi]
+    pub fn token_to_id(&self, token: String) -> Option<u32> {
+        self.inner.token_to_id(&token)
+    }
+
+    #[napi]
+    pub fn get_im_start_token(&self) -> String {
+        IM_START.to_string()
+    }
+
+    #[napi]
+    pub fn get_im_end_token(&self) -> String {
+        IM_END.to_string()
+    }
+
+    #[napi]
+    pub fn get_endoftext_token(&self) -> String {
+        ENDOFTEXT.to_string()
+    }
+
+    /// Whether a chat template was found beside the tokenizer.
+    #[napi(getter)]
+    pub fn has_chat_template(&self) -> bool {
+        self.inner.has_chat_template()
+    }
+}
