@@ -76,6 +76,12 @@ export declare class SFTDataset {
   collateBatch(indices: Array<number>): Promise<SFTBatch>
   /** The example indices in the current epoch order (an addition to the reference API). */
   order(): Uint32Array
+  /**
+   * The full, untruncated row of example `index` (not a position): its token ids and
+   * labels, and the prefix-mismatch warning if it has one. Distillation targets for an
+   * example are fetched for exactly this sequence.
+   */
+  tokenizeExample(index: number): Promise<TokenizedExample>
   /** `ceil(length / batchSize)`. */
   numBatches(batchSize: number): number
   /** Checks a `batches()` batch size; used by the JS generator before it starts. */
@@ -136,6 +142,23 @@ export declare function checkPathContainment(resolvedPath: string, allowedRoot: 
 export declare function checkResolvedPath(userPath: string, allowedRoot: string, followSymlinks?: boolean | undefined | null): PathCheck
 
 export declare function createSFTDataset(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null): SFTDataset
+
+export interface FileProblem {
+  /** Physical line number (1-based). */
+  line: number
+  /** Index of the record (non-blank line) from 0. */
+  example: number
+  code: string
+  message: string
+}
+
+export interface FileValidation {
+  /** Records read (non-blank lines). */
+  examples: number
+  /** `'prompt-completion'`, `'conversation'`, or null when no record is valid. */
+  format?: string
+  problems: Array<FileProblem>
+}
 
 export declare function getAllowedRoot(options?: PathValidationOptions | undefined | null): string
 
@@ -244,3 +267,19 @@ export interface SpecialTokenIds {
    */
   newlineTokens?: Array<number>
 }
+
+/** One example as the trainer sees it before truncation and padding. */
+export interface TokenizedExample {
+  inputIds: Int32Array
+  /** `-100` where no loss is taken. */
+  labels: Int32Array
+  /** The reference's prefix-mismatch warning, when it applies to this example. */
+  warning?: string
+}
+
+/**
+ * Checks every line of a JSONL file and reports every problem, not just the first. With a
+ * tokenizer, every example is also rendered and tokenized with `config`, so template errors
+ * are found too.
+ */
+export declare function validateSFTFile(path: string, tokenizer?: Tokenizer | undefined | null, config?: SFTDatasetConfig | undefined | null): Promise<FileValidation>

@@ -844,3 +844,4 @@ module.exports.checkResolvedPath = nativeBinding.checkResolvedPath
 module.exports.createSFTDataset = nativeBinding.createSFTDataset
 module.exports.getAllowedRoot = nativeBinding.getAllowedRoot
 module.exports.loadSFTDatasetNative = nativeBinding.loadSFTDatasetNative
+module.exports.validateSFTFile = nativeBinding.validateSFTFile

@@ -78,6 +78,11 @@ impl<R: BufRead> JsonlReader<R> {
         }
     }
 
+    /// The physical line number of the last line read.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
     pub fn path(&self) -> &str {
         &self.path
     }

@@ -20,3 +20,4 @@ pub mod path_security;
 pub mod row;
 pub mod shuffle;
 pub mod tokenizer;
+pub mod validate;

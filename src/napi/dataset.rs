@@ -14,6 +14,8 @@ use super::tokenizer::JsTokenizer;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::loader::LoadOptions;
+use crate::masking::write_labels;
+use crate::row::TokenizedRow;
 
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
@@ -121,7 +123,7 @@ fn core_config(
     })
 }
 
-fn config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConfig> {
+pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConfig> {
     match config {
         None => Ok(DatasetConfig::default()),
         Some(c) => core_config(
@@ -143,6 +145,16 @@ fn batch_size(value: f64) -> SftResult<usize> {
             "batchSize must be a positive integer, got {value}"
         )))
     }
+}
+
+/// One example as the trainer sees it before truncation and padding.
+#[napi(object)]
+pub struct TokenizedExample {
+    pub input_ids: Int32Array,
+    /// `-100` where no loss is taken.
+    pub labels: Int32Array,
+    /// The reference's prefix-mismatch warning, when it applies to this example.
+    pub warning: Option<String>,
 }
 
 #[napi(js_name = "SFTDataset")]
@@ -195,7 +207,7 @@ impl JsSftDataset {
         config: Option<SftDatasetConfig>,
     ) -> Result<Self> {
         run_sync(|| {
-            let config = config_of(config)?;
+            let config = core_config_of(config)?;
             let inner = Dataset::from_examples(examples, tokenizer.inner.clone(), config)?;
             Ok(JsSftDataset {
                 inner: Arc::new(inner),
@@ -240,6 +252,34 @@ impl JsSftDataset {
     #[napi]
     pub fn order(&self) -> Uint32Array {
         Uint32Array::new(self.inner.order().to_vec())
+    }
+
+    /// The full, untruncated row of example `index` (not a position): its token ids and
+    /// labels, and the prefix-mismatch warning if it has one. Distillation targets for an
+    /// example are fetched for exactly this sequence.
+    #[napi(ts_return_type = "Promise<TokenizedExample>")]
+    pub fn tokenize_example(&self, index: f64) -> AsyncTask<Job<TokenizedRow, TokenizedExample>> {
+        let dataset = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || {
+                if !(index.is_finite() && index >= 0.0 && index.fract() == 0.0 && (index as usize) < dataset.len()) {
+                    return Err(invalid_arg(format!(
+                        "tokenizeExample: index {index} is not an integer in [0, {})",
+                        dataset.len()
+                    )));
+                }
+                dataset.row(index as usize).clone()
+            },
+            |_, row| {
+                let mut labels = vec![0; row.ids.len()];
+                write_labels(&row.ids, &row.spans, 0..row.ids.len(), &mut labels);
+                Ok(TokenizedExample {
+                    input_ids: Int32Array::new(row.ids.iter().map(|&i| i as i32).collect()),
+                    labels: Int32Array::new(labels),
+                    warning: row.warning.map(String::from),
+                })
+            },
+        ))
     }
 
     /// `ceil(length / batchSize)`.

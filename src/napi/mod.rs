@@ -5,3 +5,4 @@ pub mod error;
 pub mod path;
 pub mod task;
 pub mod tokenizer;
+pub mod validate;

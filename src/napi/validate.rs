@@ -1,0 +1,78 @@
+//! `validateSFTFile`: every problem of a JSONL file, for the CLI's `validate`.
+
+use std::path::PathBuf;
+
+use napi::bindgen_prelude::AsyncTask;
+use napi_derive::napi;
+
+use super::dataset::{core_config_of, SftDatasetConfig};
+use super::task::Job;
+use super::tokenizer::JsTokenizer;
+use crate::dataset::reference_markers;
+use crate::row::RowSettings;
+use crate::validate::{validate_file, ValidationReport};
+
+#[napi(object)]
+pub struct FileProblem {
+    /// Physical line number (1-based).
+    pub line: u32,
+    /// Index of the record (non-blank line) from 0.
+    pub example: u32,
+    pub code: String,
+    pub message: String,
+}
+
+#[napi(object)]
+pub struct FileValidation {
+    /// Records read (non-blank lines).
+    pub examples: u32,
+    /// `'prompt-completion'`, `'conversation'`, or null when no record is valid.
+    pub format: Option<String>,
+    pub problems: Vec<FileProblem>,
+}
+
+fn to_js(report: ValidationReport) -> FileValidation {
+    FileValidation {
+        examples: report.examples as u32,
+        format: report.format.map(|f| f.name().to_string()),
+        problems: report
+            .problems
+            .into_iter()
+            .map(|p| FileProblem {
+                line: p.line as u32,
+                example: p.example as u32,
+                code: p.code.as_str().to_string(),
+                message: p.message,
+            })
+            .collect(),
+    }
+}
+
+/// Checks every line of a JSONL file and reports every problem, not just the first. With a
+/// tokenizer, every example is also rendered and tokenized with `config`, so template errors
+/// are found too.
+#[napi(js_name = "validateSFTFile", ts_return_type = "Promise<FileValidation>")]
+pub fn validate_sft_file(
+    path: String,
+    tokenizer: Option<&JsTokenizer>,
+    config: Option<SftDatasetConfig>,
+) -> AsyncTask<Job<ValidationReport, FileValidation>> {
+    let tokenizer = tokenizer.map(|t| t.inner.clone());
+    AsyncTask::new(Job::new(
+        move || {
+            let file = PathBuf::from(path);
+            let Some(tokenizer) = tokenizer else {
+                return validate_file(&file, None);
+            };
+            let config = core_config_of(config)?;
+            let markers = reference_markers(&tokenizer, &config.special_token_ids)?;
+            let settings = RowSettings {
+                completion_only: config.completion_only,
+                enable_thinking: config.enable_thinking,
+                markers: &markers,
+            };
+            validate_file(&file, Some((&tokenizer, &settings)))
+        },
+        |_, report| Ok(to_js(report)),
+    ))
+}
