@@ -94,8 +94,10 @@ export declare class Tokenizer {
    * Loads a `tokenizer.json` file, or a directory holding one; the chat template and special
    * tokens come from `tokenizer_config.json` (or `chat_template.jinja`) beside it.
    */
-  static fromPretrained(path: string): Promise<Tokenizer>
-  static fromPretrainedSync(path: string): Tokenizer
+  static fromPretrained(path: string, options?: TokenizerLoadOptions | undefined | null): Promise<Tokenizer>
+  static fromPretrainedSync(path: string, options?: TokenizerLoadOptions | undefined | null): Tokenizer
+  /** The active encoder: `'fast'` or `'hf'`. */
+  get engine(): 'fast' | 'hf'
   encode(text: string, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array>
   encodeSync(text: string, addSpecialTokens?: boolean | undefined | null): Uint32Array
   /** Encodes every text on all cores. */
@@ -108,10 +110,10 @@ export declare class Tokenizer {
    * `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
    * `enable_thinking` undefined in the template.
    */
-  applyChatTemplate(messages: Array<Json>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<Json> | undefined | null, enableThinking?: boolean | undefined | null): Promise<Uint32Array>
-  applyChatTemplateSync(messages: Array<Json>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<Json> | undefined | null, enableThinking?: boolean | undefined | null): Uint32Array
+  applyChatTemplate(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null): Promise<Uint32Array>
+  applyChatTemplateSync(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null): Uint32Array
   /** The rendered text, as `apply_chat_template(..., tokenize=False)`. */
-  renderChatTemplate(messages: Array<Json>, options?: RenderChatTemplateOptions | undefined | null): string
+  renderChatTemplate(messages: Array<any>, options?: RenderChatTemplateOptions | undefined | null): string
   /** Size of the vocabulary including added tokens. */
   vocabSize(): number
   /** The pad token of `tokenizer_config.json`; without one, the end-of-sequence token, then 0. */
@@ -219,7 +221,7 @@ export interface RenderChatTemplateOptions {
   /** Append the assistant header so the model writes the next turn. Default false. */
   addGenerationPrompt?: boolean
   /** OpenAI-style tool definitions; `parameters.properties` may be a JSON string. */
-  tools?: Array<Json>
+  tools?: Array<any>
   /** Sets `enable_thinking`; left undefined in the template when not given. */
   enableThinking?: boolean
   /**
@@ -275,6 +277,16 @@ export interface TokenizedExample {
   labels: Int32Array
   /** The reference's prefix-mismatch warning, when it applies to this example. */
   warning?: string
+}
+
+/** Options of `fromPretrained`. */
+export interface TokenizerLoadOptions {
+  /**
+   * `'auto'` (default): the fast linear-time BPE engine when it supports every component of
+   * the tokenizer.json, the HF `tokenizers` engine otherwise. `'hf'`: always HF. `'fast'`:
+   * the fast engine or an error naming the unsupported component. Both give identical ids.
+   */
+  engine?: 'auto' | 'hf' | 'fast'
 }
 
 /**

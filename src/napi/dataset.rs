@@ -5,7 +5,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{AsyncTask, Function, Int32Array, JsObjectValue, Object, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
-use serde_json::Value as Json;
+use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
 use super::path::{path_options, resolve_dataset_path};
@@ -202,7 +202,7 @@ impl JsSftDataset {
         ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null"
     )]
     pub fn new(
-        examples: Vec<Json>,
+        examples: Vec<Value>,
         tokenizer: &JsTokenizer,
         config: Option<SftDatasetConfig>,
     ) -> Result<Self> {
@@ -300,7 +300,7 @@ impl JsSftDataset {
     ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null"
 )]
 pub fn create_sft_dataset(
-    examples: Vec<Json>,
+    examples: Vec<Value>,
     tokenizer: &JsTokenizer,
     config: Option<SftDatasetConfig>,
 ) -> Result<JsSftDataset> {

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{AsyncTask, Uint32Array};
 use napi_derive::napi;
 use rayon::prelude::*;
-use serde_json::{Map, Value as Json};
+use serde_json::{Map, Value};
 
 use super::error::{run_sync, JsResult as Result};
 use super::task::{job, Job};
 use crate::chat_template::RenderOptions;
-use crate::error::SftResult;
+use crate::error::{ErrorCode, SftError, SftResult};
 use crate::message::{normalize_messages, normalize_tools};
-use crate::tokenizer::{ChatTokenizer, ENDOFTEXT, IM_END, IM_START};
+use crate::tokenizer::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
 
 /// Options of `renderChatTemplate`, named as in `apply_chat_template`.
 #[napi(object)]
@@ -22,14 +22,41 @@ pub struct RenderChatTemplateOptions {
     /// Append the assistant header so the model writes the next turn. Default false.
     pub add_generation_prompt: Option<bool>,
     /// OpenAI-style tool definitions; `parameters.properties` may be a JSON string.
-    pub tools: Option<Vec<Json>>,
+    pub tools: Option<Vec<Value>>,
     /// Sets `enable_thinking`; left undefined in the template when not given.
     pub enable_thinking: Option<bool>,
     /// End the text right after the last message's content, so the model continues it.
     /// Default false.
     pub continue_final_message: Option<bool>,
     /// Extra template variables (keyword arguments of `apply_chat_template`).
-    pub template_kwargs: Option<Map<String, Json>>,
+    pub template_kwargs: Option<Map<String, Value>>,
+}
+
+/// Options of `fromPretrained`.
+#[napi(object)]
+pub struct TokenizerLoadOptions {
+    /// `'auto'` (default): the fast linear-time BPE engine when it supports every component of
+    /// the tokenizer.json, the HF `tokenizers` engine otherwise. `'hf'`: always HF. `'fast'`:
+    /// the fast engine or an error naming the unsupported component. Both give identical ids.
+    #[napi(ts_type = "'auto' | 'hf' | 'fast'")]
+    pub engine: Option<String>,
+}
+
+fn engine_choice(options: Option<TokenizerLoadOptions>) -> SftResult<EngineChoice> {
+    match options.and_then(|o| o.engine).as_deref() {
+        None | Some("auto") => Ok(EngineChoice::Auto),
+        Some("hf") => Ok(EngineChoice::Hf),
+        Some("fast") => Ok(EngineChoice::Fast),
+        Some(other) => Err(SftError::new(
+            ErrorCode::InvalidArgument,
+            format!("engine must be 'auto', 'hf' or 'fast', got {other:?}"),
+        )),
+    }
+}
+
+fn load(path: String, options: Option<TokenizerLoadOptions>) -> SftResult<ChatTokenizer> {
+    let choice = engine_choice(options)?;
+    ChatTokenizer::load_with_engine(&PathBuf::from(path), choice)
 }
 
 #[napi(js_name = "Tokenizer")]
@@ -39,13 +66,13 @@ pub struct JsTokenizer {
 
 /// Messages and tools in template shape, checked.
 fn prepare(
-    mut messages: Vec<Json>,
-    tools: Option<Vec<Json>>,
-) -> SftResult<(Vec<Json>, Option<Json>)> {
+    mut messages: Vec<Value>,
+    tools: Option<Vec<Value>>,
+) -> SftResult<(Vec<Value>, Option<Value>)> {
     normalize_messages(&mut messages)?;
     let tools = match tools {
         Some(list) => {
-            let mut tools = Json::Array(list);
+            let mut tools = Value::Array(list);
             normalize_tools(&mut tools)?;
             Some(tools)
         }
@@ -56,9 +83,9 @@ fn prepare(
 
 fn apply_template(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Json>,
+    messages: Vec<Value>,
     add_generation_prompt: Option<bool>,
-    tools: Option<Vec<Json>>,
+    tools: Option<Vec<Value>>,
     enable_thinking: Option<bool>,
 ) -> SftResult<Vec<u32>> {
     let (messages, tools) = prepare(messages, tools)?;
@@ -86,20 +113,32 @@ impl JsTokenizer {
     /// Loads a `tokenizer.json` file, or a directory holding one; the chat template and special
     /// tokens come from `tokenizer_config.json` (or `chat_template.jinja`) beside it.
     #[napi(ts_return_type = "Promise<Tokenizer>")]
-    pub fn from_pretrained(path: String) -> AsyncTask<Job<ChatTokenizer, JsTokenizer>> {
+    pub fn from_pretrained(
+        path: String,
+        options: Option<TokenizerLoadOptions>,
+    ) -> AsyncTask<Job<ChatTokenizer, JsTokenizer>> {
         AsyncTask::new(Job::new(
-            move || ChatTokenizer::load(&PathBuf::from(path)),
+            move || load(path, options),
             |_, t| Ok(JsTokenizer { inner: Arc::new(t) }),
         ))
     }
 
     #[napi]
-    pub fn from_pretrained_sync(path: String) -> Result<JsTokenizer> {
+    pub fn from_pretrained_sync(
+        path: String,
+        options: Option<TokenizerLoadOptions>,
+    ) -> Result<JsTokenizer> {
         run_sync(|| {
             Ok(JsTokenizer {
-                inner: Arc::new(ChatTokenizer::load(&PathBuf::from(path))?),
+                inner: Arc::new(load(path, options)?),
             })
         })
+    }
+
+    /// The active encoder: `'fast'` or `'hf'`.
+    #[napi(getter, ts_return_type = "'fast' | 'hf'")]
+    pub fn engine(&self) -> String {
+        self.inner.engine().name().to_string()
     }
 
     #[napi(ts_return_type = "Promise<Uint32Array>")]
@@ -189,9 +228,9 @@ impl JsTokenizer {
     #[napi(ts_return_type = "Promise<Uint32Array>")]
     pub fn apply_chat_template(
         &self,
-        messages: Vec<Json>,
+        messages: Vec<Value>,
         add_generation_prompt: Option<bool>,
-        tools: Option<Vec<Json>>,
+        tools: Option<Vec<Value>>,
         enable_thinking: Option<bool>,
     ) -> AsyncTask<Job<Vec<u32>, Uint32Array>> {
         let t = self.inner.clone();
@@ -204,9 +243,9 @@ impl JsTokenizer {
     #[napi]
     pub fn apply_chat_template_sync(
         &self,
-        messages: Vec<Json>,
+        messages: Vec<Value>,
         add_generation_prompt: Option<bool>,
-        tools: Option<Vec<Json>>,
+        tools: Option<Vec<Value>>,
         enable_thinking: Option<bool>,
     ) -> Result<Uint32Array> {
         run_sync(|| {
@@ -225,7 +264,7 @@ impl JsTokenizer {
     #[napi]
     pub fn render_chat_template(
         &self,
-        messages: Vec<Json>,
+        messages: Vec<Value>,
         options: Option<RenderChatTemplateOptions>,
     ) -> Result<String> {
         run_sync(|| {

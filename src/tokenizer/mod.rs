@@ -12,6 +12,7 @@ use serde_json::Value as Json;
 
 use crate::chat_template::{ChatTemplate, RenderOptions};
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::fast_bpe::FastBpe;
 use config::TokenizerConfig;
 
 /// The ChatML markers the reference masking looks for.
@@ -35,8 +36,37 @@ struct TailReuse {
     longest_added: usize,
 }
 
+/// Which encoder turns text into ids. Both give identical ids; `Fast` is the linear-time
+/// byte-level BPE of `fast_bpe`, available when it supports every component of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Hf,
+    Fast,
+}
+
+/// The engine a caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    /// `Fast` when the file is fully supported, `Hf` otherwise.
+    #[default]
+    Auto,
+    Hf,
+    Fast,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Hf => "hf",
+            Engine::Fast => "fast",
+        }
+    }
+}
+
 pub struct ChatTokenizer {
     hf: tokenizers::Tokenizer,
+    /// The fast encoder, when active. The HF tokenizer stays loaded for decoding and lookups.
+    fast: Option<FastBpe>,
     source: PathBuf,
     config: TokenizerConfig,
     template: Option<SftResult<ChatTemplate>>,
@@ -51,6 +81,10 @@ impl ChatTokenizer {
     /// Loads `path`: a `tokenizer.json` file or a directory holding one. The chat template and
     /// special tokens come from the files beside it.
     pub fn load(path: &Path) -> SftResult<Self> {
+        Self::load_with_engine(path, EngineChoice::Auto)
+    }
+
+    pub fn load_with_engine(path: &Path, engine: EngineChoice) -> SftResult<Self> {
         let file = if path.is_dir() {
             path.join("tokenizer.json")
         } else {
@@ -60,7 +94,7 @@ impl ChatTokenizer {
             .map_err(|e| load_error(format!("cannot read {}: {e}", file.display())))?;
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let config = TokenizerConfig::load(&dir)?;
-        Self::from_parts(&text, config, file)
+        Self::from_parts(&text, config, file, engine)
     }
 
     /// Builds a tokenizer from the text of a `tokenizer.json` and an already read config.
@@ -68,6 +102,7 @@ impl ChatTokenizer {
         json_text: &str,
         config: TokenizerConfig,
         source: PathBuf,
+        engine: EngineChoice,
     ) -> SftResult<Self> {
         if json_text.trim().is_empty() {
             return Err(load_error(format!("{} is empty", source.display())));
@@ -85,8 +120,22 @@ impl ChatTokenizer {
             ))
         })?;
         let tail_reuse = Self::tail_reuse_for(&hf);
+        let fast = match engine {
+            EngineChoice::Hf => None,
+            EngineChoice::Auto => FastBpe::from_tokenizer_json(json_text).ok(),
+            EngineChoice::Fast => Some(FastBpe::from_tokenizer_json(json_text).map_err(|e| {
+                SftError::new(
+                    ErrorCode::UnsupportedTokenizer,
+                    format!(
+                        "{}: the fast engine cannot run this tokenizer: {e}",
+                        source.display()
+                    ),
+                )
+            })?),
+        };
         let mut tokenizer = ChatTokenizer {
             hf,
+            fast,
             source,
             config,
             template: None,
@@ -151,7 +200,18 @@ impl ChatTokenizer {
         &self.config
     }
 
+    pub fn engine(&self) -> Engine {
+        if self.fast.is_some() {
+            Engine::Fast
+        } else {
+            Engine::Hf
+        }
+    }
+
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> SftResult<Vec<u32>> {
+        if let Some(fast) = &self.fast {
+            return Ok(fast.encode_with(text, add_special_tokens));
+        }
         let encoding = self
             .hf
             .encode_fast(text, add_special_tokens)
@@ -161,6 +221,10 @@ impl ChatTokenizer {
 
     /// Encodes without special tokens and keeps byte offsets.
     pub fn encode_with_offsets(&self, text: &str) -> SftResult<EncodedText> {
+        if let Some(fast) = &self.fast {
+            let (ids, offsets) = fast.encode_with_offsets(text);
+            return Ok(EncodedText { ids, offsets });
+        }
         let encoding = self
             .hf
             .encode(text, false)

