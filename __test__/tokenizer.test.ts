@@ -1,0 +1,165 @@
+// The Tokenizer through the public API: template goldens from Python transformers (text and
+// ids), both engines, special tokens, and error codes.
+import { readFileSync, mkdtempSync, writeFileSync, copyFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { Qwen3Tokenizer, Tokenizer } from '../lib/index.js'
+import { fixtures, tokenizer, tokenizerDir } from './helpers'
+
+type Family = 'qwen3' | 'llama3_1' | 'gemma3' | 'deepseek_v3'
+interface Case {
+  name: string
+  messages: any[]
+  tools: any[] | null
+  addGenerationPrompt: boolean
+  enableThinking: boolean | null
+  templateKwargs?: Record<string, unknown>
+  text?: string
+  ids?: number[]
+  error?: string
+  errorType?: string
+}
+
+function casesOf(family: Family): Case[] {
+  return JSON.parse(readFileSync(join(fixtures, 'templates', `${family}.json`), 'utf8')).cases
+}
+
+// JSON.parse turns Python's 1.0 into 1, which tojson then prints as "1": such cases are checked
+// by the Rust golden test (tests/template_goldens.rs), which keeps float spelling.
+const jsSafe = (c: Case) => c.text === undefined || !/\d\.0\b|\de[+-]\d/.test(c.text)
+
+describe.each(['qwen3', 'llama3_1', 'gemma3', 'deepseek_v3'] as Family[])('%s chat template', (family) => {
+  const tok = tokenizer(family)
+  const cases = casesOf(family).filter(jsSafe)
+  it('has goldens', () => expect(cases.length).toBeGreaterThan(150))
+  it('renders every golden to the same text and ids as transformers', async () => {
+    for (const c of cases) {
+      const opts = {
+        addGenerationPrompt: c.addGenerationPrompt,
+        tools: c.tools ?? undefined,
+        enableThinking: c.enableThinking ?? undefined,
+        templateKwargs: c.templateKwargs,
+      }
+      if (c.error !== undefined) {
+        expect(() => tok.renderChatTemplate(c.messages, opts), c.name).toThrow()
+        if (c.errorType === 'TemplateError') {
+          expect(() => tok.renderChatTemplate(c.messages, opts), c.name).toThrow(c.error)
+        }
+        continue
+      }
+      expect(tok.renderChatTemplate(c.messages, opts), c.name).toBe(c.text)
+      if (c.templateKwargs === undefined) {
+        const ids = await tok.applyChatTemplate(c.messages, c.addGenerationPrompt, c.tools, c.enableThinking)
+        expect(Array.from(ids), c.name).toEqual(c.ids)
+      }
+    }
+  })
+})
+
+describe('Qwen3 tokenizer', () => {
+  const tok = tokenizer('qwen3')
+  it('is also exported as Qwen3Tokenizer', () => expect(Qwen3Tokenizer).toBe(Tokenizer))
+  it('reads special tokens from tokenizer_config.json', () => {
+    expect(tok.getPadTokenId()).toBe(151643)
+    expect(tok.getEosTokenId()).toBe(151645)
+    expect(tok.getBosTokenId()).toBeNull()
+    expect(tok.getImStartToken()).toBe('<|im_start|>')
+    expect(tok.getImEndToken()).toBe('<|im_end|>')
+    expect(tok.getEndoftextToken()).toBe('<|endoftext|>')
+    expect(tok.vocabSize()).toBe(151669)
+  })
+  it('looks tokens up raw: "\\n" is not in the byte-level vocabulary', () => {
+    expect(tok.tokenToId('\n')).toBeNull()
+    expect(tok.tokenToId('Ċ')).toBe(198)
+    expect(tok.tokenToId('<|im_start|>')).toBe(151644)
+    expect(tok.idToToken(151645)).toBe('<|im_end|>')
+  })
+  it('encodes, batches and decodes', async () => {
+    expect(Array.from(await tok.encode('<|im_start|>user\nhi'))).toEqual([151644, 872, 198, 6023])
+    expect(Array.from(tok.encodeSync('Hello world', false))).toEqual([9707, 1879])
+    const batch = await tok.encodeBatch(['Hello world', 'hi'], false)
+    expect(batch.map((a) => Array.from(a))).toEqual([[9707, 1879], [6023]])
+    expect(await tok.decode(new Uint32Array([9707, 1879]))).toBe('Hello world')
+    expect(tok.decodeSync(new Uint32Array([151644, 6023]), true)).toBe('hi')
+    expect(await tok.decodeBatch([new Uint32Array([6023])])).toEqual(['hi'])
+  })
+  it('applies the template with a generation prompt by default', () => {
+    const ids = tok.applyChatTemplateSync([{ role: 'user', content: 'Hello!' }])
+    expect(Array.from(ids)).toEqual([151644, 872, 198, 9707, 0, 151645, 198, 151644, 77091, 198])
+  })
+  it('accepts camelCase message keys', () => {
+    const camel = tok.renderChatTemplate([
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: '', toolCalls: [{ name: 'f', arguments: '{"a": 1}' }] },
+    ])
+    expect(camel).toBe(
+      '<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call><|im_end|>\n',
+    )
+  })
+  it('parses tool parameters.properties given as a JSON string', () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: '{"x": {"type": "string"}}' } } }]
+    const text = tok.renderChatTemplate([{ role: 'user', content: 'q' }], { tools })
+    expect(text).toContain('{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}')
+  })
+  it('continues a final message', () => {
+    const text = tok.renderChatTemplate(
+      [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'The answer is' },
+      ],
+      { continueFinalMessage: true },
+    )
+    expect(text.endsWith('The answer is')).toBe(true)
+  })
+  it('loads with either engine and gives identical ids', () => {
+    const hf = Tokenizer.fromPretrainedSync(tokenizerDir('qwen3'), { engine: 'hf' })
+    const fast = Tokenizer.fromPretrainedSync(tokenizerDir('qwen3'), { engine: 'fast' })
+    expect(hf.engine).toBe('hf')
+    expect(fast.engine).toBe('fast')
+    expect(tok.engine).toBe('fast')
+    const text = 'Ünïcödé 你好 🧑‍🚀  spaces\r\n\tand 12345 <|im_end|> tokens\u2028'
+    expect(Array.from(fast.encodeSync(text, false))).toEqual(Array.from(hf.encodeSync(text, false)))
+  })
+})
+
+describe('errors', () => {
+  it('names the path of a missing tokenizer', async () => {
+    await expect(Tokenizer.fromPretrained('/no/such/dir')).rejects.toMatchObject({
+      code: 'TOKENIZER_LOAD',
+      message: expect.stringContaining('/no/such/dir'),
+    })
+  })
+  it('refuses the fast engine on Gemma 3 with the component named', () => {
+    expect(() => Tokenizer.fromPretrainedSync(tokenizerDir('gemma3'), { engine: 'fast' })).toThrow(
+      /normalizer: Replace is not supported by the fast engine/,
+    )
+    expect(Tokenizer.fromPretrainedSync(tokenizerDir('gemma3')).engine).toBe('hf')
+  })
+  it('reports a missing chat template, a syntax error and raise_exception', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sft-tok-'))
+    copyFileSync(join(tokenizerDir('qwen3'), 'tokenizer.json'), join(dir, 'tokenizer.json'))
+    const none = Tokenizer.fromPretrainedSync(dir)
+    expect(() => none.renderChatTemplate([{ role: 'user', content: 'x' }])).toThrow(
+      expect.objectContaining({ code: 'CHAT_TEMPLATE_MISSING' }),
+    )
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: '{% if %}' }))
+    const broken = Tokenizer.fromPretrainedSync(dir)
+    expect(() => broken.renderChatTemplate([{ role: 'user', content: 'x' }])).toThrow(
+      expect.objectContaining({ code: 'TEMPLATE_SYNTAX' }),
+    )
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ chat_template: "{{ raise_exception('no system role') }}" }))
+    const raising = Tokenizer.fromPretrainedSync(dir)
+    expect(() => raising.renderChatTemplate([{ role: 'user', content: 'x' }])).toThrow(
+      expect.objectContaining({ code: 'TEMPLATE_RENDER', message: 'no system role' }),
+    )
+  })
+  it('names the message index and field', async () => {
+    const tok = tokenizer('qwen3')
+    await expect(tok.applyChatTemplate([{ role: 'user', content: 'x' }, { content: 'y' } as any])).rejects.toMatchObject({
+      code: 'INVALID_MESSAGE',
+      message: 'message 1: role is missing',
+    })
+  })
+})
