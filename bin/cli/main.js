@@ -20,7 +20,8 @@ const USAGE_CODES = new Set(['TOKENIZER_LOAD', 'CHAT_TEMPLATE_MISSING', 'FILE_RE
 
 function defaultTokenizerPath() {
   try {
-    return path.join(path.dirname(require.resolve(`${DEFAULT_TOKENIZER_PACKAGE}/package.json`)), 'models')
+    // The package exports its model files but not its package.json.
+    return path.dirname(require.resolve(`${DEFAULT_TOKENIZER_PACKAGE}/models/tokenizer.json`))
   } catch {
     return null
   }
@@ -107,7 +108,7 @@ async function preview(abs, tokenizer, choice, o, out) {
   const indices = o.indices ?? Array.from({ length: Math.min(o.count, ds.length) }, (_, k) => k)
   const outOfRange = indices.find((i) => i >= ds.length)
   if (outOfRange !== undefined) {
-    throw new UsageError(`--index ${outOfRange} is out of range: the file has ${ds.length} examples`)
+    throw new UsageError(`--index ${outOfRange} is out of range: ${ds.length} examples loaded`)
   }
   const views = await buildViews(ds, tokenizer, indices, o)
   const meta = [

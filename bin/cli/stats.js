@@ -121,7 +121,8 @@ function formatStats(stats) {
   const hist = t.histogram.map((b) => {
     const label = `${b.from}–${b.to}`.padStart(labelWidth)
     const marks = '█'.repeat(Math.round((30 * b.count) / bar)) || (b.count > 0 ? '▏' : '')
-    const over = b.to > stats.maxSeqLength ? '  (over max-seq-length)' : ''
+    const max = stats.maxSeqLength
+    const over = b.from > max ? '  (truncated)' : b.to > max ? `  (truncated above ${max})` : ''
     return `    ${label} │${marks} ${b.count}${over}`
   })
   const eot = stats.endOfTurn
@@ -139,7 +140,7 @@ function formatStats(stats) {
     `no trained token    ${stats.noTrainedToken}${stats.noTrainedToken ? ` (examples ${stats.noTrainedTokenIndices.slice(0, 10).join(', ')}${stats.noTrainedToken > 10 ? ', …' : ''})` : ''}`,
     `warnings            prefix-mismatch ${stats.warnings['prefix-mismatch']} · other ${stats.warnings.other}`,
     `end-of-turn trained ${eotLine}`,
-    `padding waste       ${pct(p.share)} at batch size ${p.batchSize}: ${p.padTokens} pad tokens of ${p.paddedTokens} in ${p.batches} batches (epoch-0 order)`,
+    `padding waste       ${pct(p.share)} at batch size ${p.batchSize}: ${p.padTokens} pad tokens of ${p.paddedTokens} in ${p.batches} batch${p.batches === 1 ? '' : 'es'} (epoch-0 order)`,
   ].join('\n')
 }
 
