@@ -1,0 +1,147 @@
+'use strict'
+// Dataset statistics from per-example summaries. Pure functions: the command gathers the
+// summaries from the library, these turn them into figures and text.
+
+const { IGNORE } = require('./view')
+
+const PREFIX_MISMATCH = /^\[SFT Dataset\] Prompt tokens differ from prefix/
+
+/**
+ * What stats needs of one example, after truncation to `maxSeqLength` (the end is kept).
+ * `eosId` is the end-of-turn token whose training tells whether the model learns to stop.
+ */
+function summarizeExample(full, maxSeqLength, eosId) {
+  const length = full.inputIds.length
+  const dropped = Math.max(0, length - maxSeqLength)
+  let trained = 0
+  let eosPresent = 0
+  let eosTrained = 0
+  for (let p = dropped; p < length; p++) {
+    const isTrained = full.labels[p] !== IGNORE
+    if (isTrained) trained++
+    if (full.inputIds[p] === eosId) {
+      eosPresent++
+      if (isTrained) eosTrained++
+    }
+  }
+  return { length, kept: length - dropped, trained, eosPresent, eosTrained, warning: full.warning ?? null }
+}
+
+function warningKind(message) {
+  return PREFIX_MISMATCH.test(message) ? 'prefix-mismatch' : 'other'
+}
+
+/** The value at quantile `q` of sorted `values` (nearest rank). */
+function quantile(sorted, q) {
+  if (sorted.length === 0) return 0
+  const rank = Math.ceil(q * sorted.length)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]
+}
+
+/** Equal-width bins over [min, max]; each `{from, to, count}` with `to` inclusive. */
+function histogram(sorted, bins) {
+  if (sorted.length === 0) return []
+  const min = sorted[0]
+  const max = sorted[sorted.length - 1]
+  const width = Math.max(1, Math.ceil((max - min + 1) / bins))
+  const out = []
+  for (let from = min; from <= max; from += width) out.push({ from, to: Math.min(max, from + width - 1), count: 0 })
+  for (const v of sorted) out[Math.floor((v - min) / width)].count++
+  return out
+}
+
+/**
+ * Padding of batches of `batchSize` rows taken in `order` (example indices): each batch is
+ * as wide as its longest row, capped at `maxSeqLength`.
+ */
+function paddingWaste(keptLengths, order, batchSize) {
+  let real = 0
+  let padded = 0
+  let batches = 0
+  for (let start = 0; start < order.length; start += batchSize) {
+    const rows = Array.from(order.slice(start, start + batchSize), (i) => keptLengths[i])
+    const width = Math.max(...rows)
+    real += rows.reduce((a, b) => a + b, 0)
+    padded += rows.length * width
+    batches++
+  }
+  return { batchSize, batches, realTokens: real, paddedTokens: padded, padTokens: padded - real, share: padded === 0 ? 0 : (padded - real) / padded }
+}
+
+function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos }) {
+  const lengths = summaries.map((s) => s.length).sort((a, b) => a - b)
+  const kept = summaries.reduce((a, s) => a + s.kept, 0)
+  const trained = summaries.reduce((a, s) => a + s.trained, 0)
+  const warnings = { 'prefix-mismatch': 0, other: 0 }
+  for (const s of summaries) if (s.warning) warnings[warningKind(s.warning)]++
+  const truncated = summaries.filter((s) => s.length > maxSeqLength).length
+  const eosExamples = summaries.filter((s) => s.eosTrained > 0).length
+  const untrained = summaries.flatMap((s, i) => (s.trained === 0 ? [i] : []))
+  return {
+    examples: summaries.length,
+    format,
+    maxSeqLength,
+    tokens: {
+      total: lengths.reduce((a, b) => a + b, 0),
+      min: lengths[0] ?? 0,
+      median: quantile(lengths, 0.5),
+      p95: quantile(lengths, 0.95),
+      max: lengths[lengths.length - 1] ?? 0,
+      histogram: histogram(lengths, 8),
+    },
+    truncated: { examples: truncated, share: summaries.length ? truncated / summaries.length : 0 },
+    trained: { tokens: trained, keptTokens: kept, share: kept ? trained / kept : 0 },
+    noTrainedToken: untrained.length,
+    noTrainedTokenIndices: untrained,
+    warnings,
+    endOfTurn: {
+      id: eos.id,
+      token: eos.token,
+      trained: eosExamples > 0,
+      examplesTrained: eosExamples,
+      trainedCount: summaries.reduce((a, s) => a + s.eosTrained, 0),
+      presentCount: summaries.reduce((a, s) => a + s.eosPresent, 0),
+    },
+    padding: paddingWaste(
+      summaries.map((s) => s.kept),
+      order,
+      batchSize,
+    ),
+  }
+}
+
+function pct(share) {
+  return `${(100 * share).toFixed(1)}%`
+}
+
+function formatStats(stats) {
+  const t = stats.tokens
+  const bar = Math.max(1, ...t.histogram.map((b) => b.count))
+  const labelWidth = Math.max(...t.histogram.map((b) => `${b.from}–${b.to}`.length), 1)
+  const hist = t.histogram.map((b) => {
+    const label = `${b.from}–${b.to}`.padStart(labelWidth)
+    const marks = '█'.repeat(Math.round((30 * b.count) / bar)) || (b.count > 0 ? '▏' : '')
+    const max = stats.maxSeqLength
+    const over = b.from > max ? '  (truncated)' : b.to > max ? `  (truncated above ${max})` : ''
+    return `    ${label} │${marks} ${b.count}${over}`
+  })
+  const eot = stats.endOfTurn
+  const eotLine = eot.trained
+    ? `yes: ${eot.token} (id ${eot.id}) trained in ${eot.examplesTrained} of ${stats.examples} examples`
+    : `NO: ${eot.token} (id ${eot.id}) never carries loss, so the model never learns to stop`
+  const p = stats.padding
+  return [
+    `examples            ${stats.examples}`,
+    `format              ${stats.format}`,
+    `tokens per example  min ${t.min} · median ${t.median} · p95 ${t.p95} · max ${t.max} · total ${t.total}`,
+    ...hist,
+    `truncated           ${stats.truncated.examples} of ${stats.examples} (${pct(stats.truncated.share)}) at max-seq-length ${stats.maxSeqLength}`,
+    `trained tokens      ${stats.trained.tokens} of ${stats.trained.keptTokens} kept (${pct(stats.trained.share)})`,
+    `no trained token    ${stats.noTrainedToken}${stats.noTrainedToken ? ` (examples ${stats.noTrainedTokenIndices.slice(0, 10).join(', ')}${stats.noTrainedToken > 10 ? ', …' : ''})` : ''}`,
+    `warnings            prefix-mismatch ${stats.warnings['prefix-mismatch']} · other ${stats.warnings.other}`,
+    `end-of-turn trained ${eotLine}`,
+    `padding waste       ${pct(p.share)} at batch size ${p.batchSize}: ${p.padTokens} pad tokens of ${p.paddedTokens} in ${p.batches} batch${p.batches === 1 ? '' : 'es'} (epoch-0 order)`,
+  ].join('\n')
+}
+
+module.exports = { summarizeExample, computeStats, formatStats, quantile, histogram, paddingWaste, warningKind }
