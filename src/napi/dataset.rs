@@ -262,7 +262,11 @@ impl JsSftDataset {
         let dataset = self.inner.clone();
         AsyncTask::new(Job::new(
             move || {
-                if !(index.is_finite() && index >= 0.0 && index.fract() == 0.0 && (index as usize) < dataset.len()) {
+                if !(index.is_finite()
+                    && index >= 0.0
+                    && index.fract() == 0.0
+                    && (index as usize) < dataset.len())
+                {
                     return Err(invalid_arg(format!(
                         "tokenizeExample: index {index} is not an integer in [0, {})",
                         dataset.len()

@@ -51,7 +51,10 @@ fn to_js(report: ValidationReport) -> FileValidation {
 /// Checks every line of a JSONL file and reports every problem, not just the first. With a
 /// tokenizer, every example is also rendered and tokenized with `config`, so template errors
 /// are found too.
-#[napi(js_name = "validateSFTFile", ts_return_type = "Promise<FileValidation>")]
+#[napi(
+    js_name = "validateSFTFile",
+    ts_return_type = "Promise<FileValidation>"
+)]
 pub fn validate_sft_file(
     path: String,
     tokenizer: Option<&JsTokenizer>,
