@@ -137,13 +137,55 @@ export declare class Tokenizer {
 }
 export type JsTokenizer = Tokenizer
 
+/**
+ * Internal step of `attachDistillation`: the warning that drops the group's payload, or null
+ * when every reply is aligned. `settled` are the `Promise.allSettled` outcomes of the fetches.
+ */
+export declare function checkDistillationReplies(tokens: Array<Json>, settled: Array<object>): string | null
+
 /** The check behind `validatePathContainment`. */
 export declare function checkPathContainment(resolvedPath: string, allowedRoot: string, followSymlinks?: boolean | undefined | null): PathCheck
 
 /** The check behind `resolveAndValidatePath`. */
 export declare function checkResolvedPath(userPath: string, allowedRoot: string, followSymlinks?: boolean | undefined | null): PathCheck
 
+/** Options of `tokenizeConversationForTrainer`. */
+export interface ConversationTokenizeOptions {
+  /** Sets `enable_thinking`; left undefined in the template when not given. */
+  enableThinking?: boolean
+  /** OpenAI-style tool definitions passed to every render. */
+  tools?: Array<Json>
+  /**
+   * Default false, the reference's behaviour: an assistant message is everything its prefix
+   * render adds, role header (`<|im_start|>assistant\n`) included, so the header is trained.
+   * True masks the part of the message that the conversation before it, rendered with a
+   * generation prompt, already contains: only what the model writes is trained.
+   */
+  maskAssistantHeaders?: boolean
+}
+
+/** -100 before `responseStart` (clamped to the sequence), the token ids from it on. */
+export declare function createMasksFromResponseStart(tokens: IdsInput, responseStart: number): Int32Array
+
 export declare function createSFTDataset(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null): SFTDataset
+
+/** `attachDistillation`'s config (the reference's `StudentDistillationConfig`). */
+export interface DistillationConfig {
+  /** Fetch student logprobs at all. Default false: groups are left untouched. */
+  studentDistillEnabled?: boolean
+  /**
+   * Alternatives fetched beyond the selected token; 0 fetches the selected token's logprob
+   * only, -1 disables fetching (the payload is set to null). Default 0, at least -1.
+   */
+  studentTopK?: number
+}
+
+export interface DistillationPlan {
+  /** `'unchanged'`, `'drop'` (payload set to null) or `'fetch'`. */
+  action: string
+  /** One request per sequence when `action` is `'fetch'`. */
+  requests?: Array<Json>
+}
 
 export interface FileProblem {
   /** Physical line number (1-based). */
@@ -161,6 +203,13 @@ export interface FileValidation {
   format?: string
   problems: Array<FileProblem>
 }
+
+/**
+ * Repairs the masks of historical data as the reference does (see `grpo::fix_historical_masks`):
+ * legacy or constant masks are recomputed from `messages`, valid ones kept, others recomputed
+ * or cut after the last assistant marker, else returned unchanged.
+ */
+export declare function fixHistoricalMasks(tokens: IdsInput, masks: IdsInput, tokenizer: JsTokenizer, messages: ChatMessage[], options?: MaskCheckOptions | undefined | null): Promise<Int32Array>
 
 export declare function getAllowedRoot(options?: PathValidationOptions | undefined | null): string
 
@@ -196,6 +245,51 @@ export interface LoadSFTDatasetOptions {
   followSymlinks?: boolean
 }
 
+/** Options of `validateMasks` and `fixHistoricalMasks`. */
+export interface MaskCheckOptions {
+  /**
+   * Default false, the reference's behaviour: masks made only of 0 and 1 are legacy flags,
+   * even when they are the labels of a sequence of token ids 0 and 1. True does not call
+   * them legacy when every mask equals its token.
+   */
+  strictLegacyDetection?: boolean
+  /** For `fixHistoricalMasks`' re-tokenization; see `TrainerTokenizeOptions.enableThinking`. */
+  enableThinking?: boolean
+  /** For `fixHistoricalMasks`' re-tokenization: tool definitions passed to every render. */
+  tools?: Array<Json>
+}
+
+export interface MaskValidation {
+  isValid: boolean
+  /** The reference's issue strings, in its order. */
+  issues: Array<string>
+}
+
+/**
+ * `[sequence][position][rank]` token ids and logprobs as dense arrays of
+ * `[sequences, longest sequence, topK + 1]`. Throws `INVALID_DISTILLATION`, naming the sequence
+ * and position, when ids and logprobs differ in shape, a position holds more than `topK + 1`
+ * entries, an id is not an integer in `[0, 2^31)` or a logprob is NaN or +Infinity.
+ */
+export declare function packDistillation(tokenIds: Array<Array<Array<number>>>, logprobs: Array<Array<Array<number>>>, options: PackDistillationOptions): PackedDistillation
+
+export interface PackDistillationOptions {
+  /** Alternatives per position beyond the selected token: `k = topK + 1` entries. */
+  topK: number
+}
+
+/**
+ * Dense distillation payload. Absent entries (position 0, ranks a position does not fill,
+ * positions past the end of a shorter sequence) hold id -1 and logprob -Infinity.
+ */
+export interface PackedDistillation {
+  /** Row-major `[sequences, positions, k]`. */
+  ids: Int32Array
+  /** Row-major `[sequences, positions, k]`. */
+  logprobs: Float32Array
+  shape: [number, number, number]
+}
+
 /** The outcome of a containment check: the resolved path, or the traversal message. */
 export interface PathCheck {
   resolvedPath: string
@@ -215,6 +309,9 @@ export interface PathValidationOptions {
    */
   followSymlinks?: boolean
 }
+
+/** Internal step of `attachDistillation`: the group's fate and its requests. */
+export declare function planDistillationRequests(tokens: Json, overrides: Json, groupOverrides: Json, config?: DistillationConfig | undefined | null): DistillationPlan
 
 /** Options of `renderChatTemplate`, named as in `apply_chat_template`. */
 export interface RenderChatTemplateOptions {
@@ -270,6 +367,30 @@ export interface SpecialTokenIds {
   newlineTokens?: Array<number>
 }
 
+/**
+ * Token ids and labels of one conversation: `masks` holds -100 where no loss is taken and the
+ * token id where it is.
+ */
+export interface TokenizationResult {
+  tokens: Int32Array
+  masks: Int32Array
+  /**
+   * Tokens before the completion. Negative in one fallback of the reference (the
+   * completion's content, encoded alone, longer than the sequence).
+   */
+  promptLength: number
+  completionLength: number
+  totalLength: number
+}
+
+/**
+ * Labels for every assistant message of `messages`; falls back to `tokenizeForTrainer`'s split
+ * when the per-message pieces do not add up to the conversation (as in the reference).
+ */
+export declare function tokenizeConversationForTrainer(tokenizer: JsTokenizer, messages: ChatMessage[], options?: ConversationTokenizeOptions | undefined | null): Promise<TokenizationResult>
+
+export declare function tokenizeConversationForTrainerSync(tokenizer: JsTokenizer, messages: ChatMessage[], options?: ConversationTokenizeOptions | undefined | null): TokenizationResult
+
 /** One example as the trainer sees it before truncation and padding. */
 export interface TokenizedExample {
   inputIds: Int32Array
@@ -278,6 +399,19 @@ export interface TokenizedExample {
   /** The reference's prefix-mismatch warning, when it applies to this example. */
   warning?: string
 }
+
+/**
+ * Labels for the last assistant message of `messages` (the completion); everything before it
+ * is prompt. See `TokenizationResult` for the layout.
+ */
+export declare function tokenizeForTrainer(tokenizer: JsTokenizer, messages: ChatMessage[], options?: TrainerTokenizeOptions | undefined | null): Promise<TokenizationResult>
+
+/** `tokenizeForTrainer` over many conversations, on all cores. An error names the conversation. */
+export declare function tokenizeForTrainerBatch(tokenizer: JsTokenizer, conversations: ChatMessage[][], options?: TrainerTokenizeOptions | undefined | null): Promise<TokenizationResult[]>
+
+export declare function tokenizeForTrainerBatchSync(tokenizer: JsTokenizer, conversations: ChatMessage[][], options?: TrainerTokenizeOptions | undefined | null): Array<TokenizationResult>
+
+export declare function tokenizeForTrainerSync(tokenizer: JsTokenizer, messages: ChatMessage[], options?: TrainerTokenizeOptions | undefined | null): TokenizationResult
 
 /** Options of `fromPretrained`. */
 export interface TokenizerLoadOptions {
@@ -288,6 +422,28 @@ export interface TokenizerLoadOptions {
    */
   engine?: 'auto' | 'hf' | 'fast'
 }
+
+/** Options of `tokenizeForTrainer` and `tokenizeForTrainerBatch`. */
+export interface TrainerTokenizeOptions {
+  /**
+   * Render a conversation without assistant message with the generation prompt. Default
+   * false. (The prompt before the last assistant message always gets one: that is the split.)
+   */
+  addGenerationPrompt?: boolean
+  /**
+   * Sets `enable_thinking`; left undefined in the template when not given (Qwen3: thinking
+   * on).
+   */
+  enableThinking?: boolean
+  /** OpenAI-style tool definitions passed to every render. */
+  tools?: Array<Json>
+}
+
+/**
+ * The reference's mask checks: equal lengths, some masked and some trained tokens, trained
+ * masks equal to their tokens, no legacy 0/1 flags.
+ */
+export declare function validateMasks(tokens: IdsInput, masks: IdsInput, options?: MaskCheckOptions | undefined | null): MaskValidation
 
 /**
  * Checks every line of a JSONL file and reports every problem, not just the first. With a

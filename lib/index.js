@@ -1,9 +1,11 @@
 'use strict'
 // The public entry point: the generated native binding plus what napi cannot express — the
-// async generator `batches()`, the `PathTraversalError` class and the `Qwen3Tokenizer` alias.
+// async generator `batches()`, the `PathTraversalError` class, the `Qwen3Tokenizer` alias and
+// `attachDistillation` (it awaits the caller's fetch function).
 
 const path = require('node:path')
 const native = require('../index.js')
+const { attachDistillation } = require('./distill.js')
 
 const { SFTDataset, Tokenizer } = native
 
@@ -55,4 +57,5 @@ module.exports = {
   validatePathContainment,
   resolveAndValidatePath,
   loadSFTDataset,
+  attachDistillation,
 }

@@ -2,15 +2,18 @@
 //!
 //! Data flow: JSONL (`jsonl`) -> examples (`example`) -> messages (`message`) -> rendered text
 //! (`chat_template`) -> token ids (`tokenizer`) -> labels (`masking`) -> cached rows (`dataset`)
-//! -> padded batches (`collate`) in epoch order (`shuffle`). `napi` only converts between JS and
-//! these modules.
+//! -> padded batches (`collate`) in epoch order (`shuffle`). `grpo` (label masks for RL trainers)
+//! and `distill` (self-distillation payloads) build on the same rendering, tokenizer and masking.
+//! `napi` only converts between JS and these modules.
 
 pub mod chat_template;
 pub mod collate;
 pub mod dataset;
+pub mod distill;
 pub mod error;
 pub mod example;
 pub mod fast_bpe;
+pub mod grpo;
 pub mod json_dumps;
 pub mod jsonl;
 pub mod loader;

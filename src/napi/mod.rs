@@ -1,7 +1,9 @@
 //! The JS surface: conversions between JS values and the core modules, nothing more.
 
 pub mod dataset;
+pub mod distill;
 pub mod error;
+pub mod grpo;
 pub mod path;
 pub mod task;
 pub mod tokenizer;
