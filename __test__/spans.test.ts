@@ -19,6 +19,8 @@ interface SpanGolden {
   }>
 }
 
+const COMPLETIONS: Record<Family, number> = { qwen3: 152, llama3_1: 141, gemma3: 144, deepseek_v3: 151 }
+
 function labelsFrom(ids: number[], spans: Array<[number, number]>): Int32Array {
   const out = new Int32Array(ids.length).fill(-100)
   for (const [s, e] of spans) for (let i = s; i < e; i++) out[i] = ids[i]
@@ -54,7 +56,22 @@ describe('span goldens through tokenizeExample', () => {
           }
         }
       }
-      expect(compared).toBe(960)
+      for (const thinking of [false, true]) {
+        const cases = golden.cases.filter((c) => c.enableThinking === thinking && c.masks.completion)
+        const examples = cases.map((c) => ({ prompt: c.messages.slice(0, -1), completion: c.messages[c.messages.length - 1] }))
+        const ds = createSFTDataset(examples as any, tokenizer(family), {
+          maskingStrategy: 'spans',
+          completionOnly: 'auto',
+          enableThinking: thinking,
+          maxSeqLength: 1_000_000,
+        })
+        for (let i = 0; i < cases.length; i++) {
+          const row = await ds.tokenizeExample(i)
+          expect(row.labels, `completion case ${i}`).toEqual(labelsFrom(cases[i].ids, cases[i].masks.completion.spans))
+          compared++
+        }
+      }
+      expect(compared).toBe(960 + COMPLETIONS[family])
     })
   }
 })

@@ -30,7 +30,9 @@ A token is trained when it overlaps a trained character range; a trained token t
 untrained characters straddles.
 
 Each file holds, per conversation: the messages, enableThinking, the token ids of F, and for
-every setting combination the trained token ranges ([start, end) pairs) and straddle count.
+every setting combination the trained token ranges ([start, end) pairs) and straddle count; when
+the conversation ends with an assistant message, also `completion`: the mask of the same data as
+prompt-completion (the last message is the completion, and the only trained message).
 """
 
 import bisect
@@ -54,6 +56,10 @@ OUT_DIR = REPO / "__test__" / "fixtures" / "spans"
 FAMILIES = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"]
 PER_FAMILY = 160
 MAX_FILE_BYTES = 2_000_000
+
+# Prompt-completion data: the conversation's last (assistant) message is the completion and the
+# only trained message, whatever the roles.
+COMPLETION = {"onlyLast": True, "roles": [], "turnEnd": True, "reasoning": "train"}
 
 COMBOS = {
     "default": {"roles": ["assistant"], "turnEnd": True, "reasoning": "train"},
@@ -306,7 +312,10 @@ def trained_ranges(lays, combo):
     last_assistant = max((i for i, l in enumerate(lays) if l["role"] == "assistant"), default=None)
     ranges = []
     for i, lay in enumerate(lays):
-        if lay["role"] not in combo["roles"]:
+        if combo.get("onlyLast"):
+            if i != len(lays) - 1:
+                continue
+        elif lay["role"] not in combo["roles"]:
             continue
         body, r = lay["body"], lay["reasoning"]
         masked = r is not None and (
@@ -382,6 +391,9 @@ def build(family):
             ranges = trained_ranges(lays, combo)
             spans, straddling = token_spans(enc.offsets, ranges)
             masks[name] = {"spans": spans, "straddling": straddling}
+        if messages[-1]["role"] == "assistant":
+            spans, straddling = token_spans(enc.offsets, trained_ranges(lays, COMPLETION))
+            masks["completion"] = {"spans": spans, "straddling": straddling}
         cases.append(
             {
                 "messages": messages,
@@ -405,16 +417,18 @@ def main():
             "tokenizerDir": str(fam.dir.relative_to(REPO)),
             "generator": {"transformers": transformers.__version__, "tokenizers": tokenizers.__version__},
             "combos": COMBOS,
+            "completionCombo": COMPLETION,
             "turnEnd": turn_ends,
             "cases": cases,
         }
         payload = json.dumps(doc, ensure_ascii=True, separators=(",", ":")) + "\n"
         (OUT_DIR / f"{family}.json").write_text(payload, encoding="utf-8")
         missing = sum(1 for c in cases if c["missing"])
+        completions = sum(1 for c in cases if "completion" in c["masks"])
         mismatches = sum(c["prefixMismatches"] for c in cases)
         print(
             f"{family:12s} cases={len(cases)} bytes={len(payload)} turnEnd={turn_ends} "
-            f"casesWithMissingContent={missing} prefixMismatches={mismatches}"
+            f"casesWithMissingContent={missing} prefixMismatches={mismatches} completions={completions}"
         )
         ok = ok and len(cases) >= 150 and len(payload) <= MAX_FILE_BYTES
     if not ok:

@@ -1,6 +1,7 @@
 //! Every span-masking golden written by `scripts/gen_span_goldens.py` (Python transformers and
 //! tokenizers) must give the same token ids, the same trained token ranges and the same straddle
-//! counts for every setting combination, and the same prefix-mismatch and missing-content counts.
+//! counts for every setting combination (and for the same data as prompt-completion), and the
+//! same prefix-mismatch and missing-content counts.
 
 use std::path::Path;
 
@@ -30,6 +31,51 @@ fn policy(combo: &Value) -> SpanPolicy {
             other => panic!("unknown reasoning {other}"),
         },
     }
+}
+
+fn spans_of(row: &sft_dataset::row::TokenizedRow) -> Vec<[u32; 2]> {
+    row.spans.iter().map(|s| [s.start, s.end]).collect()
+}
+
+/// The same data as prompt-completion: only the last message, the completion, is trained.
+fn check_completion(
+    tokenizer: &ChatTokenizer,
+    case: &Value,
+    turn_end: Option<&sft_dataset::spans::TurnEnd>,
+) -> Option<String> {
+    let want = case["masks"].get("completion")?;
+    let mut prompt = case["messages"].as_array().unwrap().clone();
+    let completion = prompt.pop().unwrap();
+    let masking = Masking::Spans(SpanPolicy {
+        roles: vec!["assistant".into()],
+        only_last: false,
+        turn_end: true,
+        reasoning: Reasoning::Train,
+    });
+    let settings = RowSettings {
+        completion_only: true,
+        enable_thinking: case["enableThinking"].as_bool().unwrap(),
+        masking: &masking,
+        turn_end,
+        max_seq_length: usize::MAX,
+        truncation: Truncation::KeepEnd,
+        drop_untrainable: false,
+    };
+    let row = build_row(
+        tokenizer,
+        &settings,
+        SftExample::PromptCompletion { prompt, completion },
+    )
+    .unwrap();
+    let want_spans: Vec<[u32; 2]> = serde_json::from_value(want["spans"].clone()).unwrap();
+    let got = spans_of(&row);
+    let straddling = want["straddling"].as_u64().unwrap() as u32;
+    (got != want_spans || row.stats.straddling != straddling).then(|| {
+        format!(
+            "completion spans differ\n  want {want_spans:?}\n  got  {got:?} (straddling {})",
+            row.stats.straddling
+        )
+    })
 }
 
 fn check_family(family: &str) -> usize {
@@ -80,7 +126,7 @@ fn check_family(family: &str) -> usize {
             let row = build_row(&tokenizer, &settings, example).unwrap();
             let want = &case["masks"][name];
             let want_spans: Vec<[u32; 2]> = serde_json::from_value(want["spans"].clone()).unwrap();
-            let got_spans: Vec<[u32; 2]> = row.spans.iter().map(|s| [s.start, s.end]).collect();
+            let got_spans = spans_of(&row);
             let want_missing: Vec<u32> = serde_json::from_value(case["missing"].clone()).unwrap();
             if *row.ids != *want_ids {
                 failures.push(format!("case {n}: ids differ"));
@@ -110,6 +156,10 @@ fn check_family(family: &str) -> usize {
             }
             checked += 1;
         }
+        if let Some(failure) = check_completion(&tokenizer, case, turn_end.as_ref()) {
+            failures.push(format!("case {n}: {failure}"));
+        }
+        checked += case["masks"].get("completion").is_some() as usize;
     }
     assert!(
         failures.is_empty(),
@@ -122,20 +172,20 @@ fn check_family(family: &str) -> usize {
 
 #[test]
 fn qwen3() {
-    assert_eq!(check_family("qwen3"), 960);
+    assert_eq!(check_family("qwen3"), 960 + 152);
 }
 
 #[test]
 fn llama3_1() {
-    assert_eq!(check_family("llama3_1"), 960);
+    assert_eq!(check_family("llama3_1"), 960 + 141);
 }
 
 #[test]
 fn gemma3() {
-    assert_eq!(check_family("gemma3"), 960);
+    assert_eq!(check_family("gemma3"), 960 + 144);
 }
 
 #[test]
 fn deepseek_v3() {
-    assert_eq!(check_family("deepseek_v3"), 960);
+    assert_eq!(check_family("deepseek_v3"), 960 + 151);
 }
