@@ -9,7 +9,9 @@
 //!   any other role, of the full text and `messages[..=i]` rendered with message `i`'s content
 //!   emptied. Either is moved back to the start of the token it falls in, so that a content
 //!   starting like the text after the header (`<` after `<|im_start|>assistant\n`) cannot pull
-//!   the header into the content.
+//!   the header into the content. A token that joins the header's last characters with the
+//!   content's first (`\n\n` from `assistant\n` and a content starting with `\n`) is therefore
+//!   part of the body, not a straddling token.
 //! - **content**: the message content as the template prints it, searched from
 //!   `max(h, end of the previous content)`. The forms tried are the content itself, the content
 //!   trimmed (Llama, Gemma), and for an assistant without `reasoning_content` the part after the
