@@ -84,6 +84,12 @@ export declare class SFTDataset {
   tokenizeExample(index: number): Promise<TokenizedExample>
   /** `ceil(length / batchSize)`. */
   numBatches(batchSize: number): number
+  /**
+   * Per example and in total: tokens, trained tokens, truncation, drops, prefix and content
+   * mismatches, straddling tokens, trained end-of-turn tokens and leading BOS tokens. Builds
+   * every row not built yet (off the JS thread, on all cores).
+   */
+  report(): Promise<DatasetReport>
   /** Checks a `batches()` batch size; used by the JS generator before it starts. */
   _checkBatchSize(batchSize: number): void
 }
@@ -169,6 +175,14 @@ export declare function createMasksFromResponseStart(tokens: IdsInput, responseS
 
 export declare function createSFTDataset(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null): SFTDataset
 
+export interface DatasetReport {
+  /** One entry per example given, dropped ones included, in input order. */
+  examples: Array<ExampleReport>
+  totals: ReportTotals
+  /** The end-of-turn token learned from the chat template, if any. */
+  turnEndToken?: string
+}
+
 /** `attachDistillation`'s config (the reference's `StudentDistillationConfig`). */
 export interface DistillationConfig {
   /** Fetch student logprobs at all. Default false: groups are left untouched. */
@@ -185,6 +199,43 @@ export interface DistillationPlan {
   action: string
   /** One request per sequence when `action` is `'fetch'`. */
   requests?: Array<Json>
+}
+
+/** What `report()` says about one example. */
+export interface ExampleReport {
+  /** Tokens of the whole example. */
+  tokens: number
+  /** Tokens a batch holds of it, after truncation; 0 when dropped. */
+  keptTokens: number
+  /** Trained tokens among the kept ones; 0 when dropped. */
+  trainedTokens: number
+  /** Longer than `maxSeqLength` (cut, or turns removed). */
+  truncated: boolean
+  /** Why the row takes no part in training, if it does not. */
+  dropped?: 'tooLong' | 'untrainable' | null
+  /** Messages removed by `truncation: 'turns'`. */
+  messagesDropped: number
+  /**
+   * Reference: 1 when the prompt's tokens are not a prefix of the full sequence. Spans:
+   * trained assistant turns whose generation prompt is not a prefix of the full render.
+   */
+  prefixMismatches: number
+  /**
+   * Indices of trained messages whose content was not found in the render or whose trained
+   * tokens do not decode to it (spans only).
+   */
+  contentMismatches: Array<number>
+  /**
+   * Trained tokens that also cover untrained text: a token is trained when any of its
+   * characters is.
+   */
+  straddlingTokens: number
+  /** Kept end-of-turn tokens (the one the template closes turns with) that are trained. */
+  turnEndTokensTrained: number
+  /** Kept end-of-turn tokens. */
+  turnEndTokens: number
+  /** BOS tokens at the start of the row (more than one: the template and the text both add it). */
+  bosTokens: number
 }
 
 export interface FileProblem {
@@ -224,13 +275,25 @@ export interface LoadSFTDatasetOptions {
   /** See `SFTDatasetConfig.maxSeqLength`. Default 2048. */
   maxSeqLength?: number
   /** See `SFTDatasetConfig.completionOnly`. Default false. */
-  completionOnly?: boolean
+  completionOnly?: boolean | 'auto'
   /** See `SFTDatasetConfig.enableThinking`. Default false. */
   enableThinking?: boolean
   /** See `SFTDatasetConfig.seed`. Default 42. */
   seed?: number
   /** See `SFTDatasetConfig.specialTokenIds`. */
   specialTokenIds?: SpecialTokenIds
+  /** See `SFTDatasetConfig.maskingStrategy`. */
+  maskingStrategy?: 'reference' | 'spans'
+  /** See `SFTDatasetConfig.trainOnRoles`. Default `['assistant']`. */
+  trainOnRoles?: Array<string>
+  /** See `SFTDatasetConfig.trainOnTurnEnd`. Default true. */
+  trainOnTurnEnd?: boolean
+  /** See `SFTDatasetConfig.reasoning`. Default `'train'`. */
+  reasoning?: 'train' | 'mask' | 'lastTurnOnly'
+  /** See `SFTDatasetConfig.truncation`. Default `'keepEnd'`. */
+  truncation?: 'keepEnd' | 'keepStart' | 'turns'
+  /** See `SFTDatasetConfig.dropUntrainable`. Default false. */
+  dropUntrainable?: boolean
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -330,6 +393,25 @@ export interface RenderChatTemplateOptions {
   templateKwargs?: Record<string, any>
 }
 
+/** `report()` summed over all examples. */
+export interface ReportTotals {
+  examples: number
+  tokens: number
+  keptTokens: number
+  trainedTokens: number
+  truncated: number
+  droppedTooLong: number
+  droppedUntrainable: number
+  prefixMismatches: number
+  /** Examples with at least one content mismatch. */
+  contentMismatchExamples: number
+  straddlingTokens: number
+  turnEndTokensTrained: number
+  turnEndTokens: number
+  /** Examples starting with more than one BOS token. */
+  multipleBos: number
+}
+
 export interface SFTBatch {
   /** Token ids, row-major `[batch, seqLen]`, right-padded with the pad id. */
   inputIds: Int32Array
@@ -342,16 +424,58 @@ export interface SFTDatasetConfig {
   /** Longest row in tokens; longer rows keep their last tokens. Default 2048. */
   maxSeqLength?: number
   /**
-   * Train only on the completion (prompt-completion) or on assistant turns (conversation).
-   * Default false: every token is trained.
+   * Train only on the completion (prompt-completion) or on assistant turns (conversation;
+   * under `'spans'`, the turns of `trainOnRoles`). `'auto'` is the same as true in both
+   * formats (TRL's defaults). Default false: every token is trained.
    */
-  completionOnly?: boolean
+  completionOnly?: boolean | 'auto'
   /** Passed to the chat template as `enable_thinking`. Default false. */
   enableThinking?: boolean
   /** Base seed of `shuffleForEpoch` (seed + epoch). Default 42. */
   seed?: number
   /** Overrides for the ids the masking keys on. */
   specialTokenIds?: SpecialTokenIds
+  /**
+   * How labels are chosen. `'reference'`: the reference's ChatML scan (needs `<|im_start|>`
+   * and `<|im_end|>`). `'spans'`: every message is located in the rendered text and its
+   * trained parts mapped to tokens through their offsets, for any chat template. Default:
+   * `'reference'` for a tokenizer with the ChatML tokens, unless `trainOnRoles`,
+   * `trainOnTurnEnd` or `reasoning` is given; `'spans'` otherwise.
+   */
+  maskingStrategy?: 'reference' | 'spans'
+  /**
+   * Roles whose turns are trained under `'spans'` when `completionOnly` is on. Default
+   * `['assistant']`. An assistant turn trains what the model generates (reasoning, content,
+   * tool calls), not its header; other roles train their content.
+   */
+  trainOnRoles?: Array<string>
+  /**
+   * Under `'spans'`: also train the token that closes each trained turn (`<|im_end|>`,
+   * `<|eot_id|>`, `<end_of_turn>`, `<｜end▁of▁sentence｜>`), learned from the chat template,
+   * not from `eos_token`. Default true.
+   */
+  trainOnTurnEnd?: boolean
+  /**
+   * Under `'spans'`: `<think>` blocks (inline or from `reasoning_content`) are trained
+   * (`'train'`), untrained (`'mask'`), or trained in the last assistant message only
+   * (`'lastTurnOnly'`). Default `'train'`.
+   */
+  reasoning?: 'train' | 'mask' | 'lastTurnOnly'
+  /**
+   * Rows longer than `maxSeqLength`: keep the last tokens (`'keepEnd'`, the reference), the
+   * first ones (`'keepStart'`, TRL), or drop whole oldest turns (`'turns'`: the leading system
+   * messages and the turn of the last trained message are kept, turns start at user messages,
+   * and the shortened conversation is rendered and tokenized again; a row that still does not
+   * fit is dropped and reported). Default `'keepEnd'`.
+   */
+  truncation?: 'keepEnd' | 'keepStart' | 'turns'
+  /**
+   * Skip rows with no trained token after truncation. Default false. With this or
+   * `truncation: 'turns'`, every row is built when the dataset is created, and dropped rows
+   * leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
+   * examples (`order()` lists their original indices); `report()` shows every example.
+   */
+  dropUntrainable?: boolean
 }
 
 /** Token ids the reference masking keys on; each one missing is derived from the tokenizer. */

@@ -1,5 +1,5 @@
-//! Padded batches: rows truncated to `maxSeqLength` (keeping their end, as the reference does),
-//! padded on the right to the longest row with the pad id and `-100`.
+//! Padded batches: rows truncated to `maxSeqLength` (keeping their end, as the reference does, or
+//! their start), padded on the right to the longest row with the pad id and `-100`.
 
 use crate::masking::{write_labels, IGNORE_INDEX};
 use crate::row::TokenizedRow;
@@ -11,19 +11,34 @@ pub struct Batch {
     pub seq_len: usize,
 }
 
-/// The part of a row of `len` tokens that survives truncation to `max_len`: its last `max_len`
-/// tokens.
-pub fn kept_window(len: usize, max_len: usize) -> std::ops::Range<usize> {
-    len.saturating_sub(max_len)..len
+/// How a row longer than `maxSeqLength` is shortened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Truncation {
+    /// Keep the last tokens (the reference).
+    #[default]
+    KeepEnd,
+    /// Keep the first tokens (TRL).
+    KeepStart,
+    /// Drop whole oldest turns before tokenizing (see `row`); a row that still does not fit is
+    /// dropped, so collation never cuts one.
+    Turns,
 }
 
-pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32) -> Batch {
+/// The part of a row of `len` tokens that survives truncation to `max_len`.
+pub fn kept_window(len: usize, max_len: usize, mode: Truncation) -> std::ops::Range<usize> {
+    match mode {
+        Truncation::KeepStart => 0..len.min(max_len),
+        Truncation::KeepEnd | Truncation::Turns => len.saturating_sub(max_len)..len,
+    }
+}
+
+pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32, mode: Truncation) -> Batch {
     let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     let seq_len = longest.min(max_seq_len);
     let mut input_ids = vec![pad_id as i32; rows.len() * seq_len];
     let mut labels = vec![IGNORE_INDEX; rows.len() * seq_len];
     for (b, row) in rows.iter().enumerate() {
-        let window = kept_window(row.ids.len(), seq_len);
+        let window = kept_window(row.ids.len(), seq_len, mode);
         let kept = window.len();
         let out = b * seq_len..b * seq_len + kept;
         for (dst, &id) in input_ids[out.clone()]
@@ -52,6 +67,7 @@ mod tests {
             ids: ids.into(),
             spans: spans_from(trained_from, ids.len()).into(),
             warning: None,
+            stats: Default::default(),
         }
     }
 
@@ -59,16 +75,24 @@ mod tests {
     fn pads_right_and_truncates_left() {
         let a = row(&[1, 2, 3, 4, 5], 3);
         let b = row(&[7, 8], 0);
-        let batch = collate(&[&a, &b], 4, 0);
+        let batch = collate(&[&a, &b], 4, 0, Truncation::KeepEnd);
         assert_eq!((batch.rows, batch.seq_len), (2, 4));
         assert_eq!(batch.input_ids, vec![2, 3, 4, 5, 7, 8, 0, 0]);
         assert_eq!(batch.labels, vec![-100, -100, 4, 5, 7, 8, -100, -100]);
     }
 
     #[test]
+    fn keep_start_cuts_the_end() {
+        let a = row(&[1, 2, 3, 4, 5], 3);
+        let batch = collate(&[&a], 4, 0, Truncation::KeepStart);
+        assert_eq!(batch.input_ids, vec![1, 2, 3, 4]);
+        assert_eq!(batch.labels, vec![-100, -100, -100, 4]);
+    }
+
+    #[test]
     fn seq_len_is_the_longest_row_when_it_fits() {
         let a = row(&[1, 2], 0);
-        let batch = collate(&[&a], 2048, 9);
+        let batch = collate(&[&a], 2048, 9, Truncation::KeepEnd);
         assert_eq!(batch.seq_len, 2);
         assert_eq!(batch.labels, vec![1, 2]);
     }

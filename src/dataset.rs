@@ -11,13 +11,16 @@ use std::sync::{Arc, OnceLock, RwLock};
 use rayon::prelude::*;
 use serde_json::Value as Json;
 
-use crate::collate::{collate, Batch};
+use crate::chat_template::RenderOptions;
+use crate::collate::{collate, Batch, Truncation};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
-use crate::masking::ChatMlMarkers;
-use crate::row::{build_row, RowSettings, TokenizedRow};
+use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
+use crate::report::{example_report, DatasetReport};
+use crate::row::{build_row, Masking, RowSettings, TokenizedRow};
 use crate::shuffle::epoch_order;
+use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
 
 const PREFETCH_CHUNK: usize = 64;
@@ -30,6 +33,13 @@ pub struct SpecialTokenOverrides {
     pub newline_tokens: Option<Vec<u32>>,
 }
 
+/// `maskingStrategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrategyName {
+    Reference,
+    Spans,
+}
+
 #[derive(Debug, Clone)]
 pub struct DatasetConfig {
     pub max_seq_length: usize,
@@ -37,6 +47,13 @@ pub struct DatasetConfig {
     pub enable_thinking: bool,
     pub seed: f64,
     pub special_token_ids: SpecialTokenOverrides,
+    /// `None`: reference for ChatML tokenizers unless a spans-only setting is given.
+    pub masking_strategy: Option<StrategyName>,
+    pub train_on_roles: Option<Vec<String>>,
+    pub train_on_turn_end: Option<bool>,
+    pub reasoning: Option<Reasoning>,
+    pub truncation: Truncation,
+    pub drop_untrainable: bool,
 }
 
 impl Default for DatasetConfig {
@@ -47,8 +64,85 @@ impl Default for DatasetConfig {
             enable_thinking: false,
             seed: 42.0,
             special_token_ids: SpecialTokenOverrides::default(),
+            masking_strategy: None,
+            train_on_roles: None,
+            train_on_turn_end: None,
+            reasoning: None,
+            truncation: Truncation::KeepEnd,
+            drop_untrainable: false,
         }
     }
+}
+
+impl DatasetConfig {
+    /// Settings that only the spans strategy understands.
+    fn spans_only_setting(&self) -> Option<&'static str> {
+        if self.train_on_roles.is_some() {
+            Some("trainOnRoles")
+        } else if self.train_on_turn_end.is_some() {
+            Some("trainOnTurnEnd")
+        } else if self.reasoning.is_some() {
+            Some("reasoning")
+        } else {
+            None
+        }
+    }
+
+    /// Rows can leave the dataset, so all of them are built before `length` is known.
+    fn may_drop(&self) -> bool {
+        self.drop_untrainable || self.truncation == Truncation::Turns
+    }
+}
+
+/// The masking a dataset uses. Without `maskingStrategy`: the reference for a tokenizer with
+/// the ChatML tokens, unless a spans-only setting is given; spans otherwise (where the reference
+/// would fail). An explicit `'reference'` keeps the reference's error for other tokenizers and
+/// rejects spans-only settings rather than ignore them.
+pub fn resolve_masking(tokenizer: &ChatTokenizer, config: &DatasetConfig) -> SftResult<Masking> {
+    let chatml =
+        tokenizer.token_to_id(IM_START).is_some() && tokenizer.token_to_id(IM_END).is_some();
+    let strategy =
+        config
+            .masking_strategy
+            .unwrap_or(if chatml && config.spans_only_setting().is_none() {
+                StrategyName::Reference
+            } else {
+                StrategyName::Spans
+            });
+    match strategy {
+        StrategyName::Reference => {
+            if let Some(name) = config.spans_only_setting() {
+                return Err(SftError::new(
+                    ErrorCode::InvalidArgument,
+                    format!("{name} needs maskingStrategy 'spans'"),
+                ));
+            }
+            Ok(Masking::Reference(reference_markers(
+                tokenizer,
+                &config.special_token_ids,
+            )?))
+        }
+        StrategyName::Spans => Ok(Masking::Spans(SpanPolicy {
+            roles: config
+                .train_on_roles
+                .clone()
+                .unwrap_or_else(|| vec!["assistant".to_string()]),
+            only_last: false,
+            turn_end: config.train_on_turn_end.unwrap_or(true),
+            reasoning: config.reasoning.unwrap_or(Reasoning::Train),
+        })),
+    }
+}
+
+/// The template's end-of-turn token under the dataset's thinking setting.
+pub fn turn_end_of(tokenizer: &ChatTokenizer, config: &DatasetConfig) -> Option<TurnEnd> {
+    discover_turn_end(
+        tokenizer,
+        &RenderOptions {
+            enable_thinking: Some(config.enable_thinking),
+            ..Default::default()
+        },
+    )
 }
 
 /// The reference's special-token discovery: ChatML markers from the vocabulary (an error when
@@ -96,7 +190,10 @@ pub struct Dataset {
     tokenizer: Arc<ChatTokenizer>,
     config: DatasetConfig,
     format: Format,
-    markers: ChatMlMarkers,
+    masking: Masking,
+    turn_end: Option<TurnEnd>,
+    /// Example indices that take part in training, when some rows were dropped.
+    kept: Option<Vec<u32>>,
     /// The examples as given to the constructor; empty for a loaded dataset, whose rows were all
     /// built while the file streamed by.
     examples: Vec<Json>,
@@ -120,7 +217,7 @@ impl Dataset {
                 "SFT dataset must contain at least one example",
             ));
         }
-        let markers = reference_markers(&tokenizer, &config.special_token_ids)?;
+        let masking = resolve_masking(&tokenizer, &config)?;
         let format = detect_format(&examples[0])?;
         for (i, example) in examples.iter().enumerate().skip(1) {
             let other = detect_format(example)?;
@@ -129,9 +226,14 @@ impl Dataset {
             }
         }
         let rows = (0..examples.len()).map(|_| OnceLock::new()).collect();
-        Ok(Self::assemble(
-            tokenizer, config, format, markers, examples, rows,
-        ))
+        let mut dataset = Self::assemble(tokenizer, config, format, masking, examples, rows);
+        if dataset.config.may_drop() {
+            (0..dataset.rows.len()).into_par_iter().for_each(|i| {
+                dataset.row(i);
+            });
+            dataset.apply_drops();
+        }
+        Ok(dataset)
     }
 
     /// `loadSFTDataset`: streams the file, validating every record and building every row.
@@ -141,12 +243,12 @@ impl Dataset {
         config: DatasetConfig,
         options: &LoadOptions,
     ) -> SftResult<Self> {
-        let markers = reference_markers(&tokenizer, &config.special_token_ids);
-        let settings = markers.as_ref().ok().map(|m| RowSettings {
-            completion_only: config.completion_only,
-            enable_thinking: config.enable_thinking,
-            markers: m,
-        });
+        let masking = resolve_masking(&tokenizer, &config);
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let settings = masking
+            .as_ref()
+            .ok()
+            .map(|m| row_settings(&config, m, turn_end.as_ref()));
         let loaded = load_rows(path, &tokenizer, settings.as_ref(), options)?;
         if loaded.rows.is_empty() {
             return Err(SftError::new(
@@ -154,7 +256,7 @@ impl Dataset {
                 "SFT dataset must contain at least one example",
             ));
         }
-        let markers = markers?;
+        let masking = masking?;
         if let Some((index, other)) = loaded.first_inconsistent {
             return Err(inconsistent(loaded.format, index, other));
         }
@@ -167,30 +269,29 @@ impl Dataset {
                 cell
             })
             .collect();
-        Ok(Self::assemble(
-            tokenizer,
-            config,
-            loaded.format,
-            markers,
-            Vec::new(),
-            rows,
-        ))
+        let mut dataset =
+            Self::assemble(tokenizer, config, loaded.format, masking, Vec::new(), rows);
+        dataset.apply_drops();
+        Ok(dataset)
     }
 
     fn assemble(
         tokenizer: Arc<ChatTokenizer>,
         config: DatasetConfig,
         format: Format,
-        markers: ChatMlMarkers,
+        masking: Masking,
         examples: Vec<Json>,
         rows: Vec<OnceLock<SftResult<TokenizedRow>>>,
     ) -> Self {
         let len = rows.len();
+        let turn_end = turn_end_of(&tokenizer, &config);
         Dataset {
             tokenizer,
             config,
             format,
-            markers,
+            masking,
+            turn_end,
+            kept: None,
             examples,
             warned: (0..len).map(|_| AtomicBool::new(false)).collect(),
             rows,
@@ -200,7 +301,27 @@ impl Dataset {
         }
     }
 
+    /// Dropped rows (`dropUntrainable`, `truncation: 'turns'`) leave the dataset: `length`,
+    /// `numBatches`, positions and orders count only the kept examples, and orders list their
+    /// original indices. A row that fails to build stays, so that its error surfaces where the
+    /// reference's would.
+    fn apply_drops(&mut self) {
+        let dropped = |cell: &OnceLock<SftResult<TokenizedRow>>| matches!(cell.get(), Some(Ok(row)) if row.stats.dropped.is_some());
+        if self.rows.iter().any(dropped) {
+            let kept: Vec<u32> = (0..self.rows.len() as u32)
+                .filter(|&i| !dropped(&self.rows[i as usize]))
+                .collect();
+            self.order = RwLock::new(Arc::new(kept.clone()));
+            self.kept = Some(kept);
+        }
+    }
+
     pub fn len(&self) -> usize {
+        self.kept.as_ref().map_or(self.rows.len(), Vec::len)
+    }
+
+    /// Examples given, dropped ones included.
+    pub fn example_count(&self) -> usize {
         self.rows.len()
     }
 
@@ -221,7 +342,11 @@ impl Dataset {
     }
 
     pub fn shuffle_for_epoch(&self, epoch: f64) {
-        let order = Arc::new(epoch_order(self.len(), self.config.seed, epoch));
+        let positions = epoch_order(self.len(), self.config.seed, epoch);
+        let order = Arc::new(match &self.kept {
+            Some(kept) => positions.iter().map(|&p| kept[p as usize]).collect(),
+            None => positions,
+        });
         match self.order.write() {
             Ok(mut guard) => *guard = order,
             Err(poisoned) => *poisoned.into_inner() = order,
@@ -272,11 +397,7 @@ impl Dataset {
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
         let example = from_created(&self.examples[index], index, self.format)?;
-        let settings = RowSettings {
-            completion_only: self.config.completion_only,
-            enable_thinking: self.config.enable_thinking,
-            markers: &self.markers,
-        };
+        let settings = row_settings(&self.config, &self.masking, self.turn_end.as_ref());
         build_row(&self.tokenizer, &settings, example)
     }
 
@@ -303,6 +424,7 @@ impl Dataset {
             &rows,
             self.config.max_seq_length,
             self.tokenizer.pad_token_id(),
+            self.config.truncation,
         );
         Ok(CollatedBatch { batch, warnings })
     }
@@ -338,6 +460,45 @@ impl Dataset {
 
     pub fn num_batches(&self, batch_size: usize) -> usize {
         self.len().div_ceil(batch_size)
+    }
+
+    /// What every row holds and what happened to it; builds the rows not built yet, on all
+    /// cores. The first row that fails to build fails the report.
+    pub fn report(&self) -> SftResult<DatasetReport> {
+        let examples = (0..self.rows.len())
+            .into_par_iter()
+            .map(|i| {
+                self.row(i).as_ref().map_err(Clone::clone).map(|row| {
+                    example_report(
+                        row,
+                        self.config.max_seq_length,
+                        self.config.truncation,
+                        self.turn_end.as_ref().map(|t| t.id),
+                        self.tokenizer.bos_token_id(),
+                    )
+                })
+            })
+            .collect::<SftResult<Vec<_>>>()?;
+        Ok(DatasetReport::new(
+            examples,
+            self.turn_end.as_ref().map(|t| t.text.clone()),
+        ))
+    }
+}
+
+pub fn row_settings<'a>(
+    config: &DatasetConfig,
+    masking: &'a Masking,
+    turn_end: Option<&'a TurnEnd>,
+) -> RowSettings<'a> {
+    RowSettings {
+        completion_only: config.completion_only,
+        enable_thinking: config.enable_thinking,
+        masking,
+        turn_end,
+        max_seq_length: config.max_seq_length,
+        truncation: config.truncation,
+        drop_untrainable: config.drop_untrainable,
     }
 }
 

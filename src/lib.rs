@@ -22,7 +22,9 @@ pub mod message;
 #[cfg(feature = "napi")]
 pub mod napi;
 pub mod path_security;
+pub mod report;
 pub mod row;
 pub mod shuffle;
+pub mod spans;
 pub mod tokenizer;
 pub mod validate;

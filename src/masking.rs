@@ -4,6 +4,8 @@
 
 use std::ops::Range;
 
+use crate::spans::MessageLayout;
+
 /// The ignore index of cross-entropy loss.
 pub const IGNORE_INDEX: i32 = -100;
 
@@ -94,6 +96,101 @@ pub fn spans_from(start: usize, len: usize) -> TrainedSpans {
     }
 }
 
+/// Which messages and which of their parts carry loss under the `'spans'` strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanPolicy {
+    /// Roles whose turns are trained; ignored when `only_last` is set.
+    pub roles: Vec<String>,
+    /// Train only the last message (the completion of a prompt-completion example).
+    pub only_last: bool,
+    pub turn_end: bool,
+    pub reasoning: Reasoning,
+}
+
+/// What happens to `<think>` blocks (inline or rendered from `reasoning_content`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    Train,
+    Mask,
+    /// Trained in the last assistant message only.
+    LastTurnOnly,
+}
+
+/// The byte ranges of the rendered text that carry loss, sorted and merged.
+pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Vec<Range<usize>> {
+    let last_assistant = layouts.iter().rposition(|l| l.role == "assistant");
+    let mut ranges = Vec::new();
+    for (i, layout) in layouts.iter().enumerate() {
+        let trained = if policy.only_last {
+            i + 1 == layouts.len()
+        } else {
+            policy.roles.contains(&layout.role)
+        };
+        if !trained {
+            continue;
+        }
+        let masked = layout
+            .reasoning
+            .as_ref()
+            .filter(|_| match policy.reasoning {
+                Reasoning::Train => false,
+                Reasoning::Mask => true,
+                Reasoning::LastTurnOnly => Some(i) != last_assistant,
+            });
+        match masked {
+            Some(r) => {
+                ranges.push(layout.body.start..r.start.max(layout.body.start));
+                ranges.push(r.end.min(layout.body.end)..layout.body.end);
+            }
+            None => ranges.push(layout.body.clone()),
+        }
+        if policy.turn_end {
+            if let Some(t) = &layout.turn_end {
+                ranges.push(t.clone());
+            }
+        }
+    }
+    ranges.retain(|r| r.start < r.end);
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+/// Token spans from trained byte ranges (sorted, merged), through each token's byte offsets.
+///
+/// Straddle policy: a token is trained when any of its bytes is (a zero-width token when its
+/// position is), so no trained byte ever goes without loss. A trained token with bytes outside
+/// the trained ranges straddles; the second value counts them.
+pub fn token_spans_from_bytes(
+    offsets: &[(usize, usize)],
+    ranges: &[Range<usize>],
+) -> (TrainedSpans, u32) {
+    let mut flags = vec![false; offsets.len()];
+    let mut straddling = 0;
+    for (flag, &(start, end)) in flags.iter_mut().zip(offsets) {
+        let k = ranges.partition_point(|r| r.end <= start);
+        let Some(r) = ranges.get(k) else { continue };
+        let hit = if start == end {
+            r.start <= start
+        } else {
+            r.start < end
+        };
+        if hit {
+            *flag = true;
+            if start < r.start || end > r.end {
+                straddling += 1;
+            }
+        }
+    }
+    (spans_from_flags(&flags), straddling)
+}
+
 /// Labels for `ids[window]`: the id inside a trained span, `IGNORE_INDEX` elsewhere.
 pub fn write_labels(ids: &[u32], spans: &[Range<u32>], window: Range<usize>, out: &mut [i32]) {
     out.fill(IGNORE_INDEX);
@@ -167,6 +264,58 @@ mod tests {
         let ids = [S, A, 7, S, A, 8, E];
         let spans = chatml_assistant_spans(&ids, &markers(vec![]));
         assert_eq!(labels(&ids, &spans), vec![-100, -100, 7, -100, 3, 8, -100]);
+    }
+
+    fn layout(role: &str, body: Range<usize>, turn_end: Option<Range<usize>>) -> MessageLayout {
+        MessageLayout {
+            role: role.to_string(),
+            content: Some(body.clone()),
+            content_missing: false,
+            body,
+            turn_end,
+            reasoning: None,
+            prefix_mismatch: false,
+        }
+    }
+
+    #[test]
+    fn reasoning_is_cut_out_of_earlier_turns_only() {
+        let mut first = layout("assistant", 10..30, Some(30..32));
+        first.reasoning = Some(10..20);
+        let mut last = layout("assistant", 40..60, Some(60..62));
+        last.reasoning = Some(40..45);
+        let layouts = [layout("user", 0..8, Some(8..10)), first, last];
+        let policy = SpanPolicy {
+            roles: vec!["assistant".into()],
+            only_last: false,
+            turn_end: true,
+            reasoning: Reasoning::LastTurnOnly,
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![20..32, 40..62]);
+        let policy = SpanPolicy {
+            reasoning: Reasoning::Mask,
+            turn_end: false,
+            ..policy
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![20..30, 45..60]);
+        let policy = SpanPolicy {
+            only_last: true,
+            reasoning: Reasoning::Train,
+            ..policy
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![40..60]);
+    }
+
+    #[test]
+    fn a_token_touching_a_trained_byte_is_trained_and_counted() {
+        // Tokens: [0,3) [3,6) [6,9) [9,9) [9,12); trained bytes 4..9.
+        let offsets = [(0, 3), (3, 6), (6, 9), (9, 9), (9, 12)];
+        let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(4..9)));
+        assert_eq!(spans, vec![1..3]);
+        assert_eq!(straddling, 1);
+        let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(9..10)));
+        assert_eq!(spans, vec![3..5]);
+        assert_eq!(straddling, 1);
     }
 
     #[test]

