@@ -418,6 +418,15 @@ export interface SFTBatch {
   /** Labels, `-100` where no loss is taken. */
   labels: Int32Array
   shape: [number, number]
+  /**
+   * Distillation target ids `[batch, seqLen, k]`, truncated and padded like `inputIds`
+   * (-1 where there is no target). Present when any example of the batch has `distill`.
+   */
+  distillTokenIds?: Int32Array
+  /** Distillation logprobs, same shape (`-Infinity` where there is no target). */
+  distillLogprobs?: Float32Array
+  /** `[batch, seqLen, k]` of the distillation tensors. */
+  distillShape?: [number, number, number]
 }
 
 export interface SFTDatasetConfig {

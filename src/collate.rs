@@ -1,6 +1,7 @@
 //! Padded batches: rows truncated to `maxSeqLength` (keeping their end, as the reference does, or
 //! their start), padded on the right to the longest row with the pad id and `-100`.
 
+use crate::distill::{MISSING_ID, MISSING_LOGPROB};
 use crate::masking::{write_labels, IGNORE_INDEX};
 use crate::row::TokenizedRow;
 
@@ -9,6 +10,41 @@ pub struct Batch {
     pub labels: Vec<i32>,
     pub rows: usize,
     pub seq_len: usize,
+    /// Present when any row carries distillation targets.
+    pub distill: Option<BatchDistill>,
+}
+
+/// Distillation targets of a batch, `[rows, seq_len, k]`, truncated and padded like `input_ids`;
+/// padding, and rows without targets, hold `MISSING_ID` / `MISSING_LOGPROB`.
+pub struct BatchDistill {
+    pub k: usize,
+    pub ids: Vec<i32>,
+    pub logprobs: Vec<f32>,
+}
+
+fn collate_distill(
+    rows: &[&TokenizedRow],
+    seq_len: usize,
+    mode: Truncation,
+) -> Option<BatchDistill> {
+    let k = rows
+        .iter()
+        .filter_map(|r| r.distill.as_ref())
+        .map(|d| d.k)
+        .max()?;
+    let mut ids = vec![MISSING_ID; rows.len() * seq_len * k];
+    let mut logprobs = vec![MISSING_LOGPROB; rows.len() * seq_len * k];
+    for (b, row) in rows.iter().enumerate() {
+        let Some(d) = &row.distill else { continue };
+        let window = kept_window(row.ids.len(), seq_len, mode);
+        for (slot, pos) in window.enumerate() {
+            let src = pos * d.k..(pos + 1) * d.k;
+            let dst = (b * seq_len + slot) * k;
+            ids[dst..dst + d.k].copy_from_slice(&d.ids[src.clone()]);
+            logprobs[dst..dst + d.k].copy_from_slice(&d.logprobs[src]);
+        }
+    }
+    Some(BatchDistill { k, ids, logprobs })
 }
 
 /// How a row longer than `maxSeqLength` is shortened.
@@ -54,6 +90,7 @@ pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32, mode: Tr
         labels,
         rows: rows.len(),
         seq_len,
+        distill: collate_distill(rows, seq_len, mode),
     }
 }
 
@@ -64,11 +101,30 @@ mod tests {
 
     fn row(ids: &[u32], trained_from: usize) -> TokenizedRow {
         TokenizedRow {
+            distill: None,
             ids: ids.into(),
             spans: spans_from(trained_from, ids.len()).into(),
             warning: None,
             stats: Default::default(),
         }
+    }
+
+    #[test]
+    fn distill_targets_follow_truncation_and_padding() {
+        use crate::distill::RowDistill;
+        let mut a = row(&[1, 2, 3], 0);
+        a.distill = Some(Box::new(RowDistill {
+            k: 1,
+            ids: vec![10, 20, 30].into(),
+            logprobs: vec![-1.0, -2.0, -3.0].into(),
+        }));
+        let b = row(&[7], 0);
+        let batch = collate(&[&a, &b], 2, 0, Truncation::KeepEnd);
+        let d = batch.distill.unwrap();
+        assert_eq!(d.k, 1);
+        assert_eq!(d.ids, vec![20, 30, -1, -1]);
+        assert_eq!(d.logprobs, vec![-2.0, -3.0, f32::NEG_INFINITY, f32::NEG_INFINITY]);
+        assert!(collate(&[&b], 2, 0, Truncation::KeepEnd).distill.is_none());
     }
 
     #[test]

@@ -399,6 +399,7 @@ impl Dataset {
         let example = from_created(&self.examples[index], index, self.format)?;
         let settings = row_settings(&self.config, &self.masking, self.turn_end.as_ref());
         build_row(&self.tokenizer, &settings, example)
+            .map_err(|e| e.context(format_args!("SFT example {index}")))
     }
 
     /// Collates the rows of `examples` (example indices, in batch order). The first failing

@@ -599,3 +599,56 @@ mod tests {
         );
     }
 }
+
+/// Distillation targets of one cached SFT row: `k` slots per token, row-major `[tokens, k]`,
+/// missing slots holding `MISSING_ID` / `MISSING_LOGPROB`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowDistill {
+    pub k: usize,
+    pub ids: Box<[i32]>,
+    pub logprobs: Box<[f32]>,
+}
+
+/// Reads an example's `distill: {tokenIds, logprobs}` (`[position][rank]`, aligned with the
+/// full token sequence of `tokens` tokens: entry i describes token i; position 0 may be empty)
+/// and packs it with `pack`'s rules.
+pub fn targets_for_row(targets: &Json, tokens: usize) -> SftResult<RowDistill> {
+    let lists = |key: &str| -> SftResult<Vec<Vec<f64>>> {
+        let rows = targets.get(key).and_then(Json::as_array).ok_or_else(|| {
+            invalid_distillation(format!("distill.{key} must be an array of arrays"))
+        })?;
+        rows.iter()
+            .enumerate()
+            .map(|(p, row)| {
+                let entries = row.as_array().ok_or_else(|| {
+                    invalid_distillation(format!("distill.{key}[{p}] must be an array"))
+                })?;
+                entries
+                    .iter()
+                    .map(|v| {
+                        v.as_f64().ok_or_else(|| {
+                            invalid_distillation(format!(
+                                "distill.{key}[{p}] must hold only numbers"
+                            ))
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let ids = lists("tokenIds")?;
+    let logprobs = lists("logprobs")?;
+    if ids.len() != tokens {
+        return Err(invalid_distillation(format!(
+            "distill targets cover {} positions but the example has {tokens} tokens",
+            ids.len()
+        )));
+    }
+    let widest = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let packed = pack(&[ids], &[logprobs], (widest - 1) as f64)?;
+    Ok(RowDistill {
+        k: packed.shape[2],
+        ids: packed.ids.into(),
+        logprobs: packed.logprobs.into(),
+    })
+}

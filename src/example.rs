@@ -25,11 +25,27 @@ impl Format {
 /// An example ready to render.
 #[derive(Debug, Clone)]
 pub enum SftExample {
-    PromptCompletion { prompt: Vec<Json>, completion: Json },
-    Conversation { messages: Vec<Json> },
+    PromptCompletion {
+        prompt: Vec<Json>,
+        completion: Json,
+        distill: Option<Json>,
+    },
+    Conversation {
+        messages: Vec<Json>,
+        distill: Option<Json>,
+    },
 }
 
 impl SftExample {
+    /// Distillation targets (`distill: {tokenIds, logprobs}`) aligned with the full token
+    /// sequence of the example, if it carries any.
+    pub fn distill(&self) -> Option<&Json> {
+        match self {
+            SftExample::PromptCompletion { distill, .. }
+            | SftExample::Conversation { distill, .. } => distill.as_ref(),
+        }
+    }
+
     pub fn format(&self) -> Format {
         match self {
             SftExample::PromptCompletion { .. } => Format::PromptCompletion,
@@ -96,7 +112,12 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
                 "SFT example {index}: completion.content must be a string"
             )));
         }
-        return Ok(SftExample::PromptCompletion { prompt, completion });
+        let distill = obj.remove("distill");
+        return Ok(SftExample::PromptCompletion {
+            prompt,
+            completion,
+            distill,
+        });
     }
     if obj.contains_key("messages") {
         let messages = match obj.remove("messages") {
@@ -120,7 +141,8 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
                 "SFT example {index}: messages must contain at least one assistant message"
             )));
         }
-        return Ok(SftExample::Conversation { messages });
+        let distill = obj.remove("distill");
+        return Ok(SftExample::Conversation { messages, distill });
     }
     Err(invalid(format!(
         "SFT example {index}: must have either {{prompt, completion}} or {{messages}}"
@@ -132,6 +154,7 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
 /// message instead of a JS TypeError.
 pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<SftExample> {
     let field = |key: &str| example.get(key);
+    let distill = field("distill").cloned();
     match format {
         Format::PromptCompletion => {
             let prompt = match field("prompt") {
@@ -148,11 +171,16 @@ pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<S
                     "SFT example {index}: completion must be a message object"
                 )));
             }
-            Ok(SftExample::PromptCompletion { prompt, completion })
+            Ok(SftExample::PromptCompletion {
+                prompt,
+                completion,
+                distill,
+            })
         }
         Format::Conversation => match field("messages") {
             Some(Json::Array(m)) => Ok(SftExample::Conversation {
                 messages: m.clone(),
+                distill,
             }),
             _ => Err(invalid(format!(
                 "SFT example {index}: messages must be an array"

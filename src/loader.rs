@@ -120,8 +120,10 @@ pub fn load_rows(
                     };
                     let format = example.format();
                     let row = match (building, settings) {
-                        (true, Some(s)) => build_row(tokenizer, s, example)
-                            .map_err(|e| e.at_line(&shown, line.line)),
+                        (true, Some(s)) => build_row(tokenizer, s, example).map_err(|e| {
+                            e.context(format_args!("SFT example {}", base + k))
+                                .at_line(&shown, line.line)
+                        }),
                         _ => Err(not_built()),
                     };
                     Ok(LineOutcome::Valid { format, row })

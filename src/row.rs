@@ -6,6 +6,7 @@ use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
 use crate::collate::{kept_window, Truncation};
+use crate::distill::{targets_for_row, RowDistill};
 use crate::error::SftResult;
 use crate::example::SftExample;
 use crate::masking::{
@@ -24,6 +25,8 @@ pub struct TokenizedRow {
     /// The reference's prefix-mismatch warning for this example, if it applies.
     pub warning: Option<Box<str>>,
     pub stats: RowStats,
+    /// Distillation targets, one `[k]` slot per token (see `distill::targets_for_row`).
+    pub distill: Option<Box<RowDistill>>,
 }
 
 /// Why a row takes no part in training.
@@ -95,10 +98,12 @@ pub fn build_row(
     settings: &RowSettings,
     example: SftExample,
 ) -> SftResult<TokenizedRow> {
+    let distill = example.distill().cloned();
     let messages = match example {
         SftExample::PromptCompletion {
             mut prompt,
             mut completion,
+            ..
         } => {
             normalize_messages(&mut prompt)?;
             normalize_message(prompt.len(), &mut completion)?;
@@ -108,7 +113,7 @@ pub fn build_row(
                 completion: true,
             }
         }
-        SftExample::Conversation { mut messages } => {
+        SftExample::Conversation { mut messages, .. } => {
             normalize_messages(&mut messages)?;
             Messages {
                 list: messages,
@@ -118,6 +123,9 @@ pub fn build_row(
     };
     let mut row = masked_row(tokenizer, settings, &messages)?;
     row.stats.full_tokens = row.ids.len() as u32;
+    if let Some(targets) = &distill {
+        row.distill = Some(Box::new(targets_for_row(targets, row.ids.len())?));
+    }
     if settings.truncation == Truncation::Turns && row.ids.len() > settings.max_seq_length {
         row = drop_oldest_turns(tokenizer, settings, &messages, row)?;
     }
@@ -249,6 +257,7 @@ fn reference_prompt_completion(
         0
     };
     Ok(TokenizedRow {
+        distill: None,
         spans: spans_from(trained_from, full.ids.len()).into(),
         ids: full.ids.into(),
         warning,
@@ -273,6 +282,7 @@ fn reference_conversation(
         spans_from(0, ids.len())
     };
     Ok(TokenizedRow {
+        distill: None,
         ids: ids.into(),
         spans: spans.into(),
         warning: None,
@@ -293,6 +303,7 @@ fn span_row(
     let encoded = tokenizer.encode_with_offsets(&text)?;
     if !settings.completion_only {
         return Ok(TokenizedRow {
+            distill: None,
             spans: spans_from(0, encoded.ids.len()).into(),
             ids: encoded.ids.into(),
             warning: None,
@@ -315,6 +326,7 @@ fn span_row(
     let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges);
     let content_mismatches = unverified_contents(tokenizer, &text, &encoded, &layouts, &policy)?;
     Ok(TokenizedRow {
+        distill: None,
         ids: encoded.ids.into(),
         spans: spans.into(),
         warning: None,

@@ -64,7 +64,11 @@ fn check_completion(
     let row = build_row(
         tokenizer,
         &settings,
-        SftExample::PromptCompletion { prompt, completion },
+        SftExample::PromptCompletion {
+            prompt,
+            completion,
+            distill: None,
+        },
     )
     .unwrap();
     let want_spans: Vec<[u32; 2]> = serde_json::from_value(want["spans"].clone()).unwrap();
@@ -122,6 +126,7 @@ fn check_family(family: &str) -> usize {
             };
             let example = SftExample::Conversation {
                 messages: case["messages"].as_array().unwrap().clone(),
+                distill: None,
             };
             let row = build_row(&tokenizer, &settings, example).unwrap();
             let want = &case["masks"][name];

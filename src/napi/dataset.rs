@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Either, Function, Int32Array, JsObjectValue, Object, Uint32Array,
+    AsyncTask, Either, Float32Array, Function, Int32Array, JsObjectValue, Object, Uint32Array,
 };
 use napi::Env;
 use napi_derive::napi;
@@ -129,6 +129,14 @@ pub struct SftBatch {
     pub labels: Int32Array,
     #[napi(ts_type = "[number, number]")]
     pub shape: Vec<u32>,
+    /// Distillation target ids `[batch, seqLen, k]`, truncated and padded like `inputIds`
+    /// (-1 where there is no target). Present when any example of the batch has `distill`.
+    pub distill_token_ids: Option<Int32Array>,
+    /// Distillation logprobs, same shape (`-Infinity` where there is no target).
+    pub distill_logprobs: Option<Float32Array>,
+    /// `[batch, seqLen, k]` of the distillation tensors.
+    #[napi(ts_type = "[number, number, number]")]
+    pub distill_shape: Option<Vec<u32>>,
 }
 
 fn invalid_arg(message: String) -> SftError {
@@ -412,10 +420,24 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
     }
     let b = collated.batch;
+    let distill_shape = b
+        .distill
+        .as_ref()
+        .map(|d| vec![b.rows as u32, b.seq_len as u32, d.k as u32]);
+    let (distill_token_ids, distill_logprobs) = match b.distill {
+        Some(d) => (
+            Some(Int32Array::new(d.ids)),
+            Some(Float32Array::new(d.logprobs)),
+        ),
+        None => (None, None),
+    };
     Ok(SftBatch {
         input_ids: Int32Array::new(b.input_ids),
         labels: Int32Array::new(b.labels),
         shape: vec![b.rows as u32, b.seq_len as u32],
+        distill_token_ids,
+        distill_logprobs,
+        distill_shape,
     })
 }
 
