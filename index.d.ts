@@ -51,6 +51,9 @@ export interface SFTConversationExample {
 
 export type SFTExample = SFTPromptCompletionExample | SFTConversationExample
 
+/** Token ids or masks: a typed array or a plain array of numbers. */
+export type IdsInput = Int32Array | Uint32Array | number[]
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -147,7 +150,7 @@ export type JsTokenizer = Tokenizer
  * Internal step of `attachDistillation`: the warning that drops the group's payload, or null
  * when every reply is aligned. `settled` are the `Promise.allSettled` outcomes of the fetches.
  */
-export declare function checkDistillationReplies(tokens: Array<Json>, settled: Array<object>): string | null
+export declare function checkDistillationReplies(tokens: Array<any>, settled: Array<object>): string | null
 
 /** The check behind `validatePathContainment`. */
 export declare function checkPathContainment(resolvedPath: string, allowedRoot: string, followSymlinks?: boolean | undefined | null): PathCheck
@@ -160,7 +163,7 @@ export interface ConversationTokenizeOptions {
   /** Sets `enable_thinking`; left undefined in the template when not given. */
   enableThinking?: boolean
   /** OpenAI-style tool definitions passed to every render. */
-  tools?: Array<Json>
+  tools?: Array<any>
   /**
    * Default false, the reference's behaviour: an assistant message is everything its prefix
    * render adds, role header (`<|im_start|>assistant\n`) included, so the header is trained.
@@ -198,7 +201,7 @@ export interface DistillationPlan {
   /** `'unchanged'`, `'drop'` (payload set to null) or `'fetch'`. */
   action: string
   /** One request per sequence when `action` is `'fetch'`. */
-  requests?: Array<Json>
+  requests?: Array<any>
 }
 
 /** What `report()` says about one example. */
@@ -319,7 +322,7 @@ export interface MaskCheckOptions {
   /** For `fixHistoricalMasks`' re-tokenization; see `TrainerTokenizeOptions.enableThinking`. */
   enableThinking?: boolean
   /** For `fixHistoricalMasks`' re-tokenization: tool definitions passed to every render. */
-  tools?: Array<Json>
+  tools?: Array<any>
 }
 
 export interface MaskValidation {
@@ -374,7 +377,7 @@ export interface PathValidationOptions {
 }
 
 /** Internal step of `attachDistillation`: the group's fate and its requests. */
-export declare function planDistillationRequests(tokens: Json, overrides: Json, groupOverrides: Json, config?: DistillationConfig | undefined | null): DistillationPlan
+export declare function planDistillationRequests(tokens: any, overrides: any, groupOverrides: any, config?: DistillationConfig | undefined | null): DistillationPlan
 
 /** Options of `renderChatTemplate`, named as in `apply_chat_template`. */
 export interface RenderChatTemplateOptions {
@@ -569,7 +572,7 @@ export interface TrainerTokenizeOptions {
    */
   enableThinking?: boolean
   /** OpenAI-style tool definitions passed to every render. */
-  tools?: Array<Json>
+  tools?: Array<any>
 }
 
 /**

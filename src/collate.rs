@@ -123,7 +123,10 @@ mod tests {
         let d = batch.distill.unwrap();
         assert_eq!(d.k, 1);
         assert_eq!(d.ids, vec![20, 30, -1, -1]);
-        assert_eq!(d.logprobs, vec![-2.0, -3.0, f32::NEG_INFINITY, f32::NEG_INFINITY]);
+        assert_eq!(
+            d.logprobs,
+            vec![-2.0, -3.0, f32::NEG_INFINITY, f32::NEG_INFINITY]
+        );
         assert!(collate(&[&b], 2, 0, Truncation::KeepEnd).distill.is_none());
     }
 

@@ -50,3 +50,6 @@ export interface SFTConversationExample {
 }
 
 export type SFTExample = SFTPromptCompletionExample | SFTConversationExample
+
+/** Token ids or masks: a typed array or a plain array of numbers. */
+export type IdsInput = Int32Array | Uint32Array | number[]

@@ -4,7 +4,7 @@
 use napi::bindgen_prelude::{Float32Array, Int32Array, JsObjectValue, Object, Unknown};
 use napi::{JsValue, ValueType};
 use napi_derive::napi;
-use serde_json::Value as Json;
+use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
 use crate::distill::{self, DistillConfig, Fetched, Member, Plan};
@@ -63,15 +63,15 @@ pub struct DistillationPlan {
     /// `'unchanged'`, `'drop'` (payload set to null) or `'fetch'`.
     pub action: String,
     /// One request per sequence when `action` is `'fetch'`.
-    pub requests: Option<Vec<Json>>,
+    pub requests: Option<Vec<Value>>,
 }
 
 /// Internal step of `attachDistillation`: the group's fate and its requests.
 #[napi]
 pub fn plan_distillation_requests(
-    tokens: Json,
-    overrides: Json,
-    group_overrides: Json,
+    tokens: Value,
+    overrides: Value,
+    group_overrides: Value,
     config: Option<DistillationConfig>,
 ) -> Result<DistillationPlan> {
     run_sync(|| {
@@ -135,7 +135,7 @@ fn fetched(outcome: &Object) -> napi::Result<Fetched> {
     let reply: Object = outcome.get_named_property("value")?;
     let prompt: Unknown = reply.get_named_property("prompt_tokens")?;
     let prompt_tokens = match prompt.get_type()? {
-        ValueType::Undefined => Json::Null,
+        ValueType::Undefined => Value::Null,
         _ => reply.get_named_property_unchecked("prompt_tokens")?,
     };
     Ok(Fetched::Reply {
@@ -149,7 +149,7 @@ fn fetched(outcome: &Object) -> napi::Result<Fetched> {
 /// when every reply is aligned. `settled` are the `Promise.allSettled` outcomes of the fetches.
 #[napi]
 pub fn check_distillation_replies(
-    tokens: Vec<Json>,
+    tokens: Vec<Value>,
     settled: Vec<Object>,
 ) -> Result<Option<String>> {
     run_sync(|| {

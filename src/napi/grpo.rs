@@ -5,7 +5,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{AsyncTask, Either3, Int32Array, Uint32Array};
 use napi_derive::napi;
 use rayon::prelude::*;
-use serde_json::Value as Json;
+use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
 use super::task::Job;
@@ -26,7 +26,7 @@ pub struct TrainerTokenizeOptions {
     /// on).
     pub enable_thinking: Option<bool>,
     /// OpenAI-style tool definitions passed to every render.
-    pub tools: Option<Vec<Json>>,
+    pub tools: Option<Vec<Value>>,
 }
 
 /// Options of `tokenizeConversationForTrainer`.
@@ -36,7 +36,7 @@ pub struct ConversationTokenizeOptions {
     /// Sets `enable_thinking`; left undefined in the template when not given.
     pub enable_thinking: Option<bool>,
     /// OpenAI-style tool definitions passed to every render.
-    pub tools: Option<Vec<Json>>,
+    pub tools: Option<Vec<Value>>,
     /// Default false, the reference's behaviour: an assistant message is everything its prefix
     /// render adds, role header (`<|im_start|>assistant\n`) included, so the header is trained.
     /// True masks the part of the message that the conversation before it, rendered with a
@@ -55,7 +55,7 @@ pub struct MaskCheckOptions {
     /// For `fixHistoricalMasks`' re-tokenization; see `TrainerTokenizeOptions.enableThinking`.
     pub enable_thinking: Option<bool>,
     /// For `fixHistoricalMasks`' re-tokenization: tool definitions passed to every render.
-    pub tools: Option<Vec<Json>>,
+    pub tools: Option<Vec<Value>>,
 }
 
 /// Token ids and labels of one conversation: `masks` holds -100 where no loss is taken and the
@@ -138,15 +138,15 @@ fn mask_values(input: &IdsInput, name: &str) -> SftResult<Vec<i32>> {
 
 /// Messages and tools in template shape.
 struct Prepared {
-    messages: Vec<Json>,
-    tools: Option<Json>,
+    messages: Vec<Value>,
+    tools: Option<Value>,
 }
 
-fn prepare(mut messages: Vec<Json>, tools: Option<Vec<Json>>) -> SftResult<Prepared> {
+fn prepare(mut messages: Vec<Value>, tools: Option<Vec<Value>>) -> SftResult<Prepared> {
     normalize_messages(&mut messages)?;
     let tools = match tools {
         Some(list) => {
-            let mut tools = Json::Array(list);
+            let mut tools = Value::Array(list);
             normalize_tools(&mut tools)?;
             Some(tools)
         }
@@ -157,7 +157,7 @@ fn prepare(mut messages: Vec<Json>, tools: Option<Vec<Json>>) -> SftResult<Prepa
 
 fn template<'a>(
     tokenizer: &'a ChatTokenizer,
-    tools: &'a Option<Json>,
+    tools: &'a Option<Value>,
     enable_thinking: Option<bool>,
 ) -> TemplateTokenizer<'a> {
     TemplateTokenizer {
@@ -183,7 +183,7 @@ fn convert(r: TokenizationResult) -> TrainerTokenization {
 
 fn for_trainer(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Json>,
+    messages: Vec<Value>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
     let p = prepare(messages, options.tools)?;
@@ -197,7 +197,7 @@ fn for_trainer(
 
 fn conversation_for_trainer(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Json>,
+    messages: Vec<Value>,
     options: ConversationTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
     let p = prepare(messages, options.tools)?;
@@ -210,7 +210,7 @@ fn conversation_for_trainer(
 
 fn batch_for_trainer(
     tokenizer: &ChatTokenizer,
-    conversations: Vec<Vec<Json>>,
+    conversations: Vec<Vec<Value>>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<Vec<TokenizationResult>> {
     let add_generation_prompt = options.add_generation_prompt.unwrap_or(false);
@@ -236,7 +236,7 @@ fn batch_for_trainer(
 #[napi(ts_return_type = "Promise<TokenizationResult>")]
 pub fn tokenize_for_trainer(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Json>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
     options: Option<TrainerTokenizeOptions>,
 ) -> AsyncTask<Job<TokenizationResult, TrainerTokenization>> {
     let t = tokenizer.inner.clone();
@@ -249,7 +249,7 @@ pub fn tokenize_for_trainer(
 #[napi]
 pub fn tokenize_for_trainer_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Json>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
     options: Option<TrainerTokenizeOptions>,
 ) -> Result<TrainerTokenization> {
     run_sync(|| for_trainer(&tokenizer.inner, messages, options.unwrap_or_default()).map(convert))
@@ -260,7 +260,7 @@ pub fn tokenize_for_trainer_sync(
 #[napi(ts_return_type = "Promise<TokenizationResult>")]
 pub fn tokenize_conversation_for_trainer(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Json>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
     options: Option<ConversationTokenizeOptions>,
 ) -> AsyncTask<Job<TokenizationResult, TrainerTokenization>> {
     let t = tokenizer.inner.clone();
@@ -273,7 +273,7 @@ pub fn tokenize_conversation_for_trainer(
 #[napi]
 pub fn tokenize_conversation_for_trainer_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Json>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
     options: Option<ConversationTokenizeOptions>,
 ) -> Result<TrainerTokenization> {
     run_sync(|| {
@@ -286,7 +286,7 @@ pub fn tokenize_conversation_for_trainer_sync(
 #[napi(ts_return_type = "Promise<TokenizationResult[]>")]
 pub fn tokenize_for_trainer_batch(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Json>>,
+    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Value>>,
     options: Option<TrainerTokenizeOptions>,
 ) -> AsyncTask<Job<Vec<TokenizationResult>, Vec<TrainerTokenization>>> {
     let t: Arc<ChatTokenizer> = tokenizer.inner.clone();
@@ -299,7 +299,7 @@ pub fn tokenize_for_trainer_batch(
 #[napi]
 pub fn tokenize_for_trainer_batch_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Json>>,
+    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Value>>,
     options: Option<TrainerTokenizeOptions>,
 ) -> Result<Vec<TrainerTokenization>> {
     run_sync(|| {
@@ -362,7 +362,7 @@ pub fn fix_historical_masks(
     tokens: IdsInput,
     masks: IdsInput,
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Json>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
     options: Option<MaskCheckOptions>,
 ) -> AsyncTask<Job<Vec<i32>, Int32Array>> {
     let t = tokenizer.inner.clone();
