@@ -108,6 +108,24 @@ pub fn normalize_tools(tools: &mut Json) -> SftResult<()> {
     Ok(())
 }
 
+/// Messages and optional tool definitions in template shape, checked: what every render of
+/// caller-supplied messages goes through.
+pub fn prepare_chat(
+    mut messages: Vec<Json>,
+    tools: Option<Vec<Json>>,
+) -> SftResult<(Vec<Json>, Option<Json>)> {
+    normalize_messages(&mut messages)?;
+    let tools = match tools {
+        Some(list) => {
+            let mut tools = Json::Array(list);
+            normalize_tools(&mut tools)?;
+            Some(tools)
+        }
+        None => None,
+    };
+    Ok((messages, tools))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use super::task::Job;
 use super::tokenizer::JsTokenizer;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::grpo::{self, ConversationOptions, TemplateTokenizer, TokenizationResult};
-use crate::message::{normalize_messages, normalize_tools};
+use crate::message::{normalize_messages, prepare_chat};
 use crate::tokenizer::ChatTokenizer;
 
 /// Options of `tokenizeForTrainer` and `tokenizeForTrainerBatch`.
@@ -137,21 +137,14 @@ fn mask_values(input: &IdsInput, name: &str) -> SftResult<Vec<i32>> {
 }
 
 /// Messages and tools in template shape.
+/// Checked messages and tools, as `message::prepare_chat` returns them.
 struct Prepared {
     messages: Vec<Value>,
     tools: Option<Value>,
 }
 
-fn prepare(mut messages: Vec<Value>, tools: Option<Vec<Value>>) -> SftResult<Prepared> {
-    normalize_messages(&mut messages)?;
-    let tools = match tools {
-        Some(list) => {
-            let mut tools = Value::Array(list);
-            normalize_tools(&mut tools)?;
-            Some(tools)
-        }
-        None => None,
-    };
+fn prepare(messages: Vec<Value>, tools: Option<Vec<Value>>) -> SftResult<Prepared> {
+    let (messages, tools) = prepare_chat(messages, tools)?;
     Ok(Prepared { messages, tools })
 }
 

@@ -13,7 +13,7 @@ use super::error::{run_sync, JsResult as Result};
 use super::task::{job, Job};
 use crate::chat_template::RenderOptions;
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::message::{normalize_messages, normalize_tools};
+use crate::message::prepare_chat;
 use crate::tokenizer::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
 
 /// Options of `renderChatTemplate`, named as in `apply_chat_template`.
@@ -64,23 +64,6 @@ pub struct JsTokenizer {
     pub(crate) inner: Arc<ChatTokenizer>,
 }
 
-/// Messages and tools in template shape, checked.
-fn prepare(
-    mut messages: Vec<Value>,
-    tools: Option<Vec<Value>>,
-) -> SftResult<(Vec<Value>, Option<Value>)> {
-    normalize_messages(&mut messages)?;
-    let tools = match tools {
-        Some(list) => {
-            let mut tools = Value::Array(list);
-            normalize_tools(&mut tools)?;
-            Some(tools)
-        }
-        None => None,
-    };
-    Ok((messages, tools))
-}
-
 fn apply_template(
     tokenizer: &ChatTokenizer,
     messages: Vec<Value>,
@@ -88,7 +71,7 @@ fn apply_template(
     tools: Option<Vec<Value>>,
     enable_thinking: Option<bool>,
 ) -> SftResult<Vec<u32>> {
-    let (messages, tools) = prepare(messages, tools)?;
+    let (messages, tools) = prepare_chat(messages, tools)?;
     tokenizer.apply_chat_template(
         &messages,
         &RenderOptions {
@@ -275,7 +258,7 @@ impl JsTokenizer {
                 continue_final_message: None,
                 template_kwargs: None,
             });
-            let (messages, tools) = prepare(messages, o.tools)?;
+            let (messages, tools) = prepare_chat(messages, o.tools)?;
             self.inner.render(
                 &messages,
                 &RenderOptions {
