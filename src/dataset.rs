@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use serde_json::Value as Json;
 
 use crate::collate::{collate, Batch};
-use crate::error::{ErrorCode, SftError, SftResult};
+use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
 use crate::masking::ChatMlMarkers;
@@ -151,12 +151,16 @@ impl Dataset {
         if loaded.rows.is_empty() {
             return Err(SftError::new(
                 ErrorCode::InvalidExample,
-                "SFT dataset must contain at least one example",
+                format!(
+                    "SFT dataset must contain at least one example ({} has no records)",
+                    path.display()
+                ),
             ));
         }
         let markers = markers?;
-        if let Some((index, other)) = loaded.first_inconsistent {
-            return Err(inconsistent(loaded.format, index, other));
+        if let Some((index, other, line)) = loaded.first_inconsistent {
+            return Err(inconsistent(loaded.format, index, other)
+                .at_line(&path.display().to_string(), line));
         }
         let rows = loaded
             .rows
@@ -254,7 +258,8 @@ impl Dataset {
                     Err(SftError::new(
                         ErrorCode::InvalidArgument,
                         format!(
-                            "collateBatch: indices[{k}] = {p} is not an integer in [0, {})",
+                            "collateBatch: indices[{k}] = {} is not an integer in [0, {})",
+                            js_number(p),
                             order.len()
                         ),
                     ))
@@ -277,7 +282,9 @@ impl Dataset {
             enable_thinking: self.config.enable_thinking,
             markers: &self.markers,
         };
+        // A render error deep in a batch must say which example it comes from.
         build_row(&self.tokenizer, &settings, example)
+            .map_err(|e| e.context(format_args!("SFT example {index}")))
     }
 
     /// Collates the rows of `examples` (example indices, in batch order). The first failing

@@ -127,7 +127,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(report.examples, 4);
         assert_eq!(report.format, Some(Format::Conversation));
-        let lines: Vec<(usize, ErrorCode)> = report.problems.iter().map(|p| (p.line, p.code)).collect();
+        let lines: Vec<(usize, ErrorCode)> =
+            report.problems.iter().map(|p| (p.line, p.code)).collect();
         assert_eq!(
             lines,
             vec![

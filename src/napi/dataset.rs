@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Function, Int32Array, JsObjectValue, Object, Uint32Array};
+use napi::bindgen_prelude::{
+    AsyncTask, Function, Int32Array, JsObjectValue, Object, Uint32Array, Unknown,
+};
 use napi::Env;
 use napi_derive::napi;
 use serde_json::Value as Json;
@@ -10,9 +12,9 @@ use serde_json::Value as Json;
 use super::error::{run_sync, JsResult as Result};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
-use super::tokenizer::JsTokenizer;
+use super::tokenizer::tokenizer_arg;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides};
-use crate::error::{ErrorCode, SftError, SftResult};
+use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::loader::LoadOptions;
 use crate::masking::write_labels;
 use crate::row::TokenizedRow;
@@ -96,7 +98,8 @@ fn core_config(
         }
         Some(v) => {
             return Err(invalid_arg(format!(
-                "maxSeqLength must be a positive integer, got {v}"
+                "maxSeqLength must be a positive integer, got {}",
+                js_number(v)
             )))
         }
     };
@@ -105,7 +108,8 @@ fn core_config(
         Some(v) if v.is_finite() => v,
         Some(v) => {
             return Err(invalid_arg(format!(
-                "seed must be a finite number, got {v}"
+                "seed must be a finite number, got {}",
+                js_number(v)
             )))
         }
     };
@@ -142,7 +146,8 @@ fn batch_size(value: f64) -> SftResult<usize> {
         Ok(value as usize)
     } else {
         Err(invalid_arg(format!(
-            "batchSize must be a positive integer, got {value}"
+            "batchSize must be a positive integer, got {}",
+            js_number(value)
         )))
     }
 }
@@ -203,12 +208,13 @@ impl JsSftDataset {
     )]
     pub fn new(
         examples: Vec<Json>,
-        tokenizer: &JsTokenizer,
+        tokenizer: Unknown,
         config: Option<SftDatasetConfig>,
     ) -> Result<Self> {
         run_sync(|| {
+            let tokenizer = tokenizer_arg(&tokenizer)?;
             let config = core_config_of(config)?;
-            let inner = Dataset::from_examples(examples, tokenizer.inner.clone(), config)?;
+            let inner = Dataset::from_examples(examples, tokenizer, config)?;
             Ok(JsSftDataset {
                 inner: Arc::new(inner),
             })
@@ -228,7 +234,8 @@ impl JsSftDataset {
         run_sync(|| {
             if !epoch.is_finite() {
                 return Err(invalid_arg(format!(
-                    "epoch must be a finite number, got {epoch}"
+                    "epoch must be a finite number, got {}",
+                    js_number(epoch)
                 )));
             }
             self.inner.shuffle_for_epoch(epoch);
@@ -262,9 +269,14 @@ impl JsSftDataset {
         let dataset = self.inner.clone();
         AsyncTask::new(Job::new(
             move || {
-                if !(index.is_finite() && index >= 0.0 && index.fract() == 0.0 && (index as usize) < dataset.len()) {
+                if !(index.is_finite()
+                    && index >= 0.0
+                    && index.fract() == 0.0
+                    && (index as usize) < dataset.len())
+                {
                     return Err(invalid_arg(format!(
-                        "tokenizeExample: index {index} is not an integer in [0, {})",
+                        "tokenizeExample: index {} is not an integer in [0, {})",
+                        js_number(index),
                         dataset.len()
                     )));
                 }
@@ -301,7 +313,7 @@ impl JsSftDataset {
 )]
 pub fn create_sft_dataset(
     examples: Vec<Json>,
-    tokenizer: &JsTokenizer,
+    tokenizer: Unknown,
     config: Option<SftDatasetConfig>,
 ) -> Result<JsSftDataset> {
     JsSftDataset::new(examples, tokenizer, config)
@@ -311,16 +323,19 @@ pub fn create_sft_dataset(
 /// tokenizes the file on all cores.
 #[napi(
     js_name = "loadSFTDatasetNative",
+    ts_args_type = "path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | undefined | null",
     ts_return_type = "Promise<SFTDataset>"
 )]
 pub fn load_sft_dataset_native(
     path: String,
-    tokenizer: &JsTokenizer,
+    tokenizer: Unknown,
     config: Option<LoadSftDatasetOptions>,
 ) -> AsyncTask<Job<Dataset, JsSftDataset>> {
-    let tokenizer = tokenizer.inner.clone();
+    // Checked now, reported by the Promise: an async entry point never throws.
+    let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
         move || {
+            let tokenizer = tokenizer?;
             let (config, limit, opts) = match config {
                 None => (DatasetConfig::default(), None, path_options(None, None)),
                 Some(c) => (
