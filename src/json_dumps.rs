@@ -70,7 +70,7 @@ fn write_value(
                 pairs.push((key, item));
             }
             if o.sort_keys {
-                pairs.sort_by(|a, b| a.0.to_string().cmp(&b.0.to_string()));
+                pairs.sort_by_key(|pair| pair.0.to_string());
             }
             write_map(out, &pairs, o, depth)?;
         }

@@ -88,7 +88,7 @@ pub fn spans_from_flags(flags: &[bool]) -> TrainedSpans {
 /// Everything from `start` on is trained (prompt-completion with `completionOnly`).
 pub fn spans_from(start: usize, len: usize) -> TrainedSpans {
     if start < len {
-        vec![start as u32..len as u32]
+        std::iter::once(start as u32..len as u32).collect()
     } else {
         Vec::new()
     }
