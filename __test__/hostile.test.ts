@@ -537,6 +537,16 @@ describe('arguments', () => {
     expect(e.message).toBe(message)
   })
 
+  it('a wrong JS type for collateBatch or tokenizeExample rejects, never throws', async () => {
+    let promise: Promise<unknown> | undefined
+    expect(() => (promise = ds.collateBatch('x' as never))).not.toThrow()
+    const e = await rejection(promise!)
+    // napi's conversion error: its code is napi's status, not one of ours (see report).
+    expect([e.code, e.message]).toEqual(['ArrayExpected', 'Failed to get Array length'])
+    expect(() => (promise = ds.tokenizeExample('0' as never))).not.toThrow()
+    expect((await rejection(promise!)).code).toBe('NumberExpected')
+  })
+
   it.each([0, -5, 7.5])('maxSeqLength %s is rejected by every constructor', async (maxSeqLength) => {
     const message = `maxSeqLength must be a positive integer, got ${maxSeqLength}`
     const c = thrown(() => createSFTDataset(examples, tok, { maxSeqLength }))
