@@ -271,7 +271,7 @@ export declare function getAllowedRoot(options?: PathValidationOptions | undefin
  * `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and
  * tokenizes the file on all cores.
  */
-export declare function loadSFTDatasetNative(path: string, tokenizer: JsTokenizer, config?: LoadSFTDatasetOptions | undefined | null): Promise<SFTDataset>
+export declare function loadSFTDatasetNative(path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | undefined | null): Promise<SFTDataset>
 
 /** `loadSFTDataset`'s options: the dataset config, `limit` and path validation. */
 export interface LoadSFTDatasetOptions {

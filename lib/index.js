@@ -40,6 +40,20 @@ async function loadSFTDataset(filePath, tokenizer, config) {
   return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
 }
 
+// napi converts arguments before the native method runs, so a wrong JS type (`collateBatch('x')`)
+// would throw synchronously from a method that returns a Promise; as in the reference, these
+// report every failure through their Promise.
+for (const name of ['collateBatch', 'tokenizeExample']) {
+  const native = SFTDataset.prototype[name]
+  SFTDataset.prototype[name] = function (...args) {
+    try {
+      return native.apply(this, args)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+}
+
 SFTDataset.prototype.batches = async function* batches(batchSize) {
   this._checkBatchSize(batchSize)
   for (let start = 0; start < this.length; start += batchSize) {

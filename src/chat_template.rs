@@ -124,6 +124,14 @@ impl ChatTemplate {
             let raised = RAISED.with(|r| r.borrow_mut().take());
             match raised {
                 Some(message) => SftError::new(ErrorCode::TemplateRender, message),
+                // minijinja's "engine ran out of fuel" does not tell a user what happened.
+                None if e.kind() == ErrorKind::OutOfFuel => SftError::new(
+                    ErrorCode::TemplateRender,
+                    format!(
+                        "chat template exceeded the render limit of {RENDER_FUEL} steps (does it loop for ever?){}",
+                        e.line().map(|l| format!(" (line {l})")).unwrap_or_default()
+                    ),
+                ),
                 None => SftError::new(
                     ErrorCode::TemplateRender,
                     format!("chat template failed to render: {}", describe(&e)),
@@ -345,6 +353,10 @@ mod tests {
             "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
         let err = render(src, json!([]), false).unwrap_err();
         assert_eq!(err.code, ErrorCode::TemplateRender);
+        assert_eq!(
+            err.message,
+            "chat template exceeded the render limit of 10000000 steps (does it loop for ever?) (line 1)"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
 use crate::collate::{collate, Batch, Truncation};
-use crate::error::{ErrorCode, SftError, SftResult};
+use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
@@ -253,12 +253,16 @@ impl Dataset {
         if loaded.rows.is_empty() {
             return Err(SftError::new(
                 ErrorCode::InvalidExample,
-                "SFT dataset must contain at least one example",
+                format!(
+                    "SFT dataset must contain at least one example ({} has no records)",
+                    path.display()
+                ),
             ));
         }
         let masking = masking?;
-        if let Some((index, other)) = loaded.first_inconsistent {
-            return Err(inconsistent(loaded.format, index, other));
+        if let Some((index, other, line)) = loaded.first_inconsistent {
+            return Err(inconsistent(loaded.format, index, other)
+                .at_line(&path.display().to_string(), line));
         }
         let rows = loaded
             .rows
@@ -379,7 +383,8 @@ impl Dataset {
                     Err(SftError::new(
                         ErrorCode::InvalidArgument,
                         format!(
-                            "collateBatch: indices[{k}] = {p} is not an integer in [0, {})",
+                            "collateBatch: indices[{k}] = {} is not an integer in [0, {})",
+                            js_number(p),
                             order.len()
                         ),
                     ))
@@ -398,6 +403,7 @@ impl Dataset {
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
         let example = from_created(&self.examples[index], index, self.format)?;
         let settings = row_settings(&self.config, &self.masking, self.turn_end.as_ref());
+        // A render error deep in a batch must say which example it comes from.
         build_row(&self.tokenizer, &settings, example)
             .map_err(|e| e.context(format_args!("SFT example {index}")))
     }

@@ -100,3 +100,13 @@ impl fmt::Display for SftError {
 impl std::error::Error for SftError {}
 
 pub type SftResult<T> = Result<T, SftError>;
+
+/// A number as JavaScript prints it: argument errors quote what the caller passed, and Rust
+/// would print `Infinity` as `inf`.
+pub fn js_number(v: f64) -> String {
+    match v {
+        f64::INFINITY => "Infinity".to_string(),
+        f64::NEG_INFINITY => "-Infinity".to_string(),
+        _ => v.to_string(),
+    }
+}

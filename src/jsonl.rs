@@ -186,6 +186,40 @@ mod tests {
     }
 
     #[test]
+    fn an_error_on_the_last_of_a_million_lines_has_its_physical_number() {
+        let mut text = String::new();
+        let mut physical = 0;
+        for i in 0..1_000_000 {
+            text.push_str(if i % 3 == 0 {
+                "{\"a\":1}\r\n"
+            } else {
+                "{\"a\":1}\n"
+            });
+            physical += 1;
+            if i % 997 == 0 {
+                text.push_str("  \n");
+                physical += 1;
+            }
+        }
+        text.push_str("{\"a\":");
+        physical += 1;
+        let mut reader = JsonlReader::new(BufReader::new(text.as_bytes()), "big.jsonl".into());
+        let mut records = 0;
+        let last = loop {
+            let line = reader.next_line().unwrap().unwrap();
+            match parse_line("big.jsonl", &line) {
+                Ok(_) => records += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!((records, physical), (1_000_000, 1_001_005));
+        assert_eq!(
+            last.message,
+            "Failed to parse JSONL at big.jsonl:1001005 - EOF while parsing a value at line 1 column 5"
+        );
+    }
+
+    #[test]
     fn missing_file_reads_like_node() {
         let err = JsonlReader::open(Path::new("/no/such.jsonl"))
             .err()

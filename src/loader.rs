@@ -37,6 +37,7 @@ enum LineOutcome {
     Valid {
         format: Format,
         row: SftResult<TokenizedRow>,
+        line: usize,
     },
 }
 
@@ -48,8 +49,9 @@ fn not_built() -> SftError {
 pub struct LoadedRows {
     pub rows: Vec<SftResult<TokenizedRow>>,
     pub format: Format,
-    /// The first record whose format differs from record 0's.
-    pub first_inconsistent: Option<(usize, Format)>,
+    /// The first record whose format differs from record 0's: its index, format and physical
+    /// line.
+    pub first_inconsistent: Option<(usize, Format, usize)>,
 }
 
 /// Reads, parses and validates the whole file, in the reference's order of errors: a parse error
@@ -119,6 +121,8 @@ pub fn load_rows(
                         Err(e) => return Ok(LineOutcome::Invalid(e.at_line(&shown, line.line))),
                     };
                     let format = example.format();
+                    // Template and message errors say which example they are about: the
+                    // record's index alongside the file and line.
                     let row = match (building, settings) {
                         (true, Some(s)) => build_row(tokenizer, s, example).map_err(|e| {
                             e.context(format_args!("SFT example {}", base + k))
@@ -126,7 +130,11 @@ pub fn load_rows(
                         }),
                         _ => Err(not_built()),
                     };
-                    Ok(LineOutcome::Valid { format, row })
+                    Ok(LineOutcome::Valid {
+                        format,
+                        row,
+                        line: line.line,
+                    })
                 })
                 .collect();
             for outcome in outcomes {
@@ -135,11 +143,15 @@ pub fn load_rows(
                         first_invalid.get_or_insert(e);
                         rows.push(Err(not_built()));
                     }
-                    LineOutcome::Valid { format: f, row } => {
+                    LineOutcome::Valid {
+                        format: f,
+                        row,
+                        line,
+                    } => {
                         match format {
                             None => format = Some(f),
                             Some(first) if first != f && first_inconsistent.is_none() => {
-                                first_inconsistent = Some((rows.len(), f))
+                                first_inconsistent = Some((rows.len(), f, line))
                             }
                             _ => {}
                         }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{
     AsyncTask, Either, Float32Array, Function, Int32Array, JsObjectValue, Object, Uint32Array,
+    Unknown,
 };
 use napi::Env;
 use napi_derive::napi;
@@ -12,10 +13,10 @@ use serde_json::Value;
 use super::error::{run_sync, JsResult as Result};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
-use super::tokenizer::JsTokenizer;
+use super::tokenizer::tokenizer_arg;
 use crate::collate::Truncation;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
-use crate::error::{ErrorCode, SftError, SftResult};
+use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::report::DatasetReport;
@@ -186,7 +187,8 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         }
         Some(v) => {
             return Err(invalid_arg(format!(
-                "maxSeqLength must be a positive integer, got {v}"
+                "maxSeqLength must be a positive integer, got {}",
+                js_number(v)
             )))
         }
     };
@@ -195,7 +197,8 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         Some(v) if v.is_finite() => v,
         Some(v) => {
             return Err(invalid_arg(format!(
-                "seed must be a finite number, got {v}"
+                "seed must be a finite number, got {}",
+                js_number(v)
             )))
         }
     };
@@ -280,7 +283,8 @@ fn batch_size(value: f64) -> SftResult<usize> {
         Ok(value as usize)
     } else {
         Err(invalid_arg(format!(
-            "batchSize must be a positive integer, got {value}"
+            "batchSize must be a positive integer, got {}",
+            js_number(value)
         )))
     }
 }
@@ -463,12 +467,13 @@ impl JsSftDataset {
     )]
     pub fn new(
         examples: Vec<Value>,
-        tokenizer: &JsTokenizer,
+        tokenizer: Unknown,
         config: Option<SftDatasetConfig>,
     ) -> Result<Self> {
         run_sync(|| {
+            let tokenizer = tokenizer_arg(&tokenizer)?;
             let config = core_config_of(config)?;
-            let inner = Dataset::from_examples(examples, tokenizer.inner.clone(), config)?;
+            let inner = Dataset::from_examples(examples, tokenizer, config)?;
             Ok(JsSftDataset {
                 inner: Arc::new(inner),
             })
@@ -488,7 +493,8 @@ impl JsSftDataset {
         run_sync(|| {
             if !epoch.is_finite() {
                 return Err(invalid_arg(format!(
-                    "epoch must be a finite number, got {epoch}"
+                    "epoch must be a finite number, got {}",
+                    js_number(epoch)
                 )));
             }
             self.inner.shuffle_for_epoch(epoch);
@@ -529,7 +535,8 @@ impl JsSftDataset {
                     && (index as usize) < count)
                 {
                     return Err(invalid_arg(format!(
-                        "tokenizeExample: index {index} is not an integer in [0, {count})"
+                        "tokenizeExample: index {} is not an integer in [0, {count})",
+                        js_number(index)
                     )));
                 }
                 dataset.row(index as usize).clone()
@@ -574,7 +581,7 @@ impl JsSftDataset {
 )]
 pub fn create_sft_dataset(
     examples: Vec<Value>,
-    tokenizer: &JsTokenizer,
+    tokenizer: Unknown,
     config: Option<SftDatasetConfig>,
 ) -> Result<JsSftDataset> {
     JsSftDataset::new(examples, tokenizer, config)
@@ -584,16 +591,19 @@ pub fn create_sft_dataset(
 /// tokenizes the file on all cores.
 #[napi(
     js_name = "loadSFTDatasetNative",
+    ts_args_type = "path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | undefined | null",
     ts_return_type = "Promise<SFTDataset>"
 )]
 pub fn load_sft_dataset_native(
     path: String,
-    tokenizer: &JsTokenizer,
+    tokenizer: Unknown,
     config: Option<LoadSftDatasetOptions>,
 ) -> AsyncTask<Job<Dataset, JsSftDataset>> {
-    let tokenizer = tokenizer.inner.clone();
+    // Checked now, reported by the Promise: an async entry point never throws.
+    let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
         move || {
+            let tokenizer = tokenizer?;
             let (config, limit, opts) = match config {
                 None => (DatasetConfig::default(), None, path_options(None, None)),
                 Some(c) => (

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Uint32Array};
+use napi::bindgen_prelude::{AsyncTask, ClassInstance, FromNapiValue, Uint32Array, Unknown};
+use napi::{JsValue, ValueType};
 use napi_derive::napi;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
@@ -62,6 +63,37 @@ fn load(path: String, options: Option<TokenizerLoadOptions>) -> SftResult<ChatTo
 #[napi(js_name = "Tokenizer")]
 pub struct JsTokenizer {
     pub(crate) inner: Arc<ChatTokenizer>,
+}
+
+/// The tokenizer behind a `tokenizer` argument. Entry points take the argument as `Unknown` and
+/// convert it here, because napi's own conversion of a foreign object (another library's
+/// tokenizer, a plain object, `null`) throws "Failed to recover `JsTokenizer` type" with code
+/// `InvalidArg`, which names neither the argument nor what to pass.
+pub fn tokenizer_arg(value: &Unknown) -> SftResult<Arc<ChatTokenizer>> {
+    let raw = value.value();
+    // SAFETY: `raw` is a live value of the current call; the conversion checks napi's type tag
+    // before it reads the wrapped pointer, so an object of another class is refused, not read.
+    match unsafe { ClassInstance::<JsTokenizer>::from_napi_value(raw.env, raw.value) } {
+        Ok(instance) => Ok(instance.inner.clone()),
+        Err(_) => {
+            let got = match value.get_type() {
+                Ok(ValueType::Null) => "null",
+                Ok(ValueType::Undefined) => "undefined",
+                Ok(ValueType::String) => "a string",
+                Ok(ValueType::Number) => "a number",
+                Ok(ValueType::Boolean) => "a boolean",
+                Ok(ValueType::Function) => "a function",
+                Ok(ValueType::Object) => "an object that is not one",
+                _ => "a value of another type",
+            };
+            Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "tokenizer must be a Tokenizer of sft-dataset (from Tokenizer.fromPretrained), got {got}"
+                ),
+            ))
+        }
+    }
 }
 
 fn apply_template(

