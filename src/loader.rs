@@ -13,7 +13,11 @@ use crate::jsonl::{parse_line, JsonlLine, JsonlReader};
 use crate::row::{build_row, RowSettings, TokenizedRow};
 use crate::tokenizer::ChatTokenizer;
 
-const CHUNK_LINES: usize = 256;
+/// A chunk of lines is parsed and tokenized in parallel while the next one is read. Large chunks
+/// keep both cores busy to the end of each chunk; the byte bound keeps memory flat on files with
+/// huge lines.
+const CHUNK_LINES: usize = 4096;
+const CHUNK_BYTES: usize = 8 << 20;
 
 /// Progress of a load, reported after each chunk.
 #[derive(Debug, Clone, Copy)]
@@ -72,32 +76,34 @@ pub fn load_rows(
         scope.spawn(move || {
             let mut taken = 0usize;
             let mut bytes = 0u64;
-            while taken < limit {
-                let mut chunk = Vec::with_capacity(CHUNK_LINES);
+            let mut ended = false;
+            while taken < limit && !ended {
+                let mut chunk = Vec::new();
+                let mut chunk_bytes = 0;
                 let mut failed = None;
-                while chunk.len() < CHUNK_LINES && taken < limit {
+                while chunk.len() < CHUNK_LINES && chunk_bytes < CHUNK_BYTES && taken < limit {
                     match reader.next_line() {
                         Ok(Some(line)) => {
                             bytes += line.text.len() as u64 + 1;
+                            chunk_bytes += line.text.len();
                             taken += 1;
                             chunk.push(line);
                         }
-                        Ok(None) => break,
+                        Ok(None) => {
+                            ended = true;
+                            break;
+                        }
                         Err(e) => {
                             failed = Some(e);
                             break;
                         }
                     }
                 }
-                let done = chunk.len() < CHUNK_LINES || failed.is_some();
                 if !chunk.is_empty() && sender.send(Ok((chunk, bytes))).is_err() {
                     return;
                 }
                 if let Some(e) = failed {
                     let _ = sender.send(Err(e));
-                    return;
-                }
-                if done {
                     return;
                 }
             }

@@ -240,9 +240,8 @@ fn reference_prompt_completion(
     let (prompt, _) = messages.list.split_at(messages.list.len() - 1);
     let prompt_text = tokenizer.render(prompt, &settings.render_options(true))?;
     let full_text = tokenizer.render(&messages.list, &settings.render_options(false))?;
-    let full = tokenizer.encode_with_offsets(&full_text)?;
-    let prompt_ids = tokenizer.encode_sharing_prefix(&prompt_text, &full_text, &full)?;
-    let prompt_len = common_prefix_len(&prompt_ids, &full.ids);
+    let (prompt_ids, full_ids) = tokenizer.encode_prompt_and_full(&prompt_text, &full_text)?;
+    let prompt_len = common_prefix_len(&prompt_ids, &full_ids);
     let mismatch = prompt_len != prompt_ids.len();
     let warning = mismatch.then(|| {
         format!(
@@ -258,8 +257,8 @@ fn reference_prompt_completion(
     };
     Ok(TokenizedRow {
         distill: None,
-        spans: spans_from(trained_from, full.ids.len()).into(),
-        ids: full.ids.into(),
+        spans: spans_from(trained_from, full_ids.len()).into(),
+        ids: full_ids.into(),
         warning,
         stats: RowStats {
             prefix_mismatches: mismatch as u32,

@@ -154,14 +154,15 @@ fn run(u: &mut Unstructured) -> Result<()> {
             let cut = u.int_in_range(0..=rendered.len())?;
             if rendered.is_char_boundary(cut) {
                 let prompt = &rendered[..cut];
-                let reused = t
-                    .encode_sharing_prefix(prompt, &rendered, &full)
+                let (prompt_ids, full_ids) = t
+                    .encode_prompt_and_full(prompt, &rendered)
                     .expect("encodes");
                 assert_eq!(
-                    reused,
+                    prompt_ids,
                     t.encode(prompt, false).expect("encodes"),
                     "prompt {prompt:?}"
                 );
+                assert_eq!(full_ids, full.ids, "prompt {prompt:?}");
             }
         }
         Err(e) => assert!(

@@ -3,10 +3,10 @@
 
 pub mod config;
 
-use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use minijinja::value::Value;
 use serde_json::Value as Json;
 
@@ -26,14 +26,40 @@ pub struct EncodedText {
     pub offsets: Vec<(usize, usize)>,
 }
 
-/// What makes re-encoding only the tail of a text after an added token exact: added tokens split
+/// What makes encoding a text in two pieces, cut after an added token, exact: added tokens split
 /// the text first and each piece between them is tokenized on its own, unless a token strips
-/// neighbouring whitespace or a normalizer rewrites the text.
+/// neighbouring whitespace or a normalizer rewrites the text. The matchers replay that split:
+/// leftmost-longest, tokens that skip normalization first, then the others in the gaps.
 struct TailReuse {
-    added_ids: HashSet<u32>,
-    /// The longest added token, in bytes: a match in one text can only differ from a match in
-    /// another text that shares a prefix if it reaches past that prefix.
-    longest_added: usize,
+    raw: Option<AhoCorasick>,
+    normalized: Option<AhoCorasick>,
+}
+
+impl TailReuse {
+    /// Byte ranges of the added tokens the tokenizer will find in `text`, in order.
+    fn matches(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut found: Vec<(usize, usize)> = match &self.raw {
+            Some(m) => m.find_iter(text).map(|x| (x.start(), x.end())).collect(),
+            None => Vec::new(),
+        };
+        if let Some(m) = &self.normalized {
+            let mut gaps = Vec::with_capacity(found.len() + 1);
+            let mut at = 0;
+            for &(start, end) in &found {
+                gaps.push((at, start));
+                at = end;
+            }
+            gaps.push((at, text.len()));
+            for (from, to) in gaps {
+                found.extend(
+                    m.find_iter(&text[from..to])
+                        .map(|x| (from + x.start(), from + x.end())),
+                );
+            }
+            found.sort_unstable();
+        }
+        found
+    }
 }
 
 /// Which encoder turns text into ids. Both give identical ids; `Fast` is the linear-time
@@ -153,19 +179,31 @@ impl ChatTokenizer {
         if hf.get_normalizer().is_some() {
             return None;
         }
-        let decoder = hf.get_added_tokens_decoder();
-        let mut added_ids = HashSet::new();
-        let mut longest_added = 0;
-        for (id, token) in decoder.iter() {
+        let mut raw = Vec::new();
+        let mut normalized = Vec::new();
+        for token in hf.get_added_tokens_decoder().values() {
             if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
                 return None;
             }
-            added_ids.insert(*id);
-            longest_added = longest_added.max(token.content.len());
+            if token.normalized {
+                normalized.push(token.content.clone());
+            } else {
+                raw.push(token.content.clone());
+            }
         }
+        let build = |patterns: Vec<String>| -> Option<Option<AhoCorasick>> {
+            if patterns.is_empty() {
+                return Some(None);
+            }
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(patterns)
+                .ok()
+                .map(Some)
+        };
         Some(TailReuse {
-            added_ids,
-            longest_added,
+            raw: build(raw)?,
+            normalized: build(normalized)?,
         })
     }
 
@@ -322,37 +360,48 @@ impl ChatTokenizer {
         self.encode(&text, false)
     }
 
-    /// The ids of `prompt_text`, given the encoding of `full_text` that shares a prefix with it,
-    /// re-encoding only the part of the prompt after the last added token both texts share.
-    /// Identical to `encode(prompt_text, false)`; falls back to it when that cannot be proven.
-    pub fn encode_sharing_prefix(
+    /// The ids of `prompt_text` and of `full_text`, two renders that share a prefix, with the
+    /// shared part encoded once: both texts are cut after the last added token they share, the
+    /// head is encoded once and each tail on its own. Identical to encoding each text whole
+    /// (pieces between added tokens are tokenized independently); both are encoded whole when
+    /// that cannot be proven.
+    pub fn encode_prompt_and_full(
         &self,
         prompt_text: &str,
         full_text: &str,
-        full: &EncodedText,
-    ) -> SftResult<Vec<u32>> {
-        let Some(reuse) = &self.tail_reuse else {
-            return self.encode(prompt_text, false);
+    ) -> SftResult<(Vec<u32>, Vec<u32>)> {
+        let cut = self
+            .tail_reuse
+            .as_ref()
+            .and_then(|reuse| shared_added_token_end(reuse, prompt_text, full_text));
+        let Some(end) = cut else {
+            return Ok((
+                self.encode(prompt_text, false)?,
+                self.encode(full_text, false)?,
+            ));
         };
-        let shared = common_prefix_bytes(prompt_text.as_bytes(), full_text.as_bytes());
-        let cut =
-            full.ids
-                .iter()
-                .zip(&full.offsets)
-                .enumerate()
-                .rev()
-                .find(|(_, (id, (_, end)))| {
-                    reuse.added_ids.contains(id) && end + reuse.longest_added <= shared
-                });
-        match cut {
-            Some((index, (_, (_, end)))) if prompt_text.is_char_boundary(*end) => {
-                let mut ids = full.ids[..=index].to_vec();
-                ids.extend(self.encode(&prompt_text[*end..], false)?);
-                Ok(ids)
-            }
-            _ => self.encode(prompt_text, false),
-        }
+        let head = self.encode(&full_text[..end], false)?;
+        let mut full = head.clone();
+        full.extend(self.encode(&full_text[end..], false)?);
+        let mut prompt = head;
+        prompt.extend(self.encode(&prompt_text[end..], false)?);
+        Ok((prompt, full))
     }
+}
+
+/// The end of the last added token that both texts contain at the same place within their
+/// common prefix. The added-token split of each text is the same up to there: the scan is left to
+/// right and both texts chose the same longest match at that position.
+fn shared_added_token_end(reuse: &TailReuse, prompt_text: &str, full_text: &str) -> Option<usize> {
+    let shared = common_prefix_bytes(prompt_text.as_bytes(), full_text.as_bytes());
+    let in_prompt = reuse.matches(prompt_text);
+    reuse
+        .matches(full_text)
+        .into_iter()
+        .rev()
+        .filter(|&(_, end)| end <= shared)
+        .find(|m| in_prompt.binary_search(m).is_ok())
+        .map(|(_, end)| end)
 }
 
 fn common_prefix_bytes(a: &[u8], b: &[u8]) -> usize {
@@ -415,11 +464,29 @@ mod tests {
                     },
                 )
                 .unwrap();
-            let enc = t.encode_with_offsets(&f).unwrap();
             assert_eq!(
-                t.encode_sharing_prefix(&p, &f, &enc).unwrap(),
-                t.encode(&p, false).unwrap()
+                t.encode_prompt_and_full(&p, &f).unwrap(),
+                (t.encode(&p, false).unwrap(), t.encode(&f, false).unwrap())
             );
+        }
+    }
+
+    #[test]
+    fn shared_prefix_encoding_is_exact_at_every_cut() {
+        let Some(t) = qwen3() else { return };
+        let mut messages = vec![
+            json!({"role": "system", "content": "Sé breve. <think>no</think>"}),
+            json!({"role": "user", "content": "Add 2+2 <|im_end|> then\n\n  say ok"}),
+            json!({"role": "assistant", "content": "<think>\nsum\n</think>\n\n4 🧑‍🚀"}),
+        ];
+        normalize_messages(&mut messages).unwrap();
+        let full = t.render(&messages, &RenderOptions::default()).unwrap();
+        let full_ids = t.encode(&full, false).unwrap();
+        for cut in (0..=full.len()).filter(|&c| full.is_char_boundary(c)) {
+            let prompt = format!("{}<|im_start|>assistant\n", &full[..cut]);
+            let (p, f) = t.encode_prompt_and_full(&prompt, &full).unwrap();
+            assert_eq!(p, t.encode(&prompt, false).unwrap(), "cut at {cut}");
+            assert_eq!(f, full_ids, "cut at {cut}");
         }
     }
 
