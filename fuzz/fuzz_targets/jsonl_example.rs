@@ -53,10 +53,11 @@ fuzz_target!(|data: &[u8]| {
             Ok(example) => {
                 assert_eq!(Some(example.format()), detected);
                 let mut messages = match example {
-                    SftExample::Conversation { messages } => messages,
+                    SftExample::Conversation { messages, .. } => messages,
                     SftExample::PromptCompletion {
                         mut prompt,
                         completion,
+                        ..
                     } => {
                         prompt.push(completion);
                         prompt

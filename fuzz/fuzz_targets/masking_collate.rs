@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use sft_dataset::collate::{collate, kept_window};
+use sft_dataset::collate::{collate, kept_window, Truncation};
 use sft_dataset::masking::{
     chatml_assistant_spans, spans_from, spans_from_flags, trained_count, ChatMlMarkers,
     IGNORE_INDEX,
@@ -86,19 +86,26 @@ fn run(u: &mut Unstructured) -> Result<()> {
             ids: ids.into(),
             spans: spans.into(),
             warning: None,
+            stats: Default::default(),
+            distill: None,
         });
     }
     let max_seq_len = u.int_in_range(1..=128)?;
     let pad = token(u)?;
+    let mode = if u.arbitrary()? {
+        Truncation::KeepEnd
+    } else {
+        Truncation::KeepStart
+    };
     let refs: Vec<&TokenizedRow> = rows.iter().collect();
-    let batch = collate(&refs, max_seq_len, pad);
+    let batch = collate(&refs, max_seq_len, pad, mode);
     let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     assert_eq!(batch.rows, rows.len());
     assert_eq!(batch.seq_len, longest.min(max_seq_len));
     assert_eq!(batch.input_ids.len(), rows.len() * batch.seq_len);
     assert_eq!(batch.labels.len(), batch.input_ids.len());
     for (b, row) in rows.iter().enumerate() {
-        let window = kept_window(row.ids.len(), batch.seq_len);
+        let window = kept_window(row.ids.len(), batch.seq_len, mode);
         let ids = &batch.input_ids[b * batch.seq_len..(b + 1) * batch.seq_len];
         let labels = &batch.labels[b * batch.seq_len..(b + 1) * batch.seq_len];
         let kept = window.len();

