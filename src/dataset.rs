@@ -264,17 +264,14 @@ impl Dataset {
             return Err(inconsistent(loaded.format, index, other)
                 .at_line(&path.display().to_string(), line));
         }
-        let rows = loaded
-            .rows
-            .into_iter()
-            .map(|row| {
-                let cell = OnceLock::new();
-                let _ = cell.set(row);
-                cell
-            })
-            .collect();
-        let mut dataset =
-            Self::assemble(tokenizer, config, loaded.format, masking, Vec::new(), rows);
+        let mut dataset = Self::assemble(
+            tokenizer,
+            config,
+            loaded.format,
+            masking,
+            Vec::new(),
+            loaded.rows,
+        );
         dataset.apply_drops();
         Ok(dataset)
     }

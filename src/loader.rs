@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
@@ -51,7 +52,8 @@ fn not_built() -> SftError {
 }
 
 pub struct LoadedRows {
-    pub rows: Vec<SftResult<TokenizedRow>>,
+    /// Filled cells, ready to become the dataset's cache without a second copy of every row.
+    pub rows: Vec<OnceLock<SftResult<TokenizedRow>>>,
     pub format: Format,
     /// The first record whose format differs from record 0's: its index, format and physical
     /// line.
@@ -109,7 +111,7 @@ pub fn load_rows(
             }
         });
 
-        let mut rows: Vec<SftResult<TokenizedRow>> = Vec::new();
+        let mut rows: Vec<OnceLock<SftResult<TokenizedRow>>> = Vec::new();
         let mut first_invalid: Option<SftError> = None;
         let mut format: Option<Format> = None;
         let mut first_inconsistent = None;
@@ -147,7 +149,7 @@ pub fn load_rows(
                 match outcome? {
                     LineOutcome::Invalid(e) => {
                         first_invalid.get_or_insert(e);
-                        rows.push(Err(not_built()));
+                        rows.push(OnceLock::from(Err(not_built())));
                     }
                     LineOutcome::Valid {
                         format: f,
@@ -161,7 +163,7 @@ pub fn load_rows(
                             }
                             _ => {}
                         }
-                        rows.push(row);
+                        rows.push(OnceLock::from(row));
                     }
                 }
             }
