@@ -3,6 +3,7 @@
 
 pub mod config;
 
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -27,12 +28,15 @@ pub struct EncodedText {
 }
 
 /// What makes encoding a text in two pieces, cut after an added token, exact: added tokens split
-/// the text first and each piece between them is tokenized on its own, unless a token strips
-/// neighbouring whitespace or a normalizer rewrites the text. The matchers replay that split:
-/// leftmost-longest, tokens that skip normalization first, then the others in the gaps.
+/// the text first and each piece between them is normalized and tokenized on its own, unless a
+/// token strips neighbouring whitespace. The matchers replay that split: leftmost-longest, tokens
+/// that skip normalization first, then (without a normalizer) the others in the gaps.
 struct TailReuse {
     raw: Option<AhoCorasick>,
     normalized: Option<AhoCorasick>,
+    /// The ids of the added tokens, when the model's own vocabulary has none of them: then
+    /// every one of these ids in an encoding is exactly one added-token match of the text.
+    added_only_ids: Option<HashSet<u32>>,
 }
 
 impl TailReuse {
@@ -176,12 +180,18 @@ impl ChatTokenizer {
     }
 
     fn tail_reuse_for(hf: &tokenizers::Tokenizer) -> Option<TailReuse> {
-        if hf.get_normalizer().is_some() {
-            return None;
-        }
+        // With a normalizer (Qwen's NFC), tokens that skip normalization still split the raw
+        // text first and every piece is normalized on its own, so cuts after them stay exact;
+        // tokens matched on normalized text are then left out of the cut points and the count.
+        let has_normalizer = hf.get_normalizer().is_some();
         let mut raw = Vec::new();
         let mut normalized = Vec::new();
-        for token in hf.get_added_tokens_decoder().values() {
+        let decoder = hf.get_added_tokens_decoder();
+        let added_only_ids = decoder
+            .keys()
+            .all(|&id| tokenizers::Model::id_to_token(hf.get_model(), id).is_none())
+            .then(|| decoder.keys().copied().collect());
+        for token in decoder.values() {
             if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
                 return None;
             }
@@ -201,9 +211,15 @@ impl ChatTokenizer {
                 .ok()
                 .map(Some)
         };
+        let normalized_after_normalizer = has_normalizer && !normalized.is_empty();
         Some(TailReuse {
             raw: build(raw)?,
-            normalized: build(normalized)?,
+            normalized: if has_normalizer {
+                None
+            } else {
+                build(normalized)?
+            },
+            added_only_ids: added_only_ids.filter(|_| !normalized_after_normalizer),
         })
     }
 
@@ -370,11 +386,29 @@ impl ChatTokenizer {
         prompt_text: &str,
         full_text: &str,
     ) -> SftResult<(Vec<u32>, Vec<u32>)> {
-        let cut = self
-            .tail_reuse
-            .as_ref()
-            .and_then(|reuse| shared_added_token_end(reuse, prompt_text, full_text));
-        let Some(end) = cut else {
+        let Some(reuse) = &self.tail_reuse else {
+            return Ok((
+                self.encode(prompt_text, false)?,
+                self.encode(full_text, false)?,
+            ));
+        };
+        let cut = shared_added_token_end(reuse, prompt_text, full_text);
+        if let (Some(ids), Some((nth, end))) = (&reuse.added_only_ids, cut) {
+            // One encoding of the full text; its head ends right after the `nth` added token.
+            let full = self.encode(full_text, false)?;
+            let head = full
+                .iter()
+                .enumerate()
+                .filter(|(_, id)| ids.contains(id))
+                .nth(nth)
+                .map(|(at, _)| at + 1);
+            if let Some(head) = head {
+                let mut prompt = full[..head].to_vec();
+                prompt.extend(self.encode(&prompt_text[end..], false)?);
+                return Ok((prompt, full));
+            }
+        }
+        let Some((_, end)) = cut else {
             return Ok((
                 self.encode(prompt_text, false)?,
                 self.encode(full_text, false)?,
@@ -389,19 +423,25 @@ impl ChatTokenizer {
     }
 }
 
-/// The end of the last added token that both texts contain at the same place within their
-/// common prefix. The added-token split of each text is the same up to there: the scan is left to
-/// right and both texts chose the same longest match at that position.
-fn shared_added_token_end(reuse: &TailReuse, prompt_text: &str, full_text: &str) -> Option<usize> {
+/// The last added token that both texts contain at the same place within their common prefix,
+/// as its index among the full text's matches and its end. The added-token split of each text is
+/// the same up to there: the scan is left to right and both texts chose the same longest match
+/// at that position.
+fn shared_added_token_end(
+    reuse: &TailReuse,
+    prompt_text: &str,
+    full_text: &str,
+) -> Option<(usize, usize)> {
     let shared = common_prefix_bytes(prompt_text.as_bytes(), full_text.as_bytes());
     let in_prompt = reuse.matches(prompt_text);
     reuse
         .matches(full_text)
         .into_iter()
+        .enumerate()
         .rev()
-        .filter(|&(_, end)| end <= shared)
-        .find(|m| in_prompt.binary_search(m).is_ok())
-        .map(|(_, end)| end)
+        .filter(|&(_, (_, end))| end <= shared)
+        .find(|(_, m)| in_prompt.binary_search(m).is_ok())
+        .map(|(nth, (_, end))| (nth, end))
 }
 
 fn common_prefix_bytes(a: &[u8], b: &[u8]) -> usize {
@@ -480,6 +520,8 @@ mod tests {
             json!({"role": "assistant", "content": "<think>\nsum\n</think>\n\n4 🧑‍🚀"}),
         ];
         normalize_messages(&mut messages).unwrap();
+        // Qwen3's added tokens are not in its BPE vocabulary: the one-encoding path is taken.
+        assert!(t.tail_reuse.as_ref().unwrap().added_only_ids.is_some());
         let full = t.render(&messages, &RenderOptions::default()).unwrap();
         let full_ids = t.encode(&full, false).unwrap();
         for cut in (0..=full.len()).filter(|&c| full.is_char_boundary(c)) {
