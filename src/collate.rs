@@ -3,7 +3,7 @@
 
 use crate::distill::{MISSING_ID, MISSING_LOGPROB};
 use crate::masking::{write_labels, IGNORE_INDEX};
-use crate::row::TokenizedRow;
+use crate::row::RowView;
 
 pub struct Batch {
     pub input_ids: Vec<i32>,
@@ -22,20 +22,12 @@ pub struct BatchDistill {
     pub logprobs: Vec<f32>,
 }
 
-fn collate_distill(
-    rows: &[&TokenizedRow],
-    seq_len: usize,
-    mode: Truncation,
-) -> Option<BatchDistill> {
-    let k = rows
-        .iter()
-        .filter_map(|r| r.distill.as_ref())
-        .map(|d| d.k)
-        .max()?;
+fn collate_distill(rows: &[RowView], seq_len: usize, mode: Truncation) -> Option<BatchDistill> {
+    let k = rows.iter().filter_map(|r| r.distill()).map(|d| d.k).max()?;
     let mut ids = vec![MISSING_ID; rows.len() * seq_len * k];
     let mut logprobs = vec![MISSING_LOGPROB; rows.len() * seq_len * k];
     for (b, row) in rows.iter().enumerate() {
-        let Some(d) = &row.distill else { continue };
+        let Some(d) = row.distill() else { continue };
         let window = kept_window(row.ids.len(), seq_len, mode);
         for (slot, pos) in window.enumerate() {
             let src = pos * d.k..(pos + 1) * d.k;
@@ -68,7 +60,7 @@ pub fn kept_window(len: usize, max_len: usize, mode: Truncation) -> std::ops::Ra
     }
 }
 
-pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32, mode: Truncation) -> Batch {
+pub fn collate(rows: &[RowView], max_seq_len: usize, pad_id: u32, mode: Truncation) -> Batch {
     let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     let seq_len = longest.min(max_seq_len);
     let mut input_ids = vec![pad_id as i32; rows.len() * seq_len];
@@ -83,7 +75,7 @@ pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32, mode: Tr
         {
             *dst = id as i32;
         }
-        write_labels(&row.ids, &row.spans, window, &mut labels[out]);
+        write_labels(row.ids, row.spans, window, &mut labels[out]);
     }
     Batch {
         input_ids,
@@ -98,28 +90,31 @@ pub fn collate(rows: &[&TokenizedRow], max_seq_len: usize, pad_id: u32, mode: Tr
 mod tests {
     use super::*;
     use crate::masking::spans_from;
+    use crate::row::{RowExtra, TokenizedRow};
 
     fn row(ids: &[u32], trained_from: usize) -> TokenizedRow {
-        TokenizedRow {
-            distill: None,
-            ids: ids.into(),
-            spans: spans_from(trained_from, ids.len()).into(),
-            warning: None,
-            stats: Default::default(),
-        }
+        TokenizedRow::new(
+            ids.into(),
+            spans_from(trained_from, ids.len()).into(),
+            None,
+            Default::default(),
+        )
     }
 
     #[test]
     fn distill_targets_follow_truncation_and_padding() {
         use crate::distill::RowDistill;
         let mut a = row(&[1, 2, 3], 0);
-        a.distill = Some(Box::new(RowDistill {
-            k: 1,
-            ids: vec![10, 20, 30].into(),
-            logprobs: vec![-1.0, -2.0, -3.0].into(),
+        a.extra = Some(Box::new(RowExtra {
+            distill: Some(RowDistill {
+                k: 1,
+                ids: vec![10, 20, 30].into(),
+                logprobs: vec![-1.0, -2.0, -3.0].into(),
+            }),
+            ..Default::default()
         }));
         let b = row(&[7], 0);
-        let batch = collate(&[&a, &b], 2, 0, Truncation::KeepEnd);
+        let batch = collate(&[a.view(), b.view()], 2, 0, Truncation::KeepEnd);
         let d = batch.distill.unwrap();
         assert_eq!(d.k, 1);
         assert_eq!(d.ids, vec![20, 30, -1, -1]);
@@ -127,14 +122,16 @@ mod tests {
             d.logprobs,
             vec![-2.0, -3.0, f32::NEG_INFINITY, f32::NEG_INFINITY]
         );
-        assert!(collate(&[&b], 2, 0, Truncation::KeepEnd).distill.is_none());
+        assert!(collate(&[b.view()], 2, 0, Truncation::KeepEnd)
+            .distill
+            .is_none());
     }
 
     #[test]
     fn pads_right_and_truncates_left() {
         let a = row(&[1, 2, 3, 4, 5], 3);
         let b = row(&[7, 8], 0);
-        let batch = collate(&[&a, &b], 4, 0, Truncation::KeepEnd);
+        let batch = collate(&[a.view(), b.view()], 4, 0, Truncation::KeepEnd);
         assert_eq!((batch.rows, batch.seq_len), (2, 4));
         assert_eq!(batch.input_ids, vec![2, 3, 4, 5, 7, 8, 0, 0]);
         assert_eq!(batch.labels, vec![-100, -100, 4, 5, 7, 8, -100, -100]);
@@ -143,7 +140,7 @@ mod tests {
     #[test]
     fn keep_start_cuts_the_end() {
         let a = row(&[1, 2, 3, 4, 5], 3);
-        let batch = collate(&[&a], 4, 0, Truncation::KeepStart);
+        let batch = collate(&[a.view()], 4, 0, Truncation::KeepStart);
         assert_eq!(batch.input_ids, vec![1, 2, 3, 4]);
         assert_eq!(batch.labels, vec![-100, -100, -100, 4]);
     }
@@ -151,7 +148,7 @@ mod tests {
     #[test]
     fn seq_len_is_the_longest_row_when_it_fits() {
         let a = row(&[1, 2], 0);
-        let batch = collate(&[&a], 2048, 9, Truncation::KeepEnd);
+        let batch = collate(&[a.view()], 2048, 9, Truncation::KeepEnd);
         assert_eq!(batch.seq_len, 2);
         assert_eq!(batch.labels, vec![1, 2]);
     }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
 use serde_json::Value as Json;
@@ -18,7 +18,8 @@ use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::report::{example_report, DatasetReport};
-use crate::row::{build_row, Masking, RowSettings, TokenizedRow};
+use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow};
+use crate::row_cache::RowCache;
 use crate::shuffle::epoch_order;
 use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
@@ -197,7 +198,7 @@ pub struct Dataset {
     /// The examples as given to the constructor; empty for a loaded dataset, whose rows were all
     /// built while the file streamed by.
     examples: Vec<Json>,
-    rows: Vec<OnceLock<SftResult<TokenizedRow>>>,
+    rows: RowCache,
     warned: Vec<AtomicBool>,
     order: RwLock<Arc<Vec<u32>>>,
     prefetch_started: AtomicBool,
@@ -225,11 +226,11 @@ impl Dataset {
                 return Err(inconsistent(format, i, other));
             }
         }
-        let rows = (0..examples.len()).map(|_| OnceLock::new()).collect();
+        let rows = RowCache::lazy(examples.len());
         let mut dataset = Self::assemble(tokenizer, config, format, masking, examples, rows);
         if dataset.config.may_drop() {
             (0..dataset.rows.len()).into_par_iter().for_each(|i| {
-                dataset.row(i);
+                let _ = dataset.row(i);
             });
             dataset.apply_drops();
         }
@@ -270,7 +271,7 @@ impl Dataset {
             loaded.format,
             masking,
             Vec::new(),
-            loaded.rows,
+            RowCache::Packed(loaded.rows),
         );
         dataset.apply_drops();
         Ok(dataset)
@@ -282,7 +283,7 @@ impl Dataset {
         format: Format,
         masking: Masking,
         examples: Vec<Json>,
-        rows: Vec<OnceLock<SftResult<TokenizedRow>>>,
+        rows: RowCache,
     ) -> Self {
         let len = rows.len();
         let turn_end = turn_end_of(&tokenizer, &config);
@@ -307,10 +308,12 @@ impl Dataset {
     /// original indices. A row that fails to build stays, so that its error surfaces where the
     /// reference's would.
     fn apply_drops(&mut self) {
-        let dropped = |cell: &OnceLock<SftResult<TokenizedRow>>| matches!(cell.get(), Some(Ok(row)) if row.stats.dropped.is_some());
-        if self.rows.iter().any(dropped) {
-            let kept: Vec<u32> = (0..self.rows.len() as u32)
-                .filter(|&i| !dropped(&self.rows[i as usize]))
+        let rows = &self.rows;
+        let dropped =
+            |i: usize| matches!(rows.built(i), Some(Ok(row)) if row.stats().dropped.is_some());
+        if (0..rows.len()).any(dropped) {
+            let kept: Vec<u32> = (0..rows.len() as u32)
+                .filter(|&i| !dropped(i as usize))
                 .collect();
             self.order = RwLock::new(Arc::new(kept.clone()));
             self.kept = Some(kept);
@@ -393,8 +396,8 @@ impl Dataset {
     }
 
     /// The row of example `index`, built now if no one has built it yet.
-    pub fn row(&self, index: usize) -> &SftResult<TokenizedRow> {
-        self.rows[index].get_or_init(|| self.build(index))
+    pub fn row(&self, index: usize) -> Result<RowView<'_>, &SftError> {
+        self.rows.get_or_build(index, || self.build(index))
     }
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
@@ -418,7 +421,7 @@ impl Dataset {
         }
         let mut warnings = Vec::new();
         for (&i, row) in examples.iter().zip(&rows) {
-            if let Some(w) = &row.warning {
+            if let Some(w) = row.warning() {
                 if !self.warned[i as usize].swap(true, Ordering::Relaxed) {
                     warnings.push((i, w.to_string()));
                 }
@@ -436,7 +439,7 @@ impl Dataset {
     /// Builds, on other threads, every row not built yet, in the current epoch order, so that
     /// the batches a trainer asks for next are ready. Runs once per dataset.
     pub fn start_prefetch(self: &Arc<Self>) {
-        if self.examples.is_empty() || self.prefetch_started.swap(true, Ordering::AcqRel) {
+        if self.rows.is_complete() || self.prefetch_started.swap(true, Ordering::AcqRel) {
             return;
         }
         let weak = Arc::downgrade(self);
@@ -451,7 +454,7 @@ impl Dataset {
                     return;
                 }
                 chunk.par_iter().for_each(|&i| {
-                    dataset.row(i as usize);
+                    let _ = dataset.row(i as usize);
                 });
             }
         });
@@ -472,7 +475,7 @@ impl Dataset {
         let examples = (0..self.rows.len())
             .into_par_iter()
             .map(|i| {
-                self.row(i).as_ref().map_err(Clone::clone).map(|row| {
+                self.row(i).map_err(Clone::clone).map(|row| {
                     example_report(
                         row,
                         self.config.max_seq_length,

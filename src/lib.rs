@@ -21,9 +21,11 @@ pub mod masking;
 pub mod message;
 #[cfg(feature = "napi")]
 pub mod napi;
+pub mod packed_rows;
 pub mod path_security;
 pub mod report;
 pub mod row;
+pub mod row_cache;
 pub mod shuffle;
 pub mod spans;
 pub mod tokenizer;

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{validate_record, Format};
 use crate::jsonl::{parse_line, JsonlLine, JsonlReader};
+use crate::packed_rows::PackedRows;
 use crate::row::{build_row, RowSettings, TokenizedRow};
 use crate::tokenizer::ChatTokenizer;
 
@@ -52,8 +52,8 @@ fn not_built() -> SftError {
 }
 
 pub struct LoadedRows {
-    /// Filled cells, ready to become the dataset's cache without a second copy of every row.
-    pub rows: Vec<OnceLock<SftResult<TokenizedRow>>>,
+    /// Every row, packed as each chunk is built.
+    pub rows: PackedRows,
     pub format: Format,
     /// The first record whose format differs from record 0's: its index, format and physical
     /// line.
@@ -111,13 +111,14 @@ pub fn load_rows(
             }
         });
 
-        let mut rows: Vec<OnceLock<SftResult<TokenizedRow>>> = Vec::new();
+        let mut rows = PackedRows::default();
         let mut first_invalid: Option<SftError> = None;
         let mut format: Option<Format> = None;
         let mut first_inconsistent = None;
         for message in receiver {
             let (chunk, bytes) = message?;
             let base = rows.len();
+            let mut built = Vec::with_capacity(chunk.len());
             let building = first_invalid.is_none();
             let outcomes: Vec<SftResult<LineOutcome>> = chunk
                 .par_iter()
@@ -149,7 +150,7 @@ pub fn load_rows(
                 match outcome? {
                     LineOutcome::Invalid(e) => {
                         first_invalid.get_or_insert(e);
-                        rows.push(OnceLock::from(Err(not_built())));
+                        built.push(Err(not_built()));
                     }
                     LineOutcome::Valid {
                         format: f,
@@ -159,14 +160,15 @@ pub fn load_rows(
                         match format {
                             None => format = Some(f),
                             Some(first) if first != f && first_inconsistent.is_none() => {
-                                first_inconsistent = Some((rows.len(), f, line))
+                                first_inconsistent = Some((base + built.len(), f, line))
                             }
                             _ => {}
                         }
-                        rows.push(OnceLock::from(row));
+                        built.push(row);
                     }
                 }
             }
+            rows.push_rows(built);
             if let Some(report) = &options.on_progress {
                 report(LoadProgress {
                     records: rows.len(),

@@ -2,7 +2,7 @@
 
 use crate::collate::{kept_window, Truncation};
 use crate::masking::trained_count;
-use crate::row::{DropReason, TokenizedRow};
+use crate::row::{DropReason, RowView};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExampleReport {
@@ -28,13 +28,13 @@ pub struct ExampleReport {
 }
 
 pub fn example_report(
-    row: &TokenizedRow,
+    row: RowView,
     max_seq_length: usize,
     truncation: Truncation,
     turn_end_id: Option<u32>,
     bos_id: Option<u32>,
 ) -> ExampleReport {
-    let stats = &row.stats;
+    let stats = row.stats();
     let window = if stats.dropped.is_some() {
         0..0
     } else {
@@ -50,14 +50,14 @@ pub fn example_report(
         }
     }
     ExampleReport {
-        tokens: stats.full_tokens,
+        tokens: row.ids.len() as u32 + stats.tokens_cut,
         kept_tokens: window.len() as u32,
-        trained_tokens: trained_count(&row.spans, window.clone()) as u32,
+        trained_tokens: trained_count(row.spans, window.clone()) as u32,
         truncated: stats.messages_dropped > 0 || row.ids.len() > max_seq_length,
         dropped: stats.dropped,
         messages_dropped: stats.messages_dropped,
         prefix_mismatches: stats.prefix_mismatches,
-        content_mismatches: stats.content_mismatches.to_vec(),
+        content_mismatches: stats.content_mismatches.clone(),
         straddling_tokens: stats.straddling,
         turn_end_tokens_trained: turn_ends_trained,
         turn_end_tokens: turn_ends,

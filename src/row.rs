@@ -22,11 +22,92 @@ use crate::tokenizer::{ChatTokenizer, EncodedText};
 pub struct TokenizedRow {
     pub ids: Box<[u32]>,
     pub spans: Box<[Range<u32>]>,
+    /// What few rows have; `None` keeps a plain row small.
+    pub extra: Option<Box<RowExtra>>,
+}
+
+/// The parts of a row that most rows lack.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowExtra {
     /// The reference's prefix-mismatch warning for this example, if it applies.
     pub warning: Option<Box<str>>,
     pub stats: RowStats,
     /// Distillation targets, one `[k]` slot per token (see `distill::targets_for_row`).
-    pub distill: Option<Box<RowDistill>>,
+    pub distill: Option<RowDistill>,
+}
+
+impl RowExtra {
+    fn is_empty(&self) -> bool {
+        self.warning.is_none() && self.stats == RowStats::NONE && self.distill.is_none()
+    }
+}
+
+impl TokenizedRow {
+    /// A row whose extra part is allocated only when it holds something.
+    pub fn new(
+        ids: Box<[u32]>,
+        spans: Box<[Range<u32>]>,
+        warning: Option<Box<str>>,
+        stats: RowStats,
+    ) -> Self {
+        let extra = RowExtra {
+            warning,
+            stats,
+            distill: None,
+        };
+        TokenizedRow {
+            ids,
+            spans,
+            extra: (!extra.is_empty()).then(|| Box::new(extra)),
+        }
+    }
+
+    pub fn view(&self) -> RowView<'_> {
+        RowView {
+            ids: &self.ids,
+            spans: &self.spans,
+            extra: self.extra.as_deref(),
+        }
+    }
+
+    fn extra_mut(&mut self) -> &mut RowExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
+    pub fn stats(&self) -> &RowStats {
+        self.extra.as_ref().map_or(&NO_STATS, |e| &e.stats)
+    }
+}
+
+/// A row as stored, whether on its own (`TokenizedRow`) or packed with others
+/// (`packed_rows::PackedRows`).
+#[derive(Debug, Clone, Copy)]
+pub struct RowView<'a> {
+    pub ids: &'a [u32],
+    pub spans: &'a [Range<u32>],
+    pub extra: Option<&'a RowExtra>,
+}
+
+impl<'a> RowView<'a> {
+    pub fn warning(&self) -> Option<&'a str> {
+        self.extra.and_then(|e| e.warning.as_deref())
+    }
+
+    pub fn stats(&self) -> &'a RowStats {
+        self.extra.map_or(&NO_STATS, |e| &e.stats)
+    }
+
+    pub fn distill(&self) -> Option<&'a RowDistill> {
+        self.extra.and_then(|e| e.distill.as_ref())
+    }
+
+    pub fn to_row(&self) -> TokenizedRow {
+        TokenizedRow {
+            ids: self.ids.into(),
+            spans: self.spans.into(),
+            extra: self.extra.map(|e| Box::new(e.clone())),
+        }
+    }
 }
 
 /// Why a row takes no part in training.
@@ -41,8 +122,8 @@ pub enum DropReason {
 /// What building the row found, for `SFTDataset.report()`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RowStats {
-    /// Tokens of the whole example, before `truncation: 'turns'` dropped turns.
-    pub full_tokens: u32,
+    /// Tokens removed with the turns `truncation: 'turns'` dropped.
+    pub tokens_cut: u32,
     /// Messages removed by `truncation: 'turns'`.
     pub messages_dropped: u32,
     /// Reference: 1 when the prompt is not a token prefix of the full sequence. Spans: assistant
@@ -50,10 +131,25 @@ pub struct RowStats {
     pub prefix_mismatches: u32,
     /// Trained messages whose content was not found in the render, or whose trained tokens do
     /// not decode to text containing it (message indices, in the example as given).
-    pub content_mismatches: Box<[u32]>,
+    pub content_mismatches: Vec<u32>,
     /// Trained tokens that also cover untrained bytes (see `masking::token_spans_from_bytes`).
     pub straddling: u32,
     pub dropped: Option<DropReason>,
+}
+
+/// The statistics of a row without an extra part.
+static NO_STATS: RowStats = RowStats::NONE;
+
+impl RowStats {
+    /// What a row without findings has.
+    pub const NONE: RowStats = RowStats {
+        tokens_cut: 0,
+        messages_dropped: 0,
+        prefix_mismatches: 0,
+        content_mismatches: Vec::new(),
+        straddling: 0,
+        dropped: None,
+    };
 }
 
 /// How labels are chosen.
@@ -122,17 +218,16 @@ pub fn build_row(
         }
     };
     let mut row = masked_row(tokenizer, settings, &messages)?;
-    row.stats.full_tokens = row.ids.len() as u32;
     if let Some(targets) = &distill {
-        row.distill = Some(Box::new(targets_for_row(targets, row.ids.len())?));
+        row.extra_mut().distill = Some(targets_for_row(targets, row.ids.len())?);
     }
     if settings.truncation == Truncation::Turns && row.ids.len() > settings.max_seq_length {
         row = drop_oldest_turns(tokenizer, settings, &messages, row)?;
     }
-    if settings.drop_untrainable && row.stats.dropped.is_none() {
+    if settings.drop_untrainable && row.stats().dropped.is_none() {
         let window = kept_window(row.ids.len(), settings.max_seq_length, settings.truncation);
         if trained_count(&row.spans, window) == 0 {
-            row.stats.dropped = Some(DropReason::Untrainable);
+            row.extra_mut().stats.dropped = Some(DropReason::Untrainable);
         }
     }
     Ok(row)
@@ -183,8 +278,10 @@ fn drop_oldest_turns(
                 completion: messages.completion,
             },
         )?;
-        row.stats.full_tokens = full.stats.full_tokens;
-        row.stats.messages_dropped = (cut - first) as u32;
+        let tokens_cut = full.ids.len().saturating_sub(row.ids.len()) as u32;
+        let stats = &mut row.extra_mut().stats;
+        stats.tokens_cut = tokens_cut;
+        stats.messages_dropped = (cut - first) as u32;
         Ok(row)
     };
     let fits = |row: &TokenizedRow| row.ids.len() <= settings.max_seq_length;
@@ -211,7 +308,7 @@ fn drop_oldest_turns(
 }
 
 fn too_long(mut row: TokenizedRow) -> TokenizedRow {
-    row.stats.dropped = Some(DropReason::TooLong);
+    row.extra_mut().stats.dropped = Some(DropReason::TooLong);
     row
 }
 
@@ -255,16 +352,16 @@ fn reference_prompt_completion(
     } else {
         0
     };
-    Ok(TokenizedRow {
-        distill: None,
-        spans: spans_from(trained_from, full_ids.len()).into(),
-        ids: full_ids.into(),
+    let spans = spans_from(trained_from, full_ids.len()).into();
+    Ok(TokenizedRow::new(
+        full_ids.into(),
+        spans,
         warning,
-        stats: RowStats {
+        RowStats {
             prefix_mismatches: mismatch as u32,
             ..Default::default()
         },
-    })
+    ))
 }
 
 fn reference_conversation(
@@ -280,13 +377,12 @@ fn reference_conversation(
     } else {
         spans_from(0, ids.len())
     };
-    Ok(TokenizedRow {
-        distill: None,
-        ids: ids.into(),
-        spans: spans.into(),
-        warning: None,
-        stats: RowStats::default(),
-    })
+    Ok(TokenizedRow::new(
+        ids.into(),
+        spans.into(),
+        None,
+        RowStats::default(),
+    ))
 }
 
 /// The `'spans'` strategy: locate every message in the one render (see `spans`), choose the
@@ -301,13 +397,13 @@ fn span_row(
     let text = tokenizer.render(&messages.list, &opts)?;
     let encoded = tokenizer.encode_with_offsets(&text)?;
     if !settings.completion_only {
-        return Ok(TokenizedRow {
-            distill: None,
-            spans: spans_from(0, encoded.ids.len()).into(),
-            ids: encoded.ids.into(),
-            warning: None,
-            stats: RowStats::default(),
-        });
+        let spans = spans_from(0, encoded.ids.len()).into();
+        return Ok(TokenizedRow::new(
+            encoded.ids.into(),
+            spans,
+            None,
+            RowStats::default(),
+        ));
     }
     let layouts = locate_messages(
         tokenizer,
@@ -324,22 +420,22 @@ fn span_row(
     let ranges = trained_byte_ranges(&layouts, &policy);
     let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges);
     let content_mismatches = unverified_contents(tokenizer, &text, &encoded, &layouts, &policy)?;
-    Ok(TokenizedRow {
-        distill: None,
-        ids: encoded.ids.into(),
-        spans: spans.into(),
-        warning: None,
-        stats: RowStats {
-            prefix_mismatches: layouts
-                .iter()
-                .enumerate()
-                .filter(|(i, l)| l.prefix_mismatch && is_trained(&policy, *i, l, layouts.len()))
-                .count() as u32,
-            content_mismatches: content_mismatches.into(),
-            straddling,
-            ..Default::default()
-        },
-    })
+    let stats = RowStats {
+        prefix_mismatches: layouts
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| l.prefix_mismatch && is_trained(&policy, *i, l, layouts.len()))
+            .count() as u32,
+        content_mismatches,
+        straddling,
+        ..Default::default()
+    };
+    Ok(TokenizedRow::new(
+        encoded.ids.into(),
+        spans.into(),
+        None,
+        stats,
+    ))
 }
 
 fn is_trained(policy: &SpanPolicy, index: usize, layout: &MessageLayout, count: usize) -> bool {

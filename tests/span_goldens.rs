@@ -74,10 +74,10 @@ fn check_completion(
     let want_spans: Vec<[u32; 2]> = serde_json::from_value(want["spans"].clone()).unwrap();
     let got = spans_of(&row);
     let straddling = want["straddling"].as_u64().unwrap() as u32;
-    (got != want_spans || row.stats.straddling != straddling).then(|| {
+    (got != want_spans || row.stats().straddling != straddling).then(|| {
         format!(
             "completion spans differ\n  want {want_spans:?}\n  got  {got:?} (straddling {})",
-            row.stats.straddling
+            row.stats().straddling
         )
     })
 }
@@ -142,21 +142,23 @@ fn check_family(family: &str) -> usize {
                     "case {n} {name}: spans differ\n  want {want_spans:?}\n  got  {got_spans:?}"
                 ));
             }
-            if row.stats.straddling != want["straddling"].as_u64().unwrap() as u32 {
+            if row.stats().straddling != want["straddling"].as_u64().unwrap() as u32 {
                 failures.push(format!(
                     "case {n} {name}: straddling {} != {}",
-                    row.stats.straddling, want["straddling"]
+                    row.stats().straddling,
+                    want["straddling"]
                 ));
             }
             if name == "default"
-                && row.stats.prefix_mismatches != case["prefixMismatches"].as_u64().unwrap() as u32
+                && row.stats().prefix_mismatches
+                    != case["prefixMismatches"].as_u64().unwrap() as u32
             {
                 failures.push(format!("case {n}: prefix mismatches differ"));
             }
-            if name == "allRoles" && *row.stats.content_mismatches != *want_missing {
+            if name == "allRoles" && *row.stats().content_mismatches != *want_missing {
                 failures.push(format!(
                     "case {n}: content mismatches {:?} != {want_missing:?}",
-                    row.stats.content_mismatches
+                    row.stats().content_mismatches
                 ));
             }
             checked += 1;

@@ -10,7 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::error::{run_sync, JsResult as Result};
+use super::error::{run_sync, typed_arg, JsResult as Result};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
@@ -465,13 +465,26 @@ impl JsSftDataset {
         constructor,
         ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null"
     )]
-    pub fn new(
-        examples: Vec<Value>,
+    pub fn new(examples: Unknown, tokenizer: Unknown, config: Option<Unknown>) -> Result<Self> {
+        Self::create("new SFTDataset", examples, tokenizer, config)
+    }
+
+    /// The constructor and `createSFTDataset`; `caller` names the one called in errors.
+    fn create(
+        caller: &str,
+        examples: Unknown,
         tokenizer: Unknown,
-        config: Option<SftDatasetConfig>,
+        config: Option<Unknown>,
     ) -> Result<Self> {
         run_sync(|| {
+            let what = |arg: &str| format!("{caller}: {arg}");
+            let examples: Vec<Value> =
+                typed_arg(&examples, &what("examples"), "an array of examples")?;
             let tokenizer = tokenizer_arg(&tokenizer)?;
+            let config: Option<SftDatasetConfig> = match config {
+                Some(c) => typed_arg(&c, &what("config"), "a valid SFTDatasetConfig")?,
+                None => None,
+            };
             let config = core_config_of(config)?;
             let inner = Dataset::from_examples(examples, tokenizer, config)?;
             Ok(JsSftDataset {
@@ -539,7 +552,10 @@ impl JsSftDataset {
                         js_number(index)
                     )));
                 }
-                dataset.row(index as usize).clone()
+                dataset
+                    .row(index as usize)
+                    .map(|row| row.to_row())
+                    .map_err(Clone::clone)
             },
             |_, row| {
                 let mut labels = vec![0; row.ids.len()];
@@ -547,7 +563,7 @@ impl JsSftDataset {
                 Ok(TokenizedExample {
                     input_ids: Int32Array::new(row.ids.iter().map(|&i| i as i32).collect()),
                     labels: Int32Array::new(labels),
-                    warning: row.warning.map(String::from),
+                    warning: row.extra.and_then(|e| e.warning).map(String::from),
                 })
             },
         ))
@@ -580,11 +596,11 @@ impl JsSftDataset {
     ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null"
 )]
 pub fn create_sft_dataset(
-    examples: Vec<Value>,
+    examples: Unknown,
     tokenizer: Unknown,
-    config: Option<SftDatasetConfig>,
+    config: Option<Unknown>,
 ) -> Result<JsSftDataset> {
-    JsSftDataset::new(examples, tokenizer, config)
+    JsSftDataset::create("createSFTDataset", examples, tokenizer, config)
 }
 
 /// `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and

@@ -3,7 +3,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, Unknown};
-use napi::Env;
+use napi::{Env, JsValue};
 
 use crate::error::{ErrorCode, SftError, SftResult};
 
@@ -33,6 +33,20 @@ pub fn guard<T>(f: impl FnOnce() -> SftResult<T>) -> SftResult<T> {
             ))
         }
     }
+}
+
+/// Converts a JS argument taken as `Unknown` to `T`, with this library's error code when its
+/// type is wrong; `what` names the argument, `expected` what it should be.
+pub fn typed_arg<T: FromNapiValue>(value: &Unknown, what: &str, expected: &str) -> SftResult<T> {
+    let raw = value.value();
+    // SAFETY: `raw` is a live value of the current call, and `from_napi_value` checks its type
+    // before it reads it.
+    unsafe { T::from_napi_value(raw.env, raw.value) }.map_err(|e| {
+        SftError::new(
+            ErrorCode::InvalidArgument,
+            format!("{what} is not {expected}: {}", e.reason),
+        )
+    })
 }
 
 /// `guard` for synchronous exports.

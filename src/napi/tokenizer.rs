@@ -127,7 +127,13 @@ fn to_u32_arrays(_: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<Vec<Uint32Arra
 impl JsTokenizer {
     /// Loads a `tokenizer.json` file, or a directory holding one; the chat template and special
     /// tokens come from `tokenizer_config.json` (or `chat_template.jinja`) beside it.
-    #[napi(ts_return_type = "Promise<Tokenizer>")]
+    // Writable and configurable, like the instance methods, so that lib/arguments.js can guard
+    // them (napi's default makes static methods read-only).
+    #[napi(
+        ts_return_type = "Promise<Tokenizer>",
+        writable = true,
+        configurable = true
+    )]
     pub fn from_pretrained(
         path: String,
         options: Option<TokenizerLoadOptions>,
@@ -138,7 +144,7 @@ impl JsTokenizer {
         ))
     }
 
-    #[napi]
+    #[napi(writable = true, configurable = true)]
     pub fn from_pretrained_sync(
         path: String,
         options: Option<TokenizerLoadOptions>,

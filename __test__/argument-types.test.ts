@@ -1,0 +1,126 @@
+// A JS value of the wrong type, passed to any export, gives this library's INVALID_ARGUMENT error
+// naming the function, never napi's own status codes; functions that return a Promise reject,
+// they never throw.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import * as lib from '../lib/index.js'
+import { ASYNC } from '../lib/arguments.js'
+import { repoRoot, tokenizer, tokenizerDir } from './helpers'
+
+type CodedError = Error & { code: string }
+
+const tok = tokenizer('qwen3')
+const examples = [
+  { prompt: [{ role: 'user', content: 'a' }], completion: { role: 'assistant', content: 'b' } },
+] as lib.SFTExample[]
+const ds = lib.createSFTDataset(examples, tok)
+const wrong = (value: unknown) => value as never
+
+const STRING = 'Failed to convert JavaScript value `Number 5 ` into rust type `String`'
+const ARRAY = 'Failed to get Array length'
+const f64 = 'Failed to convert napi value String into rust type `f64`'
+const IDS = 'Value is none of these types `TypedArray<i32>`, `TypedArray<u32>`, `Array<T>`, '
+
+// [call, sync or async, exact message or its start]
+const cases: Array<[string, () => unknown, 'sync' | 'async', string]> = [
+  ['Tokenizer.fromPretrained', () => lib.Tokenizer.fromPretrained(wrong(5)), 'async', `Tokenizer.fromPretrained: an argument has the wrong type, expected a string: ${STRING}`],
+  ['Tokenizer.fromPretrainedSync', () => lib.Tokenizer.fromPretrainedSync(wrong(5)), 'sync', `Tokenizer.fromPretrainedSync: an argument has the wrong type, expected a string: ${STRING}`],
+  ['Tokenizer.encode', () => tok.encode(wrong(5)), 'async', `Tokenizer.encode: an argument has the wrong type, expected a string: ${STRING}`],
+  ['Tokenizer.encodeSync', () => tok.encodeSync(wrong(5)), 'sync', `Tokenizer.encodeSync: an argument has the wrong type, expected a string: ${STRING}`],
+  ['Tokenizer.encodeBatch', () => tok.encodeBatch(wrong('x')), 'async', `Tokenizer.encodeBatch: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['Tokenizer.decode', () => tok.decode(wrong('x')), 'async', 'Tokenizer.decode: an argument is not valid: Failed to create reference from TypedArray'],
+  ['Tokenizer.decodeSync', () => tok.decodeSync(wrong('x')), 'sync', 'Tokenizer.decodeSync: an argument is not valid: Failed to create reference from TypedArray'],
+  ['Tokenizer.decodeBatch', () => tok.decodeBatch(wrong('x')), 'async', `Tokenizer.decodeBatch: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['Tokenizer.applyChatTemplate', () => tok.applyChatTemplate(wrong('x')), 'async', `Tokenizer.applyChatTemplate: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['Tokenizer.applyChatTemplateSync', () => tok.applyChatTemplateSync(wrong('x')), 'sync', `Tokenizer.applyChatTemplateSync: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['Tokenizer.renderChatTemplate', () => tok.renderChatTemplate(wrong('x')), 'sync', `Tokenizer.renderChatTemplate: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['Tokenizer.idToToken', () => tok.idToToken(wrong('x')), 'sync', 'Tokenizer.idToToken: an argument has the wrong type, expected a number: Failed to convert napi value String into rust type `u32`'],
+  ['Tokenizer.tokenToId', () => tok.tokenToId(wrong(5)), 'sync', `Tokenizer.tokenToId: an argument has the wrong type, expected a string: ${STRING}`],
+  ['SFTDataset.shuffleForEpoch', () => ds.shuffleForEpoch(wrong('x')), 'sync', `SFTDataset.shuffleForEpoch: an argument has the wrong type, expected a number: ${f64}`],
+  ['SFTDataset.collateBatch', () => ds.collateBatch(wrong('x')), 'async', `SFTDataset.collateBatch: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['SFTDataset.tokenizeExample', () => ds.tokenizeExample(wrong('x')), 'async', `SFTDataset.tokenizeExample: an argument has the wrong type, expected a number: ${f64}`],
+  ['SFTDataset.numBatches', () => ds.numBatches(wrong('x')), 'sync', `SFTDataset.numBatches: an argument has the wrong type, expected a number: ${f64}`],
+  ['SFTDataset.batches', () => ds.batches(wrong('x')).next(), 'async', `SFTDataset._checkBatchSize: an argument has the wrong type, expected a number: ${f64}`],
+  ['new SFTDataset', () => new lib.SFTDataset(wrong('x'), tok), 'sync', `new SFTDataset: examples is not an array of examples: ${ARRAY}`],
+  ['createSFTDataset', () => lib.createSFTDataset(examples, tok, wrong({ maxSeqLength: 'x' })), 'sync', `createSFTDataset: config is not a valid SFTDatasetConfig: ${f64} on SftDatasetConfig.maxSeqLength`],
+  ['loadSFTDataset (path)', () => lib.loadSFTDataset(wrong(5), tok), 'async', 'loadSFTDataset: path must be a string, got number'],
+  ['loadSFTDataset (config)', () => lib.loadSFTDataset(join(repoRoot, 'examples', 'sample.jsonl'), tok, wrong({ maxSeqLength: 'x' })), 'async', `loadSFTDataset: an argument has the wrong type, expected a number: ${f64} on LoadSftDatasetOptions.maxSeqLength`],
+  ['validateSFTFile', () => lib.validateSFTFile(wrong(5)), 'async', `validateSFTFile: an argument has the wrong type, expected a string: ${STRING}`],
+  ['createMasksFromResponseStart', () => lib.createMasksFromResponseStart(wrong('x'), 0), 'sync', `createMasksFromResponseStart: an argument is not valid: ${IDS}`],
+  ['validateMasks', () => lib.validateMasks(wrong('x'), [1]), 'sync', `validateMasks: an argument is not valid: ${IDS}`],
+  ['fixHistoricalMasks', () => lib.fixHistoricalMasks([1], [1], wrong({}), []), 'async', 'fixHistoricalMasks: an argument is not valid: Failed to recover `JsTokenizer` type from napi value'],
+  ['tokenizeConversationForTrainer', () => lib.tokenizeConversationForTrainer(tok, wrong('x')), 'async', `tokenizeConversationForTrainer: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['tokenizeConversationForTrainerSync', () => lib.tokenizeConversationForTrainerSync(tok, wrong('x')), 'sync', `tokenizeConversationForTrainerSync: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['tokenizeForTrainer', () => lib.tokenizeForTrainer(tok, wrong('x')), 'async', `tokenizeForTrainer: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['tokenizeForTrainerSync', () => lib.tokenizeForTrainerSync(wrong({}), []), 'sync', 'tokenizeForTrainerSync: an argument is not valid: Failed to recover `JsTokenizer` type from napi value'],
+  ['tokenizeForTrainerBatch', () => lib.tokenizeForTrainerBatch(tok, wrong('x')), 'async', `tokenizeForTrainerBatch: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['tokenizeForTrainerBatchSync', () => lib.tokenizeForTrainerBatchSync(tok, wrong('x')), 'sync', `tokenizeForTrainerBatchSync: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['packDistillation', () => lib.packDistillation(wrong('x'), [], wrong({})), 'sync', `packDistillation: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['planDistillationRequests', () => lib.planDistillationRequests(Symbol('s'), null, null), 'sync', 'planDistillationRequests: an argument is not valid: JS symbols cannot be represented as a serde_json::Value'],
+  ['checkDistillationReplies', () => lib.checkDistillationReplies(wrong('x'), []), 'sync', `checkDistillationReplies: an argument has the wrong type, expected an array: ${ARRAY}`],
+  ['getAllowedRoot', () => lib.getAllowedRoot(wrong({ allowedRoot: 5 })), 'sync', `getAllowedRoot: an argument has the wrong type, expected a string: ${STRING} on PathValidationOptions.allowedRoot`],
+  ['validatePathContainment', () => lib.validatePathContainment(wrong(5), '/'), 'sync', `validatePathContainment: an argument has the wrong type, expected a string: ${STRING}`],
+  ['resolveAndValidatePath', () => lib.resolveAndValidatePath(wrong(5), '/'), 'sync', `resolveAndValidatePath: an argument has the wrong type, expected a string: ${STRING}`],
+]
+
+describe('wrong JS types', () => {
+  it.each(cases)('%s', async (_, call, kind, message) => {
+    let result: unknown
+    let error: unknown
+    try {
+      result = call()
+    } catch (e) {
+      error = e
+    }
+    if (kind === 'async') {
+      expect(error).toBeUndefined()
+      expect(result).toBeInstanceOf(Promise)
+      error = await (result as Promise<unknown>).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+    }
+    expect(error).toBeInstanceOf(Error)
+    expect((error as CodedError).code).toBe('INVALID_ARGUMENT')
+    expect((error as CodedError).message).toBe(message)
+  })
+
+  it('a guarded method still belongs to its class and keeps its name', () => {
+    expect(lib.Tokenizer.prototype.encodeSync.name).toBe('encodeSync')
+    expect(lib.Tokenizer.fromPretrained.name).toBe('fromPretrained')
+    expect(ds).toBeInstanceOf(lib.SFTDataset)
+    expect(lib.Qwen3Tokenizer).toBe(lib.Tokenizer)
+    expect(Array.from(tok.encodeSync('hello'))).toEqual([14990])
+  })
+
+  it('every function and method index.d.ts declares as returning a Promise is in the async list', () => {
+    const dts = readFileSync(join(repoRoot, 'index.d.ts'), 'utf8')
+    const found = new Set<string>()
+    let owner = ''
+    for (const line of dts.split('\n')) {
+      const cls = /^export declare class (\w+)/.exec(line)
+      if (cls) owner = cls[1]
+      if (line.startsWith('}')) owner = ''
+      const fn = /^export declare function (\w+)\(.*\): Promise</.exec(line)
+      if (fn) found.add(fn[1])
+      const method = /^  (?:static )?(\w+)\(.*\): Promise</.exec(line)
+      if (method && owner) found.add(`${owner}.${method[1]}`)
+    }
+    expect([...found].sort()).toEqual([...ASYNC].sort())
+  })
+
+  it('a wrong type inside a tokenizer directory argument still loads nothing', () => {
+    const e = (() => {
+      try {
+        lib.Tokenizer.fromPretrainedSync(tokenizerDir('qwen3'), wrong({ engine: 5 }))
+      } catch (err) {
+        return err as CodedError
+      }
+      throw new Error('expected a throw')
+    })()
+    expect(e.code).toBe('INVALID_ARGUMENT')
+    expect(e.message).toMatch(/^Tokenizer\.fromPretrainedSync: an argument has the wrong type, expected a string: /)
+  })
+})

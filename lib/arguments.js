@@ -1,0 +1,137 @@
+'use strict'
+// napi converts a native function's arguments before the Rust code runs and throws its own
+// errors (code `StringExpected`, `NumberExpected`, ...). These wrappers give such errors this
+// library's code, `INVALID_ARGUMENT`, name the function, and make functions that return a
+// Promise report them through the Promise, as an async function would.
+
+// napi's status codes for a value of the wrong type, and what was expected instead.
+const EXPECTED = new Map([
+  ['ObjectExpected', 'an object'],
+  ['StringExpected', 'a string'],
+  ['NameExpected', 'a string or symbol'],
+  ['FunctionExpected', 'a function'],
+  ['NumberExpected', 'a number'],
+  ['BooleanExpected', 'a boolean'],
+  ['ArrayExpected', 'an array'],
+  ['BigintExpected', 'a bigint'],
+  ['DateExpected', 'a Date'],
+  ['ArrayBufferExpected', 'an ArrayBuffer'],
+  ['DetachableArraybufferExpected', 'a detachable ArrayBuffer'],
+])
+
+// Exports and methods that return a Promise (index.d.ts); a test keeps this list complete.
+const ASYNC = new Set([
+  'SFTDataset.collateBatch',
+  'SFTDataset.tokenizeExample',
+  'SFTDataset.report',
+  'Tokenizer.fromPretrained',
+  'Tokenizer.encode',
+  'Tokenizer.encodeBatch',
+  'Tokenizer.decode',
+  'Tokenizer.decodeBatch',
+  'Tokenizer.applyChatTemplate',
+  'fixHistoricalMasks',
+  'loadSFTDatasetNative',
+  'tokenizeConversationForTrainer',
+  'tokenizeForTrainer',
+  'tokenizeForTrainerBatch',
+  'validateSFTFile',
+])
+
+function argumentError(where, error) {
+  const expected = EXPECTED.get(error?.code)
+  let message
+  if (expected !== undefined) message = `${where}: an argument has the wrong type, expected ${expected}: ${error.message}`
+  else if (error?.code === 'InvalidArg') message = `${where}: an argument is not valid: ${error.message}`
+  else return error
+  const wrapped = new TypeError(message)
+  wrapped.code = 'INVALID_ARGUMENT'
+  wrapped.cause = error
+  return wrapped
+}
+
+function guarded(fn, where) {
+  const isAsync = ASYNC.has(where)
+  const wrapper = function (...args) {
+    try {
+      return fn.apply(this, args)
+    } catch (e) {
+      const error = argumentError(where, e)
+      if (isAsync) return Promise.reject(error)
+      throw error
+    }
+  }
+  // Native static methods have no name of their own.
+  Object.defineProperty(wrapper, 'name', { value: fn.name || where.split('.').pop() })
+  Object.defineProperty(wrapper, 'length', { value: fn.length })
+  return wrapper
+}
+
+// Replaces the methods (own, plain functions; not getters) of `target` with guarded ones.
+function guardMethods(target, prefix) {
+  for (const key of Object.getOwnPropertyNames(target)) {
+    if (key === 'constructor' || key === 'prototype' || key === 'length' || key === 'name') continue
+    const descriptor = Object.getOwnPropertyDescriptor(target, key)
+    // Skips getters, and a sloppy function's own `arguments`/`caller`.
+    if (typeof descriptor.value !== 'function' || !(descriptor.configurable || descriptor.writable)) continue
+    Object.defineProperty(target, key, { ...descriptor, value: guarded(descriptor.value, `${prefix}.${key}`) })
+  }
+}
+
+const isClass = (value) =>
+  typeof value === 'function' && value.prototype != null && Object.getOwnPropertyNames(value.prototype).length > 1
+
+// Classes exported under two names (aliases) are guarded once.
+const guardedClasses = new WeakSet()
+
+// A copy of the binding's exports whose functions, class methods and static methods are
+// guarded. Classes stay the same objects (their constructors check their own arguments), so
+// `instanceof` holds for instances made anywhere.
+function guardArguments(binding) {
+  const api = {}
+  for (const [name, value] of Object.entries(binding)) {
+    if (isClass(value)) {
+      if (!guardedClasses.has(value)) {
+        guardedClasses.add(value)
+        guardMethods(value.prototype, value.name)
+        guardMethods(value, value.name)
+      }
+      api[name] = value
+    } else if (typeof value === 'function') {
+      api[name] = guarded(value, name)
+    } else {
+      api[name] = value
+    }
+  }
+  return api
+}
+
+// For the JS functions of lib/: an argument error raised by a native function they call is
+// reported under the public function's name.
+function asPublic(name, fn) {
+  const rename = (e) => {
+    if (e?.code === 'INVALID_ARGUMENT' && e.cause !== undefined && typeof e.message === 'string') {
+      e.message = e.message.replace(/^[\w.]+: /, `${name}: `)
+    }
+    return e
+  }
+  const wrapper = function (...args) {
+    let result
+    try {
+      result = fn.apply(this, args)
+    } catch (e) {
+      throw rename(e)
+    }
+    if (result instanceof Promise) {
+      return result.catch((e) => {
+        throw rename(e)
+      })
+    }
+    return result
+  }
+  Object.defineProperty(wrapper, 'name', { value: name })
+  Object.defineProperty(wrapper, 'length', { value: fn.length })
+  return wrapper
+}
+
+module.exports = { guardArguments, asPublic, ASYNC }
