@@ -9,7 +9,8 @@ use sft_dataset::masking::{
     chatml_assistant_spans, spans_from, spans_from_flags, trained_count, ChatMlMarkers,
     IGNORE_INDEX,
 };
-use sft_dataset::row::TokenizedRow;
+use sft_dataset::packed_rows::PackedRows;
+use sft_dataset::row::{RowStats, RowView, TokenizedRow};
 
 const IM_START: u32 = 1;
 const IM_END: u32 = 2;
@@ -82,13 +83,12 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 assert!(spans.is_empty());
             }
         }
-        rows.push(TokenizedRow {
-            ids: ids.into(),
-            spans: spans.into(),
-            warning: None,
-            stats: Default::default(),
-            distill: None,
-        });
+        rows.push(TokenizedRow::new(
+            ids.into(),
+            spans.into(),
+            None,
+            RowStats::default(),
+        ));
     }
     let max_seq_len = u.int_in_range(1..=128)?;
     let pad = token(u)?;
@@ -97,8 +97,18 @@ fn run(u: &mut Unstructured) -> Result<()> {
     } else {
         Truncation::KeepStart
     };
-    let refs: Vec<&TokenizedRow> = rows.iter().collect();
-    let batch = collate(&refs, max_seq_len, pad, mode);
+    let views: Vec<RowView> = rows.iter().map(TokenizedRow::view).collect();
+    let batch = collate(&views, max_seq_len, pad, mode);
+    // The same rows packed, in blocks of a random split, collate to the same batch.
+    let mut packed = PackedRows::default();
+    let split = u.int_in_range(0..=rows.len())?;
+    packed.push_rows(rows[..split].iter().cloned().map(Ok).collect());
+    packed.push_rows(rows[split..].iter().cloned().map(Ok).collect());
+    let unpacked: Vec<RowView> = (0..rows.len())
+        .map(|i| packed.get(i).expect("packed rows are all built"))
+        .collect();
+    let again = collate(&unpacked, max_seq_len, pad, mode);
+    assert_eq!((&again.input_ids, &again.labels), (&batch.input_ids, &batch.labels));
     let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     assert_eq!(batch.rows, rows.len());
     assert_eq!(batch.seq_len, longest.min(max_seq_len));
