@@ -6,8 +6,7 @@
 
 use std::ops::Range;
 
-use crate::error::SftError;
-use crate::error::SftResult;
+use crate::error::{SftError, SftResult};
 use crate::row::{RowExtra, RowView, TokenizedRow};
 
 /// Offsets inside a block are `u32`: a block closes before its ids would overflow them.
@@ -137,20 +136,6 @@ impl PackedRows {
         let b = self.blocks.partition_point(|b| b.first <= index) - 1;
         let block = &self.blocks[b];
         block.get(index - block.first)
-    }
-
-    /// Bytes held by the packed rows, for the large-file check.
-    pub fn heap_bytes(&self) -> usize {
-        self.blocks
-            .iter()
-            .map(|b| {
-                b.ids.len() * 4
-                    + (b.id_ends.len() + b.span_ends.len()) * 4
-                    + b.spans.len() * 8
-                    + b.extras.len() * std::mem::size_of::<(u32, RowExtra)>()
-                    + b.failures.len() * std::mem::size_of::<(u32, SftError)>()
-            })
-            .sum()
     }
 }
 
