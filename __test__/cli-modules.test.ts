@@ -5,7 +5,7 @@ import { parseCommandLine, UsageError } from '../bin/cli/args.js'
 import { fallbackText } from '../bin/cli/pieces.js'
 import { renderExample } from '../bin/cli/render-text.js'
 import { escapeHtml, renderHtml } from '../bin/cli/render-html.js'
-import { computeStats, histogram, paddingWaste, quantile, summarizeExample, warningKind } from '../bin/cli/stats.js'
+import { computeStats, formatStats, histogram, paddingWaste, quantile, summarizeExample, warningKind } from '../bin/cli/stats.js'
 
 describe('parseCommandLine', () => {
   it('fills every default', () => {
@@ -88,7 +88,14 @@ describe('stats', () => {
         { length: 3, kept: 3, trained: 0, eosPresent: 1, eosTrained: 0, warning: null },
         { length: 5, kept: 4, trained: 2, eosPresent: 1, eosTrained: 0, warning: '[SFT Dataset] Prompt tokens differ from prefix' },
       ],
-      { format: 'conversation', maxSeqLength: 4, batchSize: 2, order: Uint32Array.from([0, 1]), eos: { id: 9, token: '<e>' } },
+      {
+        format: 'conversation',
+        maxSeqLength: 4,
+        batchSize: 2,
+        order: Uint32Array.from([0, 1]),
+        eos: { id: 9, token: '<e>' },
+        totals: { prefixMismatches: 1, contentMismatchExamples: 2, straddlingTokens: 3, multipleBos: 0 },
+      },
     )
     expect(s.noTrainedToken).toBe(1)
     expect(s.noTrainedTokenIndices).toEqual([0])
@@ -97,6 +104,10 @@ describe('stats', () => {
     expect(s.warnings).toEqual({ 'prefix-mismatch': 1, other: 0 })
     expect(s.endOfTurn).toEqual({ id: 9, token: '<e>', trained: false, examplesTrained: 0, trainedCount: 0, presentCount: 2 })
     expect(s.padding.padTokens).toBe(1)
+    expect(s.checks).toEqual({ prefixMismatches: 1, contentMismatchExamples: 2, straddlingTokens: 3, multipleBos: 0 })
+    expect(formatStats(s).split('\n').at(-1)).toBe(
+      'masking checks      prefix mismatches 1 · content not found in 2 examples · straddling tokens 3 · repeated BOS in 0 examples',
+    )
   })
 })
 

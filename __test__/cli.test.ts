@@ -150,6 +150,10 @@ describe('stats', () => {
     expect(rows.map((r, i) => (r.warning === undefined ? -1 : i)).filter((i) => i >= 0)).toEqual([4])
     expect(s.warnings).toEqual({ 'prefix-mismatch': 1, other: 0 })
     expect(s.truncated.examples).toBe(0)
+    // The library's report agrees: one prefix mismatch, nothing else unverified.
+    const { totals } = await ds.report()
+    expect(totals.prefixMismatches).toBe(1)
+    expect(s.checks).toEqual({ prefixMismatches: 1, contentMismatchExamples: 0, straddlingTokens: 0, multipleBos: 0 })
   })
 
   it('--limit reads only the first records', () => {
@@ -165,6 +169,9 @@ describe('stats', () => {
     expect(r.stdout).toContain('\nexamples            22\n')
     expect(r.stdout).toContain('\ntruncated           1 of 22 (4.5%) at max-seq-length 256\n')
     expect(r.stdout).toMatch(/\nend-of-turn trained yes: <\|im_end\|> \(id 151645\) trained in 22 of 22 examples\n/)
+    expect(r.stdout).toContain(
+      '\nmasking checks      prefix mismatches 0 · content not found in 0 examples · straddling tokens 0 · repeated BOS in 0 examples\n',
+    )
   })
 })
 

@@ -148,6 +148,8 @@ async function stats(abs, tokenizer, choice, o, out) {
     bar.update(end)
   }
   bar.done()
+  // The library's own masking checks (its rows are built already, so this only reads them).
+  const { totals } = await ds.report()
   ds.shuffleForEpoch(0)
   const result = computeStats(summaries, {
     format: formatOfFirstRecord(abs),
@@ -155,6 +157,7 @@ async function stats(abs, tokenizer, choice, o, out) {
     batchSize: o.batchSize,
     order: ds.order(),
     eos: { id: eosId, token: tokenizer.idToToken(eosId) },
+    totals,
   })
   if (o.json) {
     out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: datasetConfig(o), ...result }) + '\n')

@@ -68,7 +68,7 @@ function paddingWaste(keptLengths, order, batchSize) {
   return { batchSize, batches, realTokens: real, paddedTokens: padded, padTokens: padded - real, share: padded === 0 ? 0 : (padded - real) / padded }
 }
 
-function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos }) {
+function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, totals }) {
   const lengths = summaries.map((s) => s.length).sort((a, b) => a - b)
   const kept = summaries.reduce((a, s) => a + s.kept, 0)
   const trained = summaries.reduce((a, s) => a + s.trained, 0)
@@ -107,6 +107,13 @@ function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos }
       order,
       batchSize,
     ),
+    // From SFTDataset.report(): what the masking could not verify.
+    checks: {
+      prefixMismatches: totals.prefixMismatches,
+      contentMismatchExamples: totals.contentMismatchExamples,
+      straddlingTokens: totals.straddlingTokens,
+      multipleBos: totals.multipleBos,
+    },
   }
 }
 
@@ -130,6 +137,7 @@ function formatStats(stats) {
     ? `yes: ${eot.token} (id ${eot.id}) trained in ${eot.examplesTrained} of ${stats.examples} examples`
     : `NO: ${eot.token} (id ${eot.id}) never carries loss, so the model never learns to stop`
   const p = stats.padding
+  const c = stats.checks
   return [
     `examples            ${stats.examples}`,
     `format              ${stats.format}`,
@@ -141,6 +149,7 @@ function formatStats(stats) {
     `warnings            prefix-mismatch ${stats.warnings['prefix-mismatch']} · other ${stats.warnings.other}`,
     `end-of-turn trained ${eotLine}`,
     `padding waste       ${pct(p.share)} at batch size ${p.batchSize}: ${p.padTokens} pad tokens of ${p.paddedTokens} in ${p.batches} batch${p.batches === 1 ? '' : 'es'} (epoch-0 order)`,
+    `masking checks      prefix mismatches ${c.prefixMismatches} · content not found in ${c.contentMismatchExamples} example${c.contentMismatchExamples === 1 ? '' : 's'} · straddling tokens ${c.straddlingTokens} · repeated BOS in ${c.multipleBos} example${c.multipleBos === 1 ? '' : 's'}`,
   ].join('\n')
 }
 
