@@ -305,7 +305,7 @@ describe('JSONL files', () => {
       const { inputIds } = await ds.tokenizeExample(i)
       expect(Array.from(inputIds), `example ${i}`).toEqual(await idsOf(conv(String(i % 10), 'y')))
     }
-    // Each row is ~12 tokens: ~50 bytes of ids plus ~12 bytes of packed record; the file is ~80
+    // Each row is ~12 tokens: ~50 bytes of ids plus ~16 bytes of packed record; the file is ~80
     // bytes a line. Growth must stay well below holding the file and its parsed JSON at once.
     const grownPerExample = (peak - before) / many
     console.log(`${many} tiny examples: ${grownPerExample.toFixed(0)} bytes of RSS growth each`)
