@@ -38,16 +38,28 @@ const ASYNC = new Set([
   'validateSFTFile',
 ])
 
+/** A `TypeError` with this library's code for bad arguments. */
+function invalidArgument(message, cause) {
+  const error = new TypeError(message)
+  error.code = 'INVALID_ARGUMENT'
+  if (cause !== undefined) error.cause = cause
+  return error
+}
+
 function argumentError(where, error) {
   const expected = EXPECTED.get(error?.code)
-  let message
-  if (expected !== undefined) message = `${where}: an argument has the wrong type, expected ${expected}: ${error.message}`
-  else if (error?.code === 'InvalidArg') message = `${where}: an argument is not valid: ${error.message}`
-  else return error
-  const wrapped = new TypeError(message)
-  wrapped.code = 'INVALID_ARGUMENT'
-  wrapped.cause = error
-  return wrapped
+  if (expected !== undefined) {
+    return invalidArgument(`${where}: an argument has the wrong type, expected ${expected}: ${error.message}`, error)
+  }
+  if (error?.code === 'InvalidArg') return invalidArgument(`${where}: an argument is not valid: ${error.message}`, error)
+  return error
+}
+
+// Gives a wrapper the name and arity of the function it wraps.
+function named(wrapper, name, length) {
+  Object.defineProperty(wrapper, 'name', { value: name })
+  Object.defineProperty(wrapper, 'length', { value: length })
+  return wrapper
 }
 
 function guarded(fn, where) {
@@ -62,9 +74,7 @@ function guarded(fn, where) {
     }
   }
   // Native static methods have no name of their own.
-  Object.defineProperty(wrapper, 'name', { value: fn.name || where.split('.').pop() })
-  Object.defineProperty(wrapper, 'length', { value: fn.length })
-  return wrapper
+  return named(wrapper, fn.name || where.split('.').pop(), fn.length)
 }
 
 // Replaces the methods (own, plain functions; not getters) of `target` with guarded ones.
@@ -129,9 +139,7 @@ function asPublic(name, fn) {
     }
     return result
   }
-  Object.defineProperty(wrapper, 'name', { value: name })
-  Object.defineProperty(wrapper, 'length', { value: fn.length })
-  return wrapper
+  return named(wrapper, name, fn.length)
 }
 
-module.exports = { guardArguments, asPublic, ASYNC }
+module.exports = { guardArguments, asPublic, invalidArgument, ASYNC }

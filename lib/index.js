@@ -5,7 +5,7 @@
 
 const path = require('node:path')
 const native = require('./native.js')
-const { asPublic } = require('./arguments.js')
+const { asPublic, invalidArgument } = require('./arguments.js')
 const distill = require('./distill.js')
 
 const { SFTDataset, Tokenizer } = native
@@ -37,9 +37,7 @@ function resolveAndValidatePath(userPath, allowedRoot, options) {
 
 async function loadSFTDataset(filePath, tokenizer, config) {
   if (typeof filePath !== 'string') {
-    const e = new TypeError(`loadSFTDataset: path must be a string, got ${filePath === null ? 'null' : typeof filePath}`)
-    e.code = 'INVALID_ARGUMENT'
-    throw e
+    throw invalidArgument(`loadSFTDataset: path must be a string, got ${filePath === null ? 'null' : typeof filePath}`)
   }
   const root = getAllowedRoot(config)
   const absolute = resolveAndValidatePath(filePath, root, config)

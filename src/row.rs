@@ -75,7 +75,7 @@ impl TokenizedRow {
     }
 
     pub fn stats(&self) -> &RowStats {
-        self.extra.as_ref().map_or(&NO_STATS, |e| &e.stats)
+        self.view().stats()
     }
 }
 
