@@ -23,10 +23,6 @@ pub const MISSING_LOGPROB: f32 = f32::NEG_INFINITY;
 /// What the reference's warning says when a reply describes other tokens than the sequence.
 pub const MISALIGNED: &str = "Student distillation request did not align to the original token sequence. Override-driven prompt/messages are only supported when they reproduce the exact same prompt tokens.";
 
-fn invalid_argument(message: String) -> SftError {
-    SftError::new(ErrorCode::InvalidArgument, message)
-}
-
 fn invalid_distillation(message: String) -> SftError {
     SftError::new(ErrorCode::InvalidDistillation, message)
 }
@@ -50,7 +46,7 @@ pub fn pack(
     top_k: f64,
 ) -> SftResult<Packed> {
     if !(top_k.is_finite() && top_k >= 0.0 && top_k.fract() == 0.0 && top_k < 65536.0) {
-        return Err(invalid_argument(format!(
+        return Err(SftError::invalid_argument(format!(
             "topK must be an integer >= 0, got {top_k}"
         )));
     }
@@ -134,7 +130,7 @@ impl DistillConfig {
                 v as i64
             }
             Some(v) => {
-                return Err(invalid_argument(format!(
+                return Err(SftError::invalid_argument(format!(
                     "studentTopK must be an integer >= -1, got {v}"
                 )))
             }
@@ -174,13 +170,15 @@ fn object_or_empty<'a>(v: &'a Json, what: &str) -> SftResult<Option<&'a Map<Stri
     match v {
         Json::Object(o) => Ok(Some(o)),
         _ if !truthy(v) => Ok(None),
-        _ => Err(invalid_argument(format!("{what} must be an object"))),
+        _ => Err(SftError::invalid_argument(format!(
+            "{what} must be an object"
+        ))),
     }
 }
 
 /// `int(value)` as Python evaluates it for the values JSON can hold.
 fn python_int(v: &Json) -> SftResult<i64> {
-    let bad = || invalid_argument(format!("student_top_k must be an integer, got {v}"));
+    let bad = || SftError::invalid_argument(format!("student_top_k must be an integer, got {v}"));
     match v {
         Json::Bool(b) => Ok(i64::from(*b)),
         Json::Number(n) => match n.as_i64() {
@@ -242,7 +240,7 @@ pub fn plan_requests(
         return Ok(Plan::Drop);
     }
     let Json::Array(seqs) = tokens else {
-        return Err(invalid_argument(
+        return Err(SftError::invalid_argument(
             "group.tokens must be an array of token sequences".to_string(),
         ));
     };
@@ -264,7 +262,7 @@ pub fn plan_requests(
         Json::Array(list) => list.as_slice(),
         v if !truthy(v) => &[],
         _ => {
-            return Err(invalid_argument(
+            return Err(SftError::invalid_argument(
                 "group.overrides must be an array".to_string(),
             ))
         }

@@ -71,6 +71,11 @@ impl SftError {
         }
     }
 
+    /// A bad argument: a value outside its domain or of the wrong kind.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        SftError::new(ErrorCode::InvalidArgument, message)
+    }
+
     /// Prefixes the message with where the error happened, keeping the code.
     pub fn context(self, prefix: impl fmt::Display) -> Self {
         SftError {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::error::{run_sync, JsResult as Result};
 use super::task::Job;
 use super::tokenizer::JsTokenizer;
-use crate::error::{ErrorCode, SftError, SftResult};
+use crate::error::{js_number, SftError, SftResult};
 use crate::grpo::{self, ConversationOptions, TemplateTokenizer, TokenizationResult};
 use crate::message::{normalize_messages, prepare_chat};
 use crate::tokenizer::ChatTokenizer;
@@ -74,13 +74,11 @@ pub struct TrainerTokenization {
 /// `Int32Array`, `Uint32Array` or `number[]`.
 pub type IdsInput = Either3<Int32Array, Uint32Array, Vec<f64>>;
 
-fn invalid(message: String) -> SftError {
-    SftError::new(ErrorCode::InvalidArgument, message)
-}
-
 /// Token ids: integers in `[0, 2^31)`, so that labels fit an `Int32Array`.
 fn token_ids(input: &IdsInput, name: &str) -> SftResult<Vec<u32>> {
-    let bad = |i: usize, v: String| invalid(format!("{name}[{i}] = {v} is not a token id"));
+    let bad = |i: usize, v: String| {
+        SftError::invalid_argument(format!("{name}[{i}] = {v} is not a token id"))
+    };
     match input {
         Either3::A(a) => a
             .iter()
@@ -105,7 +103,7 @@ fn token_ids(input: &IdsInput, name: &str) -> SftResult<Vec<u32>> {
                 if v.fract() == 0.0 && (0.0..=i32::MAX as f64).contains(&v) {
                     Ok(v as u32)
                 } else {
-                    Err(bad(i, v.to_string()))
+                    Err(bad(i, js_number(v)))
                 }
             })
             .collect(),
@@ -114,7 +112,9 @@ fn token_ids(input: &IdsInput, name: &str) -> SftResult<Vec<u32>> {
 
 /// Masks: any 32-bit signed integer (-100, token ids, legacy 0/1 flags, ...).
 fn mask_values(input: &IdsInput, name: &str) -> SftResult<Vec<i32>> {
-    let bad = |i: usize, v: String| invalid(format!("{name}[{i}] = {v} is not a 32-bit integer"));
+    let bad = |i: usize, v: String| {
+        SftError::invalid_argument(format!("{name}[{i}] = {v} is not a 32-bit integer"))
+    };
     match input {
         Either3::A(a) => Ok(a.to_vec()),
         Either3::B(a) => a
@@ -129,23 +129,11 @@ fn mask_values(input: &IdsInput, name: &str) -> SftResult<Vec<i32>> {
                 if v.fract() == 0.0 && (i32::MIN as f64..=i32::MAX as f64).contains(&v) {
                     Ok(v as i32)
                 } else {
-                    Err(bad(i, v.to_string()))
+                    Err(bad(i, js_number(v)))
                 }
             })
             .collect(),
     }
-}
-
-/// Messages and tools in template shape.
-/// Checked messages and tools, as `message::prepare_chat` returns them.
-struct Prepared {
-    messages: Vec<Value>,
-    tools: Option<Value>,
-}
-
-fn prepare(messages: Vec<Value>, tools: Option<Vec<Value>>) -> SftResult<Prepared> {
-    let (messages, tools) = prepare_chat(messages, tools)?;
-    Ok(Prepared { messages, tools })
 }
 
 fn template<'a>(
@@ -179,11 +167,11 @@ fn for_trainer(
     messages: Vec<Value>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
-    let p = prepare(messages, options.tools)?;
-    let tok = template(tokenizer, &p.tools, options.enable_thinking);
+    let (messages, tools) = prepare_chat(messages, options.tools)?;
+    let tok = template(tokenizer, &tools, options.enable_thinking);
     grpo::tokenize_for_trainer(
         &tok,
-        &p.messages,
+        &messages,
         options.add_generation_prompt.unwrap_or(false),
     )
 }
@@ -193,12 +181,12 @@ fn conversation_for_trainer(
     messages: Vec<Value>,
     options: ConversationTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
-    let p = prepare(messages, options.tools)?;
-    let tok = template(tokenizer, &p.tools, options.enable_thinking);
+    let (messages, tools) = prepare_chat(messages, options.tools)?;
+    let tok = template(tokenizer, &tools, options.enable_thinking);
     let conversation = ConversationOptions {
         mask_assistant_headers: options.mask_assistant_headers.unwrap_or(false),
     };
-    grpo::tokenize_conversation_for_trainer(&tok, &p.messages, conversation)
+    grpo::tokenize_conversation_for_trainer(&tok, &messages, conversation)
 }
 
 fn batch_for_trainer(
@@ -207,10 +195,7 @@ fn batch_for_trainer(
     options: TrainerTokenizeOptions,
 ) -> SftResult<Vec<TokenizationResult>> {
     let add_generation_prompt = options.add_generation_prompt.unwrap_or(false);
-    let tools = match options.tools {
-        Some(list) => prepare(Vec::new(), Some(list))?.tools,
-        None => None,
-    };
+    let (_, tools) = prepare_chat(Vec::new(), options.tools)?;
     conversations
         .into_par_iter()
         .enumerate()
@@ -364,10 +349,10 @@ pub fn fix_historical_masks(
         move || {
             let (tokens, masks) = inputs?;
             let o = options.unwrap_or_default();
-            let p = prepare(messages, o.tools)?;
-            let tok = template(&t, &p.tools, o.enable_thinking);
+            let (messages, tools) = prepare_chat(messages, o.tools)?;
+            let tok = template(&t, &tools, o.enable_thinking);
             let strict = o.strict_legacy_detection.unwrap_or(false);
-            grpo::fix_historical_masks(&tok, &tokens, &masks, &p.messages, strict)
+            grpo::fix_historical_masks(&tok, &tokens, &masks, &messages, strict)
         },
         |_, masks| Ok(Int32Array::new(masks)),
     ))
