@@ -68,6 +68,8 @@ export declare class SFTDataset {
    * special token ids, and renders nothing yet: rows are built on first use, on all cores.
    */
   constructor(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null)
+  /** *(addition)* The format every example shares, as detected from the first one. */
+  get format(): 'prompt-completion' | 'conversation'
   /** Number of examples. */
   get length(): number
   /**

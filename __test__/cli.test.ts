@@ -1,7 +1,7 @@
 // The `sft-dataset` command, run as a child process exactly as a user runs it. Expected figures
 // are computed here straight from the library, not from the CLI's own modules.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -154,6 +154,25 @@ describe('stats', () => {
     const { totals } = await ds.report()
     expect(totals.prefixMismatches).toBe(1)
     expect(s.checks).toEqual({ prefixMismatches: 1, contentMismatchExamples: 0, straddlingTokens: 0, multipleBos: 0 })
+  })
+
+  it('reports the format the library detected, also for a file with a BOM or both shapes', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sft-cli-format-'))
+    try {
+      const both = join(dir, 'both.jsonl')
+      const record = {
+        prompt: [{ role: 'user', content: 'q' }],
+        completion: { role: 'assistant', content: 'a' },
+        messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }],
+      }
+      writeFileSync(both, `\uFEFF${JSON.stringify(record)}\n`)
+      expect(json('stats', both).format).toBe('prompt-completion')
+      const bom = join(dir, 'bom.jsonl')
+      writeFileSync(bom, `\uFEFF${readFileSync(sample, 'utf8')}`)
+      expect(json('stats', bom).format).toBe('conversation')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('--limit reads only the first records', () => {

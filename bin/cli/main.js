@@ -84,24 +84,6 @@ async function loadDataset(abs, tokenizer, o, progress) {
   return ds
 }
 
-/** The format of a loaded file: every record shares the first one's. */
-function formatOfFirstRecord(abs) {
-  const fd = fs.openSync(abs, 'r')
-  try {
-    const chunk = Buffer.alloc(1 << 16)
-    let text = ''
-    let read
-    while ((read = fs.readSync(fd, chunk)) > 0) {
-      text += chunk.toString('utf8', 0, read)
-      const line = text.split('\n').find((l, k, all) => l.trim() !== '' && k < all.length - 1)
-      if (line !== undefined) return 'messages' in JSON.parse(line) ? 'conversation' : 'prompt-completion'
-    }
-    return 'messages' in JSON.parse(text) ? 'conversation' : 'prompt-completion'
-  } finally {
-    fs.closeSync(fd)
-  }
-}
-
 async function preview(abs, tokenizer, choice, o, out) {
   const progress = progressBar('preview', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
   const ds = await loadDataset(abs, tokenizer, o, progress)
@@ -152,7 +134,7 @@ async function stats(abs, tokenizer, choice, o, out) {
   const { totals } = await ds.report()
   ds.shuffleForEpoch(0)
   const result = computeStats(summaries, {
-    format: formatOfFirstRecord(abs),
+    format: ds.format,
     maxSeqLength: o.maxSeqLength,
     batchSize: o.batchSize,
     order: ds.order(),
@@ -220,4 +202,4 @@ async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
   }
 }
 
-module.exports = { main, chooseTokenizer, defaultTokenizerPath }
+module.exports = { main }

@@ -2,7 +2,7 @@
 // The preview as one self-contained HTML page: inline CSS, no scripts or network resources.
 // Every token is a span carrying its id and label (data attributes and a hover title).
 
-const { IGNORE } = require('./view')
+const { IGNORE, kindOf } = require('./view')
 const { percent } = require('./render-text')
 
 function escapeHtml(text) {
@@ -30,11 +30,6 @@ section.example h2 { font-size: 1.05em; margin: 0 0 .3em; }
 .pad { background: #f4f4f4; color: #bbb; font-style: italic; }
 .cut { color: #d00; font-weight: 700; }
 `
-
-function kindOf(token) {
-  if (token.state === 'dropped') return 'dropped'
-  return token.label === IGNORE ? 'masked' : 'trained'
-}
 
 function tokenSpan(token) {
   const classes = ['tok', kindOf(token)]

@@ -1,7 +1,7 @@
 'use strict'
 // Terminal rendering of preview views: ANSI colours on a TTY, plain markers otherwise.
 
-const { IGNORE } = require('./view')
+const { kindOf } = require('./view')
 
 const ESC = '\x1b['
 const RESET = `${ESC}0m`
@@ -73,11 +73,6 @@ function summaryLine(view) {
   ].join(' · ')
 }
 
-function kindOf(token) {
-  if (token.state === 'dropped') return 'dropped'
-  return token.label === IGNORE ? 'masked' : 'trained'
-}
-
 function plainBody(view) {
   let out = ''
   let current = null
@@ -131,4 +126,4 @@ function renderExample(view, { color }) {
   return lines.join('\n')
 }
 
-module.exports = { renderExample, legend, summaryLine, percent, visible }
+module.exports = { renderExample, legend, percent }

@@ -82,4 +82,10 @@ async function buildViews(ds, tokenizer, indices, { maxSeqLength, batchSize }) {
   return views
 }
 
-module.exports = { buildViews, exampleView, withoutConsoleWarn, IGNORE }
+/** How a token is shown: cut by truncation, or in the batch with or without loss. */
+function kindOf(token) {
+  if (token.state === 'dropped') return 'dropped'
+  return token.label === IGNORE ? 'masked' : 'trained'
+}
+
+module.exports = { buildViews, kindOf, IGNORE }

@@ -20,7 +20,7 @@ use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::report::DatasetReport;
-use crate::row::{DropReason, TokenizedRow};
+use crate::row::DropReason;
 
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
@@ -140,10 +140,6 @@ pub struct SftBatch {
     pub distill_shape: Option<Vec<u32>>,
 }
 
-fn invalid_arg(message: String) -> SftError {
-    SftError::new(ErrorCode::InvalidArgument, message)
-}
-
 /// The dataset settings both config objects share.
 struct Fields {
     max_seq_length: Option<f64>,
@@ -167,7 +163,7 @@ fn choice<T: Copy>(
     let Some(value) = value else { return Ok(None) };
     match allowed.iter().find(|(n, _)| *n == value) {
         Some((_, v)) => Ok(Some(*v)),
-        None => Err(invalid_arg(format!(
+        None => Err(SftError::invalid_argument(format!(
             "{name} must be one of {}, got '{value}'",
             allowed
                 .iter()
@@ -186,7 +182,7 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
             v as usize
         }
         Some(v) => {
-            return Err(invalid_arg(format!(
+            return Err(SftError::invalid_argument(format!(
                 "maxSeqLength must be a positive integer, got {}",
                 js_number(v)
             )))
@@ -196,7 +192,7 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         None => defaults.seed,
         Some(v) if v.is_finite() => v,
         Some(v) => {
-            return Err(invalid_arg(format!(
+            return Err(SftError::invalid_argument(format!(
                 "seed must be a finite number, got {}",
                 js_number(v)
             )))
@@ -207,7 +203,7 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         Some(Either::A(b)) => b,
         Some(Either::B(s)) if s == "auto" => true,
         Some(Either::B(s)) => {
-            return Err(invalid_arg(format!(
+            return Err(SftError::invalid_argument(format!(
                 "completionOnly must be true, false or 'auto', got '{s}'"
             )))
         }
@@ -282,11 +278,18 @@ fn batch_size(value: f64) -> SftResult<usize> {
     if value.is_finite() && value >= 1.0 && value.fract() == 0.0 {
         Ok(value as usize)
     } else {
-        Err(invalid_arg(format!(
+        Err(SftError::invalid_argument(format!(
             "batchSize must be a positive integer, got {}",
             js_number(value)
         )))
     }
+}
+
+/// `TokenizedExample`'s contents, made off the JS thread.
+pub struct ExampleArrays {
+    input_ids: Vec<i32>,
+    labels: Vec<i32>,
+    warning: Option<String>,
 }
 
 /// One example as the trainer sees it before truncation and padding.
@@ -493,6 +496,12 @@ impl JsSftDataset {
         })
     }
 
+    /// *(addition)* The format every example shares, as detected from the first one.
+    #[napi(getter, ts_return_type = "'prompt-completion' | 'conversation'")]
+    pub fn format(&self) -> &'static str {
+        self.inner.format().name()
+    }
+
     /// Number of examples.
     #[napi(getter)]
     pub fn length(&self) -> u32 {
@@ -505,7 +514,7 @@ impl JsSftDataset {
     pub fn shuffle_for_epoch(&self, epoch: f64) -> Result<()> {
         run_sync(|| {
             if !epoch.is_finite() {
-                return Err(invalid_arg(format!(
+                return Err(SftError::invalid_argument(format!(
                     "epoch must be a finite number, got {}",
                     js_number(epoch)
                 )));
@@ -537,7 +546,7 @@ impl JsSftDataset {
     /// labels, and the prefix-mismatch warning if it has one. Distillation targets for an
     /// example are fetched for exactly this sequence.
     #[napi(ts_return_type = "Promise<TokenizedExample>")]
-    pub fn tokenize_example(&self, index: f64) -> AsyncTask<Job<TokenizedRow, TokenizedExample>> {
+    pub fn tokenize_example(&self, index: f64) -> AsyncTask<Job<ExampleArrays, TokenizedExample>> {
         let dataset = self.inner.clone();
         AsyncTask::new(Job::new(
             move || {
@@ -547,23 +556,25 @@ impl JsSftDataset {
                     && index.fract() == 0.0
                     && (index as usize) < count)
                 {
-                    return Err(invalid_arg(format!(
+                    return Err(SftError::invalid_argument(format!(
                         "tokenizeExample: index {} is not an integer in [0, {count})",
                         js_number(index)
                     )));
                 }
-                dataset
-                    .row(index as usize)
-                    .map(|row| row.to_row())
-                    .map_err(Clone::clone)
-            },
-            |_, row| {
+                let row = dataset.row(index as usize).map_err(Clone::clone)?;
                 let mut labels = vec![0; row.ids.len()];
-                write_labels(&row.ids, &row.spans, 0..row.ids.len(), &mut labels);
+                write_labels(row.ids, row.spans, 0..row.ids.len(), &mut labels);
+                Ok(ExampleArrays {
+                    input_ids: row.ids.iter().map(|&i| i as i32).collect(),
+                    labels,
+                    warning: row.warning().map(String::from),
+                })
+            },
+            |_, arrays| {
                 Ok(TokenizedExample {
-                    input_ids: Int32Array::new(row.ids.iter().map(|&i| i as i32).collect()),
-                    labels: Int32Array::new(labels),
-                    warning: row.extra.and_then(|e| e.warning).map(String::from),
+                    input_ids: Int32Array::new(arrays.input_ids),
+                    labels: Int32Array::new(arrays.labels),
+                    warning: arrays.warning,
                 })
             },
         ))
