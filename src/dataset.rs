@@ -227,7 +227,9 @@ impl Dataset {
             }
         }
         let rows = RowCache::lazy(examples.len());
-        let mut dataset = Self::assemble(tokenizer, config, format, masking, examples, rows);
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let mut dataset =
+            Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
         if dataset.config.may_drop() {
             (0..dataset.rows.len()).into_par_iter().for_each(|i| {
                 let _ = dataset.row(i);
@@ -270,6 +272,7 @@ impl Dataset {
             config,
             loaded.format,
             masking,
+            turn_end,
             Vec::new(),
             RowCache::Packed(loaded.rows),
         );
@@ -282,11 +285,11 @@ impl Dataset {
         config: DatasetConfig,
         format: Format,
         masking: Masking,
+        turn_end: Option<TurnEnd>,
         examples: Vec<Json>,
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
-        let turn_end = turn_end_of(&tokenizer, &config);
         Dataset {
             tokenizer,
             config,
@@ -330,7 +333,7 @@ impl Dataset {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
     }
 
     pub fn format(&self) -> Format {

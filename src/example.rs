@@ -22,7 +22,8 @@ impl Format {
     }
 }
 
-/// An example ready to render.
+/// An example ready to render. `distill` holds its distillation targets (`{tokenIds,
+/// logprobs}`), aligned with the full token sequence, if it carries any.
 #[derive(Debug, Clone)]
 pub enum SftExample {
     PromptCompletion {
@@ -37,15 +38,6 @@ pub enum SftExample {
 }
 
 impl SftExample {
-    /// Distillation targets (`distill: {tokenIds, logprobs}`) aligned with the full token
-    /// sequence of the example, if it carries any.
-    pub fn distill(&self) -> Option<&Json> {
-        match self {
-            SftExample::PromptCompletion { distill, .. }
-            | SftExample::Conversation { distill, .. } => distill.as_ref(),
-        }
-    }
-
     pub fn format(&self) -> Format {
         match self {
             SftExample::PromptCompletion { .. } => Format::PromptCompletion,

@@ -12,11 +12,6 @@ pub const IGNORE_INDEX: i32 = -100;
 /// Trained token ranges of one row, sorted and disjoint.
 pub type TrainedSpans = Vec<Range<u32>>;
 
-/// The length of the longest common prefix of two token sequences.
-pub fn common_prefix_len(a: &[u32], b: &[u32]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 /// The ids the reference's conversation scan keys on.
 #[derive(Debug, Clone)]
 pub struct ChatMlMarkers {
@@ -107,6 +102,17 @@ pub struct SpanPolicy {
     pub reasoning: Reasoning,
 }
 
+impl SpanPolicy {
+    /// Whether message `index` of `count`, of role `role`, carries loss.
+    pub fn trains(&self, index: usize, count: usize, role: &str) -> bool {
+        if self.only_last {
+            index + 1 == count
+        } else {
+            self.roles.iter().any(|r| r == role)
+        }
+    }
+}
+
 /// What happens to `<think>` blocks (inline or rendered from `reasoning_content`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reasoning {
@@ -121,12 +127,7 @@ pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Ve
     let last_assistant = layouts.iter().rposition(|l| l.role == "assistant");
     let mut ranges = Vec::new();
     for (i, layout) in layouts.iter().enumerate() {
-        let trained = if policy.only_last {
-            i + 1 == layouts.len()
-        } else {
-            policy.roles.contains(&layout.role)
-        };
-        if !trained {
+        if !policy.trains(i, layouts.len(), &layout.role) {
             continue;
         }
         let masked = layout
@@ -325,6 +326,5 @@ mod tests {
         write_labels(&ids, &spans_from(1, 5), 2..5, &mut out);
         assert_eq!(out, vec![12, 13, 14]);
         assert_eq!(trained_count(&spans_from(1, 5), 0..3), 2);
-        assert_eq!(common_prefix_len(&[1, 2, 3], &[1, 2, 4, 5]), 2);
     }
 }

@@ -1,5 +1,6 @@
 //! One example rendered, tokenized and masked: the row the dataset caches and every epoch reuses.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::Value as Json;
@@ -10,12 +11,12 @@ use crate::distill::{targets_for_row, RowDistill};
 use crate::error::SftResult;
 use crate::example::SftExample;
 use crate::masking::{
-    chatml_assistant_spans, common_prefix_len, spans_from, token_spans_from_bytes,
-    trained_byte_ranges, trained_count, ChatMlMarkers, SpanPolicy,
+    chatml_assistant_spans, spans_from, token_spans_from_bytes, trained_byte_ranges, trained_count,
+    ChatMlMarkers, SpanPolicy,
 };
 use crate::message::{normalize_message, normalize_messages};
 use crate::spans::{locate_messages, MessageLayout, TurnEnd};
-use crate::tokenizer::{ChatTokenizer, EncodedText};
+use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
 
 /// 4 bytes a token plus a small record: no labels are stored, only the trained ranges.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,27 +195,31 @@ pub fn build_row(
     settings: &RowSettings,
     example: SftExample,
 ) -> SftResult<TokenizedRow> {
-    let distill = example.distill().cloned();
-    let messages = match example {
+    let (messages, distill) = match example {
         SftExample::PromptCompletion {
             mut prompt,
             mut completion,
-            ..
+            distill,
         } => {
             normalize_messages(&mut prompt)?;
             normalize_message(prompt.len(), &mut completion)?;
             prompt.push(completion);
-            Messages {
+            let messages = Messages {
                 list: prompt,
                 completion: true,
-            }
+            };
+            (messages, distill)
         }
-        SftExample::Conversation { mut messages, .. } => {
+        SftExample::Conversation {
+            mut messages,
+            distill,
+        } => {
             normalize_messages(&mut messages)?;
-            Messages {
+            let messages = Messages {
                 list: messages,
                 completion: false,
-            }
+            };
+            (messages, distill)
         }
     };
     let mut row = masked_row(tokenizer, settings, &messages)?;
@@ -264,7 +269,7 @@ fn drop_oldest_turns(
             .rposition(|m| role(m) == Some("assistant"))
             .unwrap_or(0),
     };
-    let cuts: Vec<usize> = (first + 1..=last_trained.min(list.len().saturating_sub(1)))
+    let cuts: Vec<usize> = (first + 1..=last_trained)
         .filter(|&k| role(&list[k]) == Some("user"))
         .collect();
     let shortened = |cut: usize| -> SftResult<TokenizedRow> {
@@ -413,9 +418,14 @@ fn span_row(
         &encoded,
         settings.turn_end,
     );
-    let policy = SpanPolicy {
-        only_last: messages.completion,
-        ..policy.clone()
+    // The dataset's policy trains roles; a prompt-completion row trains its last message.
+    let policy = if messages.completion {
+        Cow::Owned(SpanPolicy {
+            only_last: true,
+            ..policy.clone()
+        })
+    } else {
+        Cow::Borrowed(policy)
     };
     let ranges = trained_byte_ranges(&layouts, &policy);
     let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges);
@@ -424,7 +434,7 @@ fn span_row(
         prefix_mismatches: layouts
             .iter()
             .enumerate()
-            .filter(|(i, l)| l.prefix_mismatch && is_trained(&policy, *i, l, layouts.len()))
+            .filter(|(i, l)| l.prefix_mismatch && policy.trains(*i, layouts.len(), &l.role))
             .count() as u32,
         content_mismatches,
         straddling,
@@ -438,14 +448,6 @@ fn span_row(
     ))
 }
 
-fn is_trained(policy: &SpanPolicy, index: usize, layout: &MessageLayout, count: usize) -> bool {
-    if policy.only_last {
-        index + 1 == count
-    } else {
-        policy.roles.contains(&layout.role)
-    }
-}
-
 /// Trained messages whose content is missing from the render, or whose tokens do not decode to
 /// text that contains it (as printed, or as the tokenizer's normalizer rewrites it).
 fn unverified_contents(
@@ -457,7 +459,7 @@ fn unverified_contents(
 ) -> SftResult<Vec<u32>> {
     let mut bad = Vec::new();
     for (i, layout) in layouts.iter().enumerate() {
-        if !is_trained(policy, i, layout, layouts.len()) {
+        if !policy.trains(i, layouts.len(), &layout.role) {
             continue;
         }
         if layout.content_missing {

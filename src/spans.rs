@@ -34,7 +34,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
-use crate::tokenizer::{ChatTokenizer, EncodedText};
+use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
@@ -94,8 +94,7 @@ fn char_floor(s: &str, mut i: usize) -> usize {
 }
 
 fn common_prefix(a: &str, b: &str) -> usize {
-    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    char_floor(a, n)
+    char_floor(a, common_prefix_len(a.as_bytes(), b.as_bytes()))
 }
 
 /// The start of the token that byte `at` falls in (`at` itself at the end of the text).
@@ -209,6 +208,8 @@ pub fn locate_messages(
     }
     let mut found = Vec::with_capacity(messages.len());
     let mut cursor = 0;
+    // `messages[..i]` at the start of each turn, so that a prefix is never copied again.
+    let mut earlier: Vec<Json> = Vec::with_capacity(messages.len() + 1);
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
         let (rendered, mismatch) = if assistant {
@@ -220,14 +221,15 @@ pub fn locate_messages(
                     (shared, shared < prompt.len())
                 })
         } else {
-            let mut prefix = messages[..i].to_vec();
-            prefix.push(with_empty_content(message));
+            earlier.push(with_empty_content(message));
             // A template that rejects empty content gives no header: search from the cursor.
             let shared = tokenizer
-                .render(&prefix, opts)
+                .render(&earlier, opts)
                 .map_or(cursor, |t| common_prefix(&t, full));
+            earlier.pop();
             (shared, false)
         };
+        earlier.push(message.clone());
         let start = token_floor(encoded, full.len(), rendered).max(cursor);
         let (forms, may_vanish) = content_forms(message);
         let limit = turn_end

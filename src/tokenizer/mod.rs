@@ -186,7 +186,7 @@ impl ChatTokenizer {
         let has_normalizer = hf.get_normalizer().is_some();
         let mut raw = Vec::new();
         let mut normalized = Vec::new();
-        let decoder = hf.get_added_tokens_decoder();
+        let decoder = hf.get_added_vocabulary().get_added_tokens_decoder();
         let added_only_ids = decoder
             .keys()
             .all(|&id| tokenizers::Model::id_to_token(hf.get_model(), id).is_none())
@@ -320,7 +320,10 @@ impl ChatTokenizer {
 
     /// Whether `id` is an added token (matched in the text before the model splits it).
     pub fn is_added_token(&self, id: u32) -> bool {
-        self.hf.get_added_tokens_decoder().contains_key(&id)
+        self.hf
+            .get_added_vocabulary()
+            .get_added_tokens_decoder()
+            .contains_key(&id)
     }
 
     fn named_id(&self, token: &Option<String>) -> Option<u32> {
@@ -386,14 +389,19 @@ impl ChatTokenizer {
         prompt_text: &str,
         full_text: &str,
     ) -> SftResult<(Vec<u32>, Vec<u32>)> {
-        let Some(reuse) = &self.tail_reuse else {
-            return Ok((
+        let both = || {
+            Ok((
                 self.encode(prompt_text, false)?,
                 self.encode(full_text, false)?,
-            ));
+            ))
         };
-        let cut = shared_added_token_end(reuse, prompt_text, full_text);
-        if let (Some(ids), Some((nth, end))) = (&reuse.added_only_ids, cut) {
+        let Some(reuse) = &self.tail_reuse else {
+            return both();
+        };
+        let Some((nth, end)) = shared_added_token_end(reuse, prompt_text, full_text) else {
+            return both();
+        };
+        if let Some(ids) = &reuse.added_only_ids {
             // One encoding of the full text; its head ends right after the `nth` added token.
             let full = self.encode(full_text, false)?;
             let head = full
@@ -408,12 +416,6 @@ impl ChatTokenizer {
                 return Ok((prompt, full));
             }
         }
-        let Some((_, end)) = cut else {
-            return Ok((
-                self.encode(prompt_text, false)?,
-                self.encode(full_text, false)?,
-            ));
-        };
         let head = self.encode(&full_text[..end], false)?;
         let mut full = head.clone();
         full.extend(self.encode(&full_text[end..], false)?);
@@ -432,7 +434,7 @@ fn shared_added_token_end(
     prompt_text: &str,
     full_text: &str,
 ) -> Option<(usize, usize)> {
-    let shared = common_prefix_bytes(prompt_text.as_bytes(), full_text.as_bytes());
+    let shared = common_prefix_len(prompt_text.as_bytes(), full_text.as_bytes());
     let in_prompt = reuse.matches(prompt_text);
     reuse
         .matches(full_text)
@@ -444,7 +446,8 @@ fn shared_added_token_end(
         .map(|(nth, (_, end))| (nth, end))
 }
 
-fn common_prefix_bytes(a: &[u8], b: &[u8]) -> usize {
+/// The length of the longest common prefix of two sequences (token ids, bytes).
+pub fn common_prefix_len<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
@@ -453,6 +456,12 @@ mod tests {
     use super::*;
     use crate::message::normalize_messages;
     use serde_json::json;
+
+    #[test]
+    fn common_prefix_of_ids_and_bytes() {
+        assert_eq!(common_prefix_len(&[1, 2, 3], &[1, 2, 4, 5]), 2);
+        assert_eq!(common_prefix_len(b"abc", b"abd"), 2);
+    }
 
     pub fn qwen3() -> Option<ChatTokenizer> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
