@@ -113,9 +113,15 @@ export declare class Tokenizer {
   encodeSync(text: string, addSpecialTokens?: boolean | undefined | null): Uint32Array
   /** Encodes every text on all cores. */
   encodeBatch(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array[]>
-  decode(tokenIds: Uint32Array, skipSpecialTokens?: boolean | undefined | null): Promise<string>
-  decodeSync(tokenIds: Uint32Array, skipSpecialTokens?: boolean | undefined | null): string
-  decodeBatch(tokenIdsBatch: Array<Uint32Array>, skipSpecialTokens?: boolean | undefined | null): Promise<string[]>
+  /**
+   * Text of token ids (`Int32Array`, `Uint32Array` or `number[]`); an id that is negative
+   * (such as a `-100` label) or not an integer is an `INVALID_ARGUMENT` naming its position.
+   */
+  decode(tokenIds: IdsInput, skipSpecialTokens?: boolean | undefined | null): Promise<string>
+  /** `decode` on the JS thread. */
+  decodeSync(tokenIds: IdsInput, skipSpecialTokens?: boolean | undefined | null): string
+  /** `decode` of every row, on all cores. */
+  decodeBatch(tokenIdsBatch: Array<IdsInput>, skipSpecialTokens?: boolean | undefined | null): Promise<string[]>
   /**
    * Renders the chat template and encodes the text without adding special tokens.
    * `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves

@@ -72,9 +72,9 @@ describe('stats', () => {
     })
   })
 
-  it('summarises the kept end of a row', () => {
-    const full = { inputIds: Int32Array.from([1, 2, 9, 3, 9]), labels: Int32Array.from([1, 2, 9, -100, -100]) }
-    expect(summarizeExample(full, 4, 9)).toEqual({ length: 5, kept: 4, trained: 2, eosPresent: 2, eosTrained: 1, warning: null })
+  it('summarises an example from its report entry', () => {
+    const entry = { tokens: 5, keptTokens: 4, trainedTokens: 2, truncated: true, turnEndTokens: 2, turnEndTokensTrained: 1 }
+    expect(summarizeExample(entry, undefined)).toEqual({ length: 5, kept: 4, trained: 2, truncated: true, eosPresent: 2, eosTrained: 1, warning: null })
   })
 
   it('classifies warnings', () => {
@@ -105,9 +105,29 @@ describe('stats', () => {
     expect(s.endOfTurn).toEqual({ id: 9, token: '<e>', trained: false, examplesTrained: 0, trainedCount: 0, presentCount: 2 })
     expect(s.padding.padTokens).toBe(1)
     expect(s.checks).toEqual({ prefixMismatches: 1, contentMismatchExamples: 2, straddlingTokens: 3, multipleBos: 0 })
-    expect(formatStats(s).split('\n').at(-1)).toBe(
+    // Each flagged problem names the option that changes it.
+    expect(s.hints).toEqual({
+      endOfTurn: 'train it with --train-on-turn-end (selects the spans masking, which trains the turn end by default)',
+      truncated: 'raise --max-seq-length, or --truncation turns to drop whole oldest turns instead of cutting tokens',
+      noTrainedToken: 'these rows carry no loss: --drop-untrainable skips them; --truncation turns keeps the last trained turn',
+      contentNotFound: 'the template rendered some messages without their content (an unknown role or field): see them with preview --index',
+    })
+    expect(formatStats(s).split('\n').slice(-2)).toEqual([
       'masking checks      prefix mismatches 1 · content not found in 2 examples · straddling tokens 3 · repeated BOS in 0 examples',
-    )
+      '                    → the template rendered some messages without their content (an unknown role or field): see them with preview --index',
+    ])
+    expect(formatStats(s)).toContain('end-of-turn trained NO: <e> (id 9) never carries loss, so the model never learns to stop\n                    → train it with --train-on-turn-end')
+  })
+
+  it('hints follow the settings already given', () => {
+    const summaries = [{ length: 6, kept: 4, trained: 0, eosPresent: 1, eosTrained: 0, warning: null }]
+    const context = { format: 'conversation', maxSeqLength: 4, batchSize: 1, order: Uint32Array.from([0]), eos: { id: 9, token: '<e>' }, totals: { prefixMismatches: 0, contentMismatchExamples: 0, straddlingTokens: 0, multipleBos: 0 } }
+    const s = computeStats(summaries, { ...context, settings: { trainOnTurnEnd: false, truncation: 'turns', dropUntrainable: true } })
+    expect(s.hints).toEqual({
+      endOfTurn: 'drop --no-train-on-turn-end to train it',
+      truncated: 'raise --max-seq-length to keep more',
+      noTrainedToken: 'already skipped by --drop-untrainable',
+    })
   })
 })
 
@@ -136,6 +156,7 @@ describe('renderers', () => {
   it('plain text marks trained runs, drops, specials and padding', () => {
     expect(renderExample(view, { color: false })).toBe(
       'example 3 (batch 0) · tokens 6 · trained 2 of 4 kept (50.0%) · truncated yes, first 2 dropped · padding 2 · warning none\n' +
+        '  → truncated: raise --max-seq-length, or --truncation turns to drop whole oldest turns\n' +
         '  ~~old|↵\n' +
         '  ~~✂ ⟦<s>⟧|Q[[ A|⟦<e>⟧]] <pad ×2>',
     )
@@ -150,8 +171,8 @@ describe('renderers', () => {
   it('HTML escapes token text and carries ids and labels', () => {
     expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;')
     const html = renderHtml([view], { title: 't', meta: [['file', 'f']] })
-    expect(html).toContain('<span class="tok masked special" data-id="3" data-label="-100" title="id 3 · label -100">&lt;s&gt;</span>')
-    expect(html).toContain('<span class="tok dropped" data-id="1" data-label="1" title="id 1 · label 1, dropped by truncation">old</span>')
+    expect(html).toContain('<span class="tok masked special" tabindex="0" data-id="3" data-label="-100" data-tip="id 3 · label -100">&lt;s&gt;</span>')
+    expect(html).toContain('<span class="tok dropped" tabindex="0" data-id="1" data-label="1" data-tip="id 1 · label 1, dropped by truncation">old</span>')
     expect(html).toContain('data-count="2"')
   })
 

@@ -78,6 +78,50 @@ describe('usage errors exit 2 with one line on stderr', () => {
   })
 })
 
+describe('masking options and hints', () => {
+  it('names --train-on-turn-end when the end of turn is never trained, and the option trains it', async () => {
+    const before = json('stats', sample, '--max-seq-length', '256', '--completion-only')
+    expect(before.endOfTurn.trained).toBe(false)
+    expect(before.hints.endOfTurn).toBe('train it with --train-on-turn-end (selects the spans masking, which trains the turn end by default)')
+    expect(before.hints.truncated).toBe('raise --max-seq-length, or --truncation turns to drop whole oldest turns instead of cutting tokens')
+    const text = run('stats', sample, '--max-seq-length', '256', '--completion-only', '--quiet')
+    expect(text.stdout).toContain('never learns to stop\n                    → train it with --train-on-turn-end')
+
+    const after = json('stats', sample, '--max-seq-length', '256', '--completion-only', '--train-on-turn-end')
+    expect(after.config).toMatchObject({ trainOnTurnEnd: true })
+    const ds = await load(sample, { maxSeqLength: 256, completionOnly: true, trainOnTurnEnd: true })
+    const rows = await allRows(ds)
+    const eotTrained = rows.filter((r) => r.inputIds.some((id, k) => id === 151645 && r.labels[k] === id)).length
+    expect(after.endOfTurn.examplesTrained).toBe(eotTrained)
+    expect(eotTrained).toBe(22)
+    expect(after.hints.endOfTurn).toBeUndefined()
+  })
+
+  it('--truncation turns and --drop-untrainable reach the library', async () => {
+    const s = json('stats', sample, '--max-seq-length', '256', '--completion-only', '--truncation', 'turns', '--drop-untrainable')
+    const ds = await load(sample, { maxSeqLength: 256, completionOnly: true, truncation: 'turns', dropUntrainable: true })
+    const { examples, totals } = await ds.report()
+    expect(s.examples).toBe(examples.length)
+    expect(s.config).toMatchObject({ truncation: 'turns', dropUntrainable: true })
+    // Kept tokens follow the rows the trainer gets: turns removed, the row that still did not fit dropped.
+    let kept = 0
+    for (let i = 0; i < ds.length; i++) kept += (await ds.collateBatch([i])).inputIds.length
+    expect(s.trained.keptTokens).toBe(kept)
+    expect(s.trained.keptTokens).toBe(totals.keptTokens)
+    expect(s.truncated.examples).toBe(examples.filter((e) => e.truncated).length)
+    expect(examples.filter((e) => e.dropped === 'tooLong').length).toBe(1)
+  })
+
+  it('rejects an unknown mode as a usage error', () => {
+    const r = run('stats', sample, '--truncation', 'middle')
+    expect(r.status).toBe(2)
+    expect(r.stderr).toContain('--truncation must be one of keepEnd, keepStart, turns, got "middle"')
+    const both = run('stats', sample, '--train-on-turn-end', '--no-train-on-turn-end')
+    expect(both.status).toBe(2)
+    expect(both.stderr).toContain('--train-on-turn-end and --no-train-on-turn-end cannot be used together')
+  })
+})
+
 describe('stats', () => {
   it('matches the library on the conversation sample (every token trained)', async () => {
     const s = json('stats', sample, '--max-seq-length', '256')
@@ -282,7 +326,7 @@ describe('preview --html', () => {
     const ds = await load(sample, { maxSeqLength: 256, completionOnly: true })
     for (const index of [4, 15]) {
       const section = html.match(new RegExp(`<section class="example" id="example-${index}"[\\s\\S]*?</section>`))![0]
-      const spans = [...section.matchAll(/<span class="tok ([a-z ]+)" data-id="(\d+)" data-label="(-?\d+)" title="([^"]*)">/g)]
+      const spans = [...section.matchAll(/<span class="tok ([a-z ]+)" tabindex="0" data-id="(\d+)" data-label="(-?\d+)" data-tip="([^"]*)">/g)]
       const full = await ds.tokenizeExample(index)
       expect(spans.map((m) => Number(m[2]))).toEqual(Array.from(full.inputIds))
       expect(spans.map((m) => Number(m[3]))).toEqual(Array.from(full.labels))

@@ -103,14 +103,14 @@ describe('JSONL files', () => {
     const p = file('invalid.jsonl', `${conv('a', 'b')}\n\n{"messages": [}\n`)
     const e = await rejection(load(p))
     expect(e.code).toBe('JSONL_PARSE')
-    expect(e.message).toBe(`Failed to parse JSONL at ${p}:3 - expected value at line 1 column 15`)
+    expect(e.message).toBe(`Failed to parse JSONL at ${p}:3:15 - expected value`)
   })
 
   it('a truncated last line is a parse error at that line', async () => {
     const p = file('truncated.jsonl', `${conv('a', 'b')}\n${conv('c', 'd').slice(0, 30)}`)
     const e = await rejection(load(p))
     expect(e.code).toBe('JSONL_PARSE')
-    expect(e.message).toBe(`Failed to parse JSONL at ${p}:2 - EOF while parsing a string at line 1 column 30`)
+    expect(e.message).toBe(`Failed to parse JSONL at ${p}:2:30 - EOF while parsing a string`)
   })
 
   it('a UTF-8 BOM is accepted', async () => {
@@ -149,7 +149,7 @@ describe('JSONL files', () => {
     const e = await rejection(load(p))
     expect(e.code).toBe('JSONL_PARSE')
     expect(e.message).toBe(
-      `Failed to parse JSONL at ${p}:2 - control character (\\u0000-\\u001F) found while parsing a string at line 1 column 45`,
+      `Failed to parse JSONL at ${p}:2:45 - control character (\\u0000-\\u001F) found while parsing a string`,
     )
     const ok = file('nul-escaped.jsonl', `${conv('a\u0000b', 'c')}\n`)
     const ds = await load(ok)
@@ -177,7 +177,7 @@ describe('JSONL files', () => {
     const p = file('deep.jsonl', `${conv('a', 'b')}\n{"messages": ${'['.repeat(100_000)}${']'.repeat(100_000)}}\n`)
     const e = await rejection(load(p))
     expect(e.code).toBe('JSONL_PARSE')
-    expect(e.message).toBe(`Failed to parse JSONL at ${p}:2 - recursion limit exceeded at line 1 column 140`)
+    expect(e.message).toBe(`Failed to parse JSONL at ${p}:2:140 - recursion limit exceeded`)
   })
 
   it.each([
@@ -374,7 +374,7 @@ describe('JSONL files', () => {
     closeSync(fd)
     const e = await rejection(load(p))
     expect(e.code).toBe('JSONL_PARSE')
-    expect(e.message).toBe(`Failed to parse JSONL at ${p}:${physical} - EOF while parsing a string at line 1 column 50`)
+    expect(e.message).toBe(`Failed to parse JSONL at ${p}:${physical}:50 - EOF while parsing a string`)
     expect(physical).toBe(100_101)
     rmSync(p)
   })

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
-import { Qwen3Tokenizer, Tokenizer } from '../lib/index.js'
+import { Qwen3Tokenizer, Tokenizer, createSFTDataset } from '../lib/index.js'
 import { fixtures, tokenizer, tokenizerDir } from './helpers'
 
 type Family = 'qwen3' | 'llama3_1' | 'gemma3' | 'deepseek_v3'
@@ -84,6 +84,25 @@ describe('Qwen3 tokenizer', () => {
     expect(await tok.decode(new Uint32Array([9707, 1879]))).toBe('Hello world')
     expect(tok.decodeSync(new Uint32Array([151644, 6023]), true)).toBe('hi')
     expect(await tok.decodeBatch([new Uint32Array([6023])])).toEqual(['hi'])
+  })
+  it('decodes the Int32Array rows that batches hand out, Uint32Array and number[]', async () => {
+    const ds = createSFTDataset([{ prompt: [{ role: 'user', content: 'hi' }], completion: { role: 'assistant', content: 'Hello world' } }], tok, { completionOnly: true })
+    const batch = await ds.collateBatch([0])
+    expect(batch.inputIds).toBeInstanceOf(Int32Array)
+    const rendered = '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello world<|im_end|>\n'
+    expect(await tok.decode(batch.inputIds)).toBe(rendered)
+    expect(tok.decodeSync(batch.inputIds)).toBe(rendered)
+    expect(tok.decodeSync(Array.from(batch.inputIds))).toBe(rendered)
+    expect(await tok.decodeBatch([batch.inputIds, [9707, 1879], new Uint32Array([6023])])).toEqual([rendered, 'Hello world', 'hi'])
+    // The trained tokens of the row: the ids whose label is not -100.
+    const trained = batch.inputIds.filter((_, k) => batch.labels[k] !== -100)
+    expect(tok.decodeSync(trained)).toBe('Hello world<|im_end|>\n')
+  })
+  it('rejects a negative or fractional id naming its position', async () => {
+    const labels = Int32Array.from([9707, -100, 1879])
+    expect(() => tok.decodeSync(labels)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'Tokenizer.decodeSync: tokenIds[1] = -100 is not a token id' }))
+    await expect(tok.decode([1, 2.5])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'Tokenizer.decode: tokenIds[1] = 2.5 is not a token id' })
+    await expect(tok.decodeBatch([[1], [2, -1]])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'Tokenizer.decodeBatch: tokenIdsBatch[1][1] = -1 is not a token id' })
   })
   it('applies the template with a generation prompt by default', () => {
     const ids = tok.applyChatTemplateSync([{ role: 'user', content: 'Hello!' }])

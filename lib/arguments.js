@@ -46,7 +46,27 @@ function invalidArgument(message, cause) {
   return error
 }
 
+// napi's names of the members of a union argument (`Either3<Int32Array, Uint32Array, Vec<f64>>`).
+const UNION_MEMBERS = new Map([
+  ['TypedArray<i32>', 'an Int32Array'],
+  ['TypedArray<u32>', 'a Uint32Array'],
+  ['Array<T>', 'an array of numbers'],
+])
+
+// "Value is none of these types `A`, `B`, " -> "an Int32Array, a Uint32Array or ..."; null when
+// the message is not napi's union mismatch.
+function unionExpected(message) {
+  const match = /^Value is none of these types (.*)$/.exec(String(message))
+  if (match === null) return null
+  const names = [...match[1].matchAll(/`([^`]+)`/g)].map(([, name]) => UNION_MEMBERS.get(name) ?? name)
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`
+}
+
 function argumentError(where, error) {
+  const union = error?.code === 'InvalidArg' ? unionExpected(error.message) : null
+  if (union !== null) {
+    return invalidArgument(`${where}: an argument has the wrong type, expected ${union}: ${error.message}`, error)
+  }
   const expected = EXPECTED.get(error?.code)
   if (expected !== undefined) {
     return invalidArgument(`${where}: an argument has the wrong type, expected ${expected}: ${error.message}`, error)

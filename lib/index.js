@@ -53,8 +53,12 @@ SFTDataset.prototype.batches = async function* batches(batchSize) {
   }
 }
 
+// The generated loader also names the Rust struct names of the classes (`JsSftDataset`,
+// `JsTokenizer`), which the binding does not define: only defined values are exports.
+const bound = Object.fromEntries(Object.entries(native).filter(([, value]) => value !== undefined))
+
 module.exports = {
-  ...native,
+  ...bound,
   Qwen3Tokenizer: Tokenizer,
   PathTraversalError,
   getAllowedRoot: asPublic('getAllowedRoot', getAllowedRoot),

@@ -52,6 +52,23 @@ pub fn parse_error(path: &str, line: usize, message: impl std::fmt::Display) -> 
     )
 }
 
+/// A JSON syntax error as `path:line:column - what`, where `first_line` is the file's physical
+/// line on which the parsed text starts: serde's own "at line L column C" counts inside the text.
+pub fn json_error(path: &str, first_line: usize, e: &serde_json::Error) -> SftError {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let what = text.strip_suffix(&position).unwrap_or(&text);
+    let line = first_line + e.line().saturating_sub(1);
+    let at = match e.column() {
+        0 => format!("{path}:{line}"),
+        column => format!("{path}:{line}:{column}"),
+    };
+    SftError::new(
+        ErrorCode::JsonlParse,
+        format!("Failed to parse JSONL at {at} - {what}"),
+    )
+}
+
 impl JsonlReader<BufReader<File>> {
     pub fn open(path: &Path) -> SftResult<Self> {
         let shown = path.display().to_string();
@@ -132,7 +149,7 @@ impl<R: BufRead> JsonlReader<R> {
 /// Parses one line. serde_json stops at 128 levels of nesting, so a hostile line cannot exhaust
 /// the stack.
 pub fn parse_line(path: &str, line: &JsonlLine) -> SftResult<Json> {
-    serde_json::from_str(&line.text).map_err(|e| parse_error(path, line.line, e))
+    serde_json::from_str(&line.text).map_err(|e| json_error(path, line.line, &e))
 }
 
 /// Reads every record of a small in-memory JSONL text (tests, the CLI's validate).
@@ -163,7 +180,7 @@ mod tests {
         assert_eq!(err.code, ErrorCode::JsonlParse);
         assert!(
             err.message
-                .starts_with("Failed to parse JSONL at d.jsonl:3 - "),
+                .starts_with("Failed to parse JSONL at d.jsonl:3:6 - "),
             "{}",
             err.message
         );
@@ -215,7 +232,7 @@ mod tests {
         assert_eq!((records, physical), (1_000_000, 1_001_005));
         assert_eq!(
             last.message,
-            "Failed to parse JSONL at big.jsonl:1001005 - EOF while parsing a value at line 1 column 5"
+            "Failed to parse JSONL at big.jsonl:1001005:5 - EOF while parsing a value"
         );
     }
 

@@ -19,6 +19,14 @@ Options:
   --completion-only       train only on completions / assistant turns (default off)
   --enable-thinking       pass enable_thinking=true to the chat template (default off)
   --seed <n>              shuffle seed; stats use the epoch-0 order (default 42)
+  --masking-strategy <s>  reference (ChatML scan) or spans (any template); default: the library's
+  --train-on-turn-end     spans: also train the token that closes a trained turn (the default
+                          under spans; giving it selects spans)
+  --no-train-on-turn-end  spans: leave that token untrained
+  --train-on-roles <r,..> spans: roles whose turns are trained (default assistant)
+  --reasoning <mode>      spans: <think> blocks train, mask or lastTurnOnly (default train)
+  --truncation <mode>     keepEnd (default), keepStart, or turns (drop whole oldest turns)
+  --drop-untrainable      skip rows left with no trained token
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
   --limit <n>             read at most n records (default all)
   -n <n>                  preview: how many examples from the start (default 3)
@@ -42,6 +50,13 @@ const OPTIONS = {
   'completion-only': { type: 'boolean' },
   'enable-thinking': { type: 'boolean' },
   seed: { type: 'string' },
+  'masking-strategy': { type: 'string' },
+  'train-on-turn-end': { type: 'boolean' },
+  'no-train-on-turn-end': { type: 'boolean' },
+  'train-on-roles': { type: 'string' },
+  reasoning: { type: 'string' },
+  truncation: { type: 'string' },
+  'drop-untrainable': { type: 'boolean' },
   'batch-size': { type: 'string' },
   limit: { type: 'string' },
   n: { type: 'string', short: 'n' },
@@ -62,6 +77,11 @@ function integer(name, text, min) {
     throw new UsageError(`--${name} must be an integer >= ${min}, got "${text}"`)
   }
   return value
+}
+
+function choice(name, text, allowed) {
+  if (text === undefined || allowed.includes(text)) return text
+  throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got "${text}"`)
 }
 
 function indexList(text) {
@@ -104,6 +124,9 @@ function parseCommandLine(argv) {
   if (values.n !== undefined && values.index !== undefined) {
     throw new UsageError('-n and --index cannot be used together')
   }
+  if (values['train-on-turn-end'] && values['no-train-on-turn-end']) {
+    throw new UsageError('--train-on-turn-end and --no-train-on-turn-end cannot be used together')
+  }
   if (values.json && values.html !== undefined) {
     throw new UsageError('--json and --html cannot be used together')
   }
@@ -117,6 +140,12 @@ function parseCommandLine(argv) {
       completionOnly: values['completion-only'] ?? false,
       enableThinking: values['enable-thinking'] ?? false,
       seed: integer('seed', values.seed, 0) ?? 42,
+      maskingStrategy: choice('masking-strategy', values['masking-strategy'], ['reference', 'spans']),
+      trainOnTurnEnd: values['no-train-on-turn-end'] ? false : values['train-on-turn-end'],
+      trainOnRoles: values['train-on-roles']?.split(',').map((r) => r.trim()).filter(Boolean),
+      reasoning: choice('reasoning', values.reasoning, ['train', 'mask', 'lastTurnOnly']),
+      truncation: choice('truncation', values.truncation, ['keepEnd', 'keepStart', 'turns']),
+      dropUntrainable: values['drop-untrainable'],
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
       limit: integer('limit', values.limit, 1),
       count: integer('n', values.n, 1) ?? 3,

@@ -65,12 +65,25 @@ function firstLine(text) {
   return String(text).split('\n')[0]
 }
 
+// Masking and truncation settings given on the command line; the rest stay the library's defaults.
+const OPTIONAL_SETTINGS = [
+  ['maskingStrategy', 'masking-strategy'],
+  ['trainOnTurnEnd', 'train-on-turn-end'],
+  ['trainOnRoles', 'train-on-roles'],
+  ['reasoning', 'reasoning'],
+  ['truncation', 'truncation'],
+  ['dropUntrainable', 'drop-untrainable'],
+]
+
 function datasetConfig(o) {
-  return { maxSeqLength: o.maxSeqLength, completionOnly: o.completionOnly, enableThinking: o.enableThinking, seed: o.seed }
+  const config = { maxSeqLength: o.maxSeqLength, completionOnly: o.completionOnly, enableThinking: o.enableThinking, seed: o.seed }
+  for (const [key] of OPTIONAL_SETTINGS) if (o[key] !== undefined) config[key] = o[key]
+  return config
 }
 
 function configLine(o) {
-  return `max-seq-length ${o.maxSeqLength} · completion-only ${o.completionOnly} · enable-thinking ${o.enableThinking} · seed ${o.seed} · batch size ${o.batchSize}`
+  const given = OPTIONAL_SETTINGS.filter(([key]) => o[key] !== undefined).map(([key, flag]) => ` · ${flag} ${o[key]}`)
+  return `max-seq-length ${o.maxSeqLength} · completion-only ${o.completionOnly} · enable-thinking ${o.enableThinking} · seed ${o.seed} · batch size ${o.batchSize}${given.join('')}`
 }
 
 async function loadDataset(abs, tokenizer, o, progress) {
@@ -120,26 +133,30 @@ async function stats(abs, tokenizer, choice, o, out) {
   const ds = await loadDataset(abs, tokenizer, o, progress)
   const bar = progressBar('tokenizing', ds.length, { enabled: process.stderr.isTTY === true && !o.quiet })
   const eosId = tokenizer.getEosTokenId()
+  // Lengths, kept and trained tokens come from the library's report, so they follow every
+  // truncation mode and drop; the warning texts from each example's row.
+  const report = await ds.report()
   const summaries = []
   // A few requests in flight keep the library's worker threads busy.
   const window = 64
-  for (let start = 0; start < ds.length; start += window) {
-    const end = Math.min(ds.length, start + window)
+  for (let start = 0; start < report.examples.length; start += window) {
+    const end = Math.min(report.examples.length, start + window)
     const fulls = await Promise.all(Array.from({ length: end - start }, (_, k) => ds.tokenizeExample(start + k)))
-    for (const full of fulls) summaries.push(summarizeExample(full, o.maxSeqLength, eosId))
+    fulls.forEach((full, k) => summaries.push(summarizeExample(report.examples[start + k], full.warning)))
     bar.update(end)
   }
   bar.done()
-  // The library's own masking checks (its rows are built already, so this only reads them).
-  const { totals } = await ds.report()
+  const { totals } = report
   ds.shuffleForEpoch(0)
   const result = computeStats(summaries, {
     format: ds.format,
     maxSeqLength: o.maxSeqLength,
     batchSize: o.batchSize,
     order: ds.order(),
-    eos: { id: eosId, token: tokenizer.idToToken(eosId) },
+    // The token the template closes turns with (what the report counts), else eos.
+    eos: report.turnEndToken ? { id: tokenizer.tokenToId(report.turnEndToken), token: report.turnEndToken } : { id: eosId, token: tokenizer.idToToken(eosId) },
     totals,
+    settings: o,
   })
   if (o.json) {
     out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: datasetConfig(o), ...result }) + '\n')

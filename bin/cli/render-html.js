@@ -1,9 +1,10 @@
 'use strict'
 // The preview as one self-contained HTML page: inline CSS, no scripts or network resources.
-// Every token is a span carrying its id and label (data attributes and a hover title).
+// Every token is a focusable span carrying its id and label (data attributes); hovering or
+// focusing it shows them in a tooltip drawn by CSS alone.
 
 const { IGNORE, kindOf } = require('./view')
-const { percent } = require('./render-text')
+const { exampleHints, percent } = require('./render-text')
 
 function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
@@ -19,10 +20,15 @@ section.example { background: #fff; border: 1px solid #ddd; border-radius: 6px; 
 section.example h2 { font-size: 1.05em; margin: 0 0 .3em; }
 .summary { color: #555; margin-bottom: .6em; }
 .warning { color: #a15c00; }
+.hint { color: #0a4f8f; }
 .tokens { font: 13px/1.9 ui-monospace, monospace; white-space: pre-wrap; word-break: break-all; }
-.tok { border-radius: 3px; padding: 1px 0; }
+.tok { border-radius: 3px; padding: 1px 0; position: relative; }
 .tok:nth-child(even) { filter: brightness(0.93); }
-.tok:hover { outline: 2px solid #333; }
+.tok:hover, .tok:focus { outline: 2px solid #333; }
+.tok[data-tip]:hover::after, .tok[data-tip]:focus::after {
+  content: attr(data-tip); position: absolute; left: 0; top: 100%; z-index: 1; white-space: pre;
+  font: 12px/1.4 system-ui, sans-serif; background: #222; color: #fff; padding: 2px 6px; border-radius: 3px;
+}
 .trained { background: #c8f0c8; color: #063; }
 .masked { background: #eee; color: #999; }
 .special { font-weight: 700; color: #a0a; }
@@ -39,8 +45,8 @@ function tokenSpan(token) {
   const title = `id ${token.id} · label ${label}${state}`
   const text = token.text.replace(/\n/g, '↵\n')
   return (
-    `<span class="${classes.join(' ')}" data-id="${token.id}" data-label="${label}" ` +
-    `title="${escapeHtml(title)}">${escapeHtml(text)}</span>`
+    `<span class="${classes.join(' ')}" tabindex="0" data-id="${token.id}" data-label="${label}" ` +
+    `data-tip="${escapeHtml(title)}">${escapeHtml(text)}</span>`
   )
 }
 
@@ -59,7 +65,7 @@ function exampleSection(view) {
   return `<section class="example" id="example-${view.index}" data-index="${view.index}">
 <h2>Example ${view.index} <small>(batch ${view.batch})</small></h2>
 <div class="summary">tokens <b>${view.length}</b> · trained <b>${view.trained}</b> of ${view.kept} kept (${percent(view.trained, view.kept)}) · truncated <b>${truncated}</b> · padding <b>${view.padding}</b> · warning <b>${view.warning ? 'prefix-mismatch' : 'none'}</b></div>
-${view.warning ? `<div class="warning">${escapeHtml(view.warning)}</div>\n` : ''}<div class="tokens">${spans.join('')}</div>
+${view.warning ? `<div class="warning">${escapeHtml(view.warning)}</div>\n` : ''}${exampleHints(view).map((h) => `<div class="hint">→ ${escapeHtml(h)}</div>\n`).join('')}<div class="tokens">${spans.join('')}</div>
 </section>`
 }
 
@@ -85,7 +91,7 @@ ${metaRows}
 <span class="tok dropped">dropped by truncation</span>
 <span class="cut">✂ truncation point</span>
 <span class="pad">&lt;pad ×N&gt; padding</span>
-<span>↵ newline · hover a token for its id and label</span>
+<span>↵ newline · hover or focus (Tab) a token for its id and label</span>
 </div>
 ${views.map(exampleSection).join('\n')}
 </body>

@@ -115,6 +115,14 @@ function colorBody(view) {
 }
 
 /** One example: its summary line, its warning if any, then its tokens, indented. */
+/** What to do about the problems one example shows: the options that change them. */
+function exampleHints(view) {
+  const hints = []
+  if (view.truncated) hints.push('truncated: raise --max-seq-length, or --truncation turns to drop whole oldest turns')
+  if (view.trained === 0) hints.push('no trained token: nothing here carries loss; --drop-untrainable skips such rows')
+  return hints
+}
+
 function renderExample(view, { color }) {
   const body = (color ? colorBody(view) : plainBody(view))
     .split('\n')
@@ -122,8 +130,9 @@ function renderExample(view, { color }) {
     .join('\n')
   const lines = [summaryLine(view)]
   if (view.warning) lines.push(`  warning: ${view.warning}`)
+  for (const hint of exampleHints(view)) lines.push(`  → ${hint}`)
   lines.push(body)
   return lines.join('\n')
 }
 
-module.exports = { renderExample, legend, percent }
+module.exports = { renderExample, exampleHints, legend, percent }

@@ -7,24 +7,19 @@ const { IGNORE } = require('./view')
 const PREFIX_MISMATCH = /^\[SFT Dataset\] Prompt tokens differ from prefix/
 
 /**
- * What stats needs of one example, after truncation to `maxSeqLength` (the end is kept).
- * `eosId` is the end-of-turn token whose training tells whether the model learns to stop.
+ * What stats needs of one example: its entry of `SFTDataset.report()` (whole length, tokens kept
+ * after truncation or 0 when dropped, trained and end-of-turn tokens among them) and its warning.
  */
-function summarizeExample(full, maxSeqLength, eosId) {
-  const length = full.inputIds.length
-  const dropped = Math.max(0, length - maxSeqLength)
-  let trained = 0
-  let eosPresent = 0
-  let eosTrained = 0
-  for (let p = dropped; p < length; p++) {
-    const isTrained = full.labels[p] !== IGNORE
-    if (isTrained) trained++
-    if (full.inputIds[p] === eosId) {
-      eosPresent++
-      if (isTrained) eosTrained++
-    }
+function summarizeExample(entry, warning) {
+  return {
+    length: entry.tokens,
+    kept: entry.keptTokens,
+    trained: entry.trainedTokens,
+    truncated: entry.truncated,
+    eosPresent: entry.turnEndTokens,
+    eosTrained: entry.turnEndTokensTrained,
+    warning: warning ?? null,
   }
-  return { length, kept: length - dropped, trained, eosPresent, eosTrained, warning: full.warning ?? null }
 }
 
 function warningKind(message) {
@@ -68,16 +63,40 @@ function paddingWaste(keptLengths, order, batchSize) {
   return { batchSize, batches, realTokens: real, paddedTokens: padded, padTokens: padded - real, share: padded === 0 ? 0 : (padded - real) / padded }
 }
 
-function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, totals }) {
+// For each problem stats can flag, what to do about it: the command-line options that change it.
+function hintsFor(stats, settings = {}) {
+  const hints = {}
+  if (!stats.endOfTurn.trained && stats.examples > 0) {
+    hints.endOfTurn = settings.trainOnTurnEnd === false
+      ? 'drop --no-train-on-turn-end to train it'
+      : 'train it with --train-on-turn-end (selects the spans masking, which trains the turn end by default)'
+  }
+  if (stats.truncated.examples > 0) {
+    hints.truncated = settings.truncation === 'turns'
+      ? 'raise --max-seq-length to keep more'
+      : 'raise --max-seq-length, or --truncation turns to drop whole oldest turns instead of cutting tokens'
+  }
+  if (stats.noTrainedToken > 0) {
+    hints.noTrainedToken = settings.dropUntrainable
+      ? 'already skipped by --drop-untrainable'
+      : 'these rows carry no loss: --drop-untrainable skips them; --truncation turns keeps the last trained turn'
+  }
+  if (stats.checks.contentMismatchExamples > 0) {
+    hints.contentNotFound = 'the template rendered some messages without their content (an unknown role or field): see them with preview --index'
+  }
+  return hints
+}
+
+function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, totals, settings }) {
   const lengths = summaries.map((s) => s.length).sort((a, b) => a - b)
   const kept = summaries.reduce((a, s) => a + s.kept, 0)
   const trained = summaries.reduce((a, s) => a + s.trained, 0)
   const warnings = { 'prefix-mismatch': 0, other: 0 }
   for (const s of summaries) if (s.warning) warnings[warningKind(s.warning)]++
-  const truncated = summaries.filter((s) => s.length > maxSeqLength).length
+  const truncated = summaries.filter((s) => s.truncated ?? s.length > maxSeqLength).length
   const eosExamples = summaries.filter((s) => s.eosTrained > 0).length
   const untrained = summaries.flatMap((s, i) => (s.trained === 0 ? [i] : []))
-  return {
+  const stats = {
     examples: summaries.length,
     format,
     maxSeqLength,
@@ -115,6 +134,7 @@ function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, 
       multipleBos: totals.multipleBos,
     },
   }
+  return { ...stats, hints: hintsFor(stats, settings) }
 }
 
 function pct(share) {
@@ -138,18 +158,24 @@ function formatStats(stats) {
     : `NO: ${eot.token} (id ${eot.id}) never carries loss, so the model never learns to stop`
   const p = stats.padding
   const c = stats.checks
+  const h = stats.hints ?? {}
+  const hint = (key) => (h[key] ? [`                    → ${h[key]}`] : [])
   return [
     `examples            ${stats.examples}`,
     `format              ${stats.format}`,
     `tokens per example  min ${t.min} · median ${t.median} · p95 ${t.p95} · max ${t.max} · total ${t.total}`,
     ...hist,
     `truncated           ${stats.truncated.examples} of ${stats.examples} (${pct(stats.truncated.share)}) at max-seq-length ${stats.maxSeqLength}`,
+    ...hint('truncated'),
     `trained tokens      ${stats.trained.tokens} of ${stats.trained.keptTokens} kept (${pct(stats.trained.share)})`,
     `no trained token    ${stats.noTrainedToken}${stats.noTrainedToken ? ` (examples ${stats.noTrainedTokenIndices.slice(0, 10).join(', ')}${stats.noTrainedToken > 10 ? ', …' : ''})` : ''}`,
+    ...hint('noTrainedToken'),
     `warnings            prefix-mismatch ${stats.warnings['prefix-mismatch']} · other ${stats.warnings.other}`,
     `end-of-turn trained ${eotLine}`,
+    ...hint('endOfTurn'),
     `padding waste       ${pct(p.share)} at batch size ${p.batchSize}: ${p.padTokens} pad tokens of ${p.paddedTokens} in ${p.batches} batch${p.batches === 1 ? '' : 'es'} (epoch-0 order)`,
     `masking checks      prefix mismatches ${c.prefixMismatches} · content not found in ${c.contentMismatchExamples} example${c.contentMismatchExamples === 1 ? '' : 's'} · straddling tokens ${c.straddlingTokens} · repeated BOS in ${c.multipleBos} example${c.multipleBos === 1 ? '' : 's'}`,
+    ...hint('contentNotFound'),
   ].join('\n')
 }
 

@@ -10,7 +10,8 @@ use napi_derive::napi;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 
-use super::error::{run_sync, JsResult as Result};
+use super::error::{run_sync, to_js, JsResult as Result};
+use super::ids::{token_ids, IdsInput};
 use super::task::{job, Job};
 use crate::chat_template::RenderOptions;
 use crate::error::{ErrorCode, SftError, SftResult};
@@ -204,43 +205,55 @@ impl JsTokenizer {
         ))
     }
 
+    /// Text of token ids (`Int32Array`, `Uint32Array` or `number[]`); an id that is negative
+    /// (such as a `-100` label) or not an integer is an `INVALID_ARGUMENT` naming its position.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn decode(
         &self,
-        token_ids: Uint32Array,
+        token_ids: IdsInput,
         skip_special_tokens: Option<bool>,
-    ) -> AsyncTask<Job<String, String>> {
+    ) -> Result<AsyncTask<Job<String, String>>> {
         let t = self.inner.clone();
-        let ids = token_ids.to_vec();
-        AsyncTask::new(job(move || {
+        let ids = token_ids_arg(&token_ids, "Tokenizer.decode", "tokenIds").map_err(to_js)?;
+        Ok(AsyncTask::new(job(move || {
             t.decode(&ids, skip_special_tokens.unwrap_or(false))
-        }))
+        })))
     }
 
+    /// `decode` on the JS thread.
     #[napi]
     pub fn decode_sync(
         &self,
-        token_ids: Uint32Array,
+        token_ids: IdsInput,
         skip_special_tokens: Option<bool>,
     ) -> Result<String> {
         run_sync(|| {
+            let ids = token_ids_arg(&token_ids, "Tokenizer.decodeSync", "tokenIds")?;
             self.inner
-                .decode(&token_ids, skip_special_tokens.unwrap_or(false))
+                .decode(&ids, skip_special_tokens.unwrap_or(false))
         })
     }
 
+    /// `decode` of every row, on all cores.
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn decode_batch(
         &self,
-        token_ids_batch: Vec<Uint32Array>,
+        token_ids_batch: Vec<IdsInput>,
         skip_special_tokens: Option<bool>,
-    ) -> AsyncTask<Job<Vec<String>, Vec<String>>> {
+    ) -> Result<AsyncTask<Job<Vec<String>, Vec<String>>>> {
         let t = self.inner.clone();
-        let rows: Vec<Vec<u32>> = token_ids_batch.iter().map(|a| a.to_vec()).collect();
+        let rows = token_ids_batch
+            .iter()
+            .enumerate()
+            .map(|(k, ids)| {
+                token_ids_arg(ids, "Tokenizer.decodeBatch", &format!("tokenIdsBatch[{k}]"))
+            })
+            .collect::<SftResult<Vec<_>>>()
+            .map_err(to_js)?;
         let skip = skip_special_tokens.unwrap_or(false);
-        AsyncTask::new(job(move || {
+        Ok(AsyncTask::new(job(move || {
             rows.par_iter().map(|ids| t.decode(ids, skip)).collect()
-        }))
+        })))
     }
 
     /// Renders the chat template and encodes the text without adding special tokens.
@@ -366,4 +379,12 @@ impl JsTokenizer {
     pub fn has_chat_template(&self) -> bool {
         self.inner.has_chat_template()
     }
+}
+
+/// `token_ids` with the public function's name in front of the message.
+fn token_ids_arg(input: &IdsInput, function: &str, name: &str) -> SftResult<Vec<u32>> {
+    token_ids(input, name).map_err(|e| SftError {
+        message: format!("{function}: {}", e.message),
+        ..e
+    })
 }
