@@ -6,5 +6,6 @@ pub mod error;
 pub mod grpo;
 pub mod path;
 pub mod task;
+pub mod token_cache;
 pub mod tokenizer;
 pub mod validate;
