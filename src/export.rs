@@ -62,9 +62,9 @@ fn write_error(out: &Path, e: impl std::fmt::Display) -> SftError {
 /// when complete: `out` is either the old file or the whole new one. A row that failed to build
 /// fails the export with its error, as it would fail a batch.
 pub fn write_parquet(dataset: &Dataset, out: &Path) -> SftResult<ExportSummary> {
-    let name = out
-        .file_name()
-        .ok_or_else(|| SftError::invalid_argument(format!("{} is not a file name", out.display())))?;
+    let name = out.file_name().ok_or_else(|| {
+        SftError::invalid_argument(format!("{} is not a file name", out.display()))
+    })?;
     let temp = out.with_file_name(format!(
         ".{}.{}.tmp",
         name.to_string_lossy(),
@@ -87,8 +87,8 @@ fn write_to(dataset: &Dataset, temp: &Path, out: &Path) -> SftResult<ExportSumma
         .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
         .build();
     let schema = schema();
-    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props))
-        .map_err(|e| write_error(out, e))?;
+    let mut writer =
+        ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| write_error(out, e))?;
     let mut summary = ExportSummary {
         file: out.to_path_buf(),
         rows: 0,
@@ -159,7 +159,12 @@ mod tests {
         let mut out = Vec::new();
         for batch in reader {
             let batch = batch.unwrap();
-            let names: Vec<_> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+            let names: Vec<_> = batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
             assert_eq!(names, COLUMNS);
             let index = batch.column(0).as_primitive::<Int64Type>();
             let ids = batch.column(1).as_list::<i32>();

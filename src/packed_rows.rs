@@ -31,7 +31,7 @@ const _: () = assert!(
 );
 
 /// Element types that may be read in place from a mapping: plain data, every bit pattern valid.
-pub trait Plain: Copy + 'static {}
+pub trait Plain: 'static {}
 impl Plain for u8 {}
 impl Plain for u32 {}
 impl Plain for Range<u32> {}
@@ -278,7 +278,8 @@ impl PackedRows {
         let mut rows = PackedRows::default();
         for (k, b) in blocks.into_iter().enumerate() {
             let ends_fit = |ends: &[u32], len: usize| {
-                ends.windows(2).all(|w| w[0] <= w[1]) && ends.last().map_or(0, |&e| e as usize) == len
+                ends.windows(2).all(|w| w[0] <= w[1])
+                    && ends.last().map_or(0, |&e| e as usize) == len
             };
             if b.id_ends.len() != b.span_ends.len()
                 || !ends_fit(&b.id_ends, b.ids.len())
@@ -347,7 +348,12 @@ fn encode_rare(rare: &RareRows) -> Vec<u8> {
                 e.str(w);
             }
         }
-        for v in [*tokens_cut, *messages_dropped, *prefix_mismatches, *straddling] {
+        for v in [
+            *tokens_cut,
+            *messages_dropped,
+            *prefix_mismatches,
+            *straddling,
+        ] {
             e.u32(v);
         }
         e.len(content_mismatches.len());
@@ -472,7 +478,8 @@ fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
     for _ in 0..n {
         let local = d.u32()?;
         let name = d.str()?;
-        let code = ErrorCode::from_name(&name).ok_or_else(|| format!("unknown error code {name}"))?;
+        let code =
+            ErrorCode::from_name(&name).ok_or_else(|| format!("unknown error code {name}"))?;
         failures.push((local, SftError::new(code, d.str()?)));
     }
     if !d.0.is_empty() {

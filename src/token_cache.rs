@@ -143,8 +143,7 @@ impl DataStamp {
 
     /// Whether the file still has the length and time it had when hashed.
     fn unchanged(&self, path: &Path) -> bool {
-        fs::metadata(path)
-            .is_ok_and(|m| m.len() == self.len && m.modified().ok() == self.modified)
+        fs::metadata(path).is_ok_and(|m| m.len() == self.len && m.modified().ok() == self.modified)
     }
 }
 
@@ -215,7 +214,9 @@ pub fn load(
         })
     };
     if cfg!(target_endian = "big") {
-        warnings.push(warning("entries are little-endian; loading without the cache"));
+        warnings.push(warning(
+            "entries are little-endian; loading without the cache",
+        ));
         return uncached(warnings, tokenizer, config);
     }
     // A file that cannot be read fails the load itself, with the loader's error.
@@ -374,7 +375,15 @@ fn checksum_of(file: &mut File, header: &[u8]) -> io::Result<[u8; 32]> {
 pub fn open_entry(path: &Path, key: &[u8; 32]) -> Result<Option<Entry>, String> {
     let mut file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // No entry, or no cache directory (where writing will say why).
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None)
+        }
         Err(e) => return Err(e.to_string()),
     };
     let len = file.metadata().map_err(|e| e.to_string())?.len();
@@ -629,7 +638,10 @@ fn read_description(path: &Path) -> Result<Json, String> {
     let header = parse_header(&head)?;
     let r = header.description;
     if header.len != len || r.end > len || r.start < HEADER_LEN as u64 || r.end < r.start {
-        return Err(format!("truncated: {len} bytes, the header says {}", header.len));
+        return Err(format!(
+            "truncated: {len} bytes, the header says {}",
+            header.len
+        ));
     }
     let mut text = vec![0u8; (r.end - r.start) as usize];
     file.seek(SeekFrom::Start(r.start))
@@ -838,9 +850,21 @@ mod tests {
     fn one_entry(tok: &Arc<ChatTokenizer>, dir: &Path) -> (PathBuf, CacheKey) {
         let path = edge("pc_edge");
         let cache = settings(dir, CacheMode::ReadWrite);
-        let loaded = load(&path, tok.clone(), DatasetConfig::default(), &LoadOptions::default(), &cache).unwrap();
+        let loaded = load(
+            &path,
+            tok.clone(),
+            DatasetConfig::default(),
+            &LoadOptions::default(),
+            &cache,
+        )
+        .unwrap();
         assert_eq!(loaded.status, Some(CacheStatus::Stored));
-        let key = cache_key(&DataStamp::of(&path).unwrap(), tok, &DatasetConfig::default(), None);
+        let key = cache_key(
+            &DataStamp::of(&path).unwrap(),
+            tok,
+            &DatasetConfig::default(),
+            None,
+        );
         (loaded.entry.unwrap(), key)
     }
 
@@ -864,7 +888,10 @@ mod tests {
         cuts.extend([0, 1, HEADER_LEN - 1, HEADER_LEN, good.len() - 1]);
         for cut in cuts {
             fs::write(&probe, &good[..cut]).unwrap();
-            assert!(open_entry(&probe, &key.digest).is_err(), "truncated at {cut}");
+            assert!(
+                open_entry(&probe, &key.digest).is_err(),
+                "truncated at {cut}"
+            );
         }
         // One flipped bit anywhere.
         for _ in 0..60 {
@@ -879,7 +906,14 @@ mod tests {
             completion_only: true,
             ..Default::default()
         };
-        let other = load(&edge("pc_edge"), tok.clone(), other_config, &LoadOptions::default(), &settings(&dir, CacheMode::ReadWrite)).unwrap();
+        let other = load(
+            &edge("pc_edge"),
+            tok.clone(),
+            other_config,
+            &LoadOptions::default(),
+            &settings(&dir, CacheMode::ReadWrite),
+        )
+        .unwrap();
         fs::copy(other.entry.unwrap(), &probe).unwrap();
         let err = open_entry(&probe, &key.digest).err().unwrap();
         assert!(err.contains("other data or settings"), "{err}");
@@ -895,12 +929,30 @@ mod tests {
         fs::write(&file, &good[..good.len() / 2]).unwrap();
         let cache = settings(&dir, CacheMode::ReadWrite);
         let opts = LoadOptions::default();
-        let again = load(&edge("pc_edge"), tok.clone(), DatasetConfig::default(), &opts, &cache).unwrap();
+        let again = load(
+            &edge("pc_edge"),
+            tok.clone(),
+            DatasetConfig::default(),
+            &opts,
+            &cache,
+        )
+        .unwrap();
         assert_eq!(again.status, Some(CacheStatus::Stored));
         assert_eq!(again.warnings.len(), 1);
-        assert!(again.warnings[0].contains("truncated or extended"), "{:?}", again.warnings);
+        assert!(
+            again.warnings[0].contains("truncated or extended"),
+            "{:?}",
+            again.warnings
+        );
         assert_eq!(fs::read(&file).unwrap().len(), good.len());
-        let hit = load(&edge("pc_edge"), tok, DatasetConfig::default(), &opts, &cache).unwrap();
+        let hit = load(
+            &edge("pc_edge"),
+            tok,
+            DatasetConfig::default(),
+            &opts,
+            &cache,
+        )
+        .unwrap();
         assert_eq!(hit.status, Some(CacheStatus::Hit));
         assert!(hit.warnings.is_empty());
         fs::remove_dir_all(&dir).unwrap();
@@ -912,14 +964,42 @@ mod tests {
         let dir = scratch("modes");
         let opts = LoadOptions::default();
         let path = edge("conv_edge");
-        let read = load(&path, tok.clone(), DatasetConfig::default(), &opts, &settings(&dir, CacheMode::Read)).unwrap();
+        let read = load(
+            &path,
+            tok.clone(),
+            DatasetConfig::default(),
+            &opts,
+            &settings(&dir, CacheMode::Read),
+        )
+        .unwrap();
         assert_eq!(read.status, Some(CacheStatus::Built));
         assert!(list(&dir).unwrap().is_empty());
-        let refresh = load(&path, tok.clone(), DatasetConfig::default(), &opts, &settings(&dir, CacheMode::Refresh)).unwrap();
+        let refresh = load(
+            &path,
+            tok.clone(),
+            DatasetConfig::default(),
+            &opts,
+            &settings(&dir, CacheMode::Refresh),
+        )
+        .unwrap();
         assert_eq!(refresh.status, Some(CacheStatus::Stored));
-        let read = load(&path, tok.clone(), DatasetConfig::default(), &opts, &settings(&dir, CacheMode::Read)).unwrap();
+        let read = load(
+            &path,
+            tok.clone(),
+            DatasetConfig::default(),
+            &opts,
+            &settings(&dir, CacheMode::Read),
+        )
+        .unwrap();
         assert_eq!(read.status, Some(CacheStatus::Hit));
-        let refresh = load(&path, tok, DatasetConfig::default(), &opts, &settings(&dir, CacheMode::Refresh)).unwrap();
+        let refresh = load(
+            &path,
+            tok,
+            DatasetConfig::default(),
+            &opts,
+            &settings(&dir, CacheMode::Refresh),
+        )
+        .unwrap();
         assert_eq!(refresh.status, Some(CacheStatus::Stored));
         assert_eq!(list(&dir).unwrap().len(), 1);
         fs::remove_dir_all(&dir).unwrap();
@@ -932,11 +1012,28 @@ mod tests {
         let blocker = dir.join("a-file");
         fs::write(&blocker, "not a directory").unwrap();
         let cache = settings(&blocker.join("cache"), CacheMode::ReadWrite);
-        let cold = Dataset::load(&edge("pc_edge"), tok.clone(), DatasetConfig::default(), &LoadOptions::default()).unwrap();
-        let loaded = load(&edge("pc_edge"), tok, DatasetConfig::default(), &LoadOptions::default(), &cache).unwrap();
+        let cold = Dataset::load(
+            &edge("pc_edge"),
+            tok.clone(),
+            DatasetConfig::default(),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let loaded = load(
+            &edge("pc_edge"),
+            tok,
+            DatasetConfig::default(),
+            &LoadOptions::default(),
+            &cache,
+        )
+        .unwrap();
         assert_eq!(loaded.status, Some(CacheStatus::Built));
         assert_eq!(loaded.warnings.len(), 1);
-        assert!(loaded.warnings[0].contains("cannot write an entry"), "{:?}", loaded.warnings);
+        assert!(
+            loaded.warnings[0].contains("cannot write an entry"),
+            "{:?}",
+            loaded.warnings
+        );
         assert_same_rows(&cold, &loaded.dataset);
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -961,36 +1058,129 @@ mod tests {
         let json = fs::read_to_string(models.join("tokenizer.json")).unwrap();
         let config = TokenizerConfig::load(&models).unwrap();
         let build = |json: &str, config: TokenizerConfig| {
-            ChatTokenizer::from_parts(json, config, models.join("tokenizer.json"), Default::default())
-                .unwrap()
+            ChatTokenizer::from_parts(
+                json,
+                config,
+                models.join("tokenizer.json"),
+                Default::default(),
+            )
+            .unwrap()
         };
         assert_eq!(key(&build(&json, config.clone()), &stamp, &base, None), k0);
-        changed.push(("tokenizer.json", key(&build(&format!("{json} "), config.clone()), &stamp, &base, None)));
+        changed.push((
+            "tokenizer.json",
+            key(
+                &build(&format!("{json} "), config.clone()),
+                &stamp,
+                &base,
+                None,
+            ),
+        ));
         let mut template = config.clone();
         template.chat_template = template.chat_template.map(|t| format!("{t}\n"));
-        changed.push(("chat template", key(&build(&json, template), &stamp, &base, None)));
+        changed.push((
+            "chat template",
+            key(&build(&json, template), &stamp, &base, None),
+        ));
         let mut eos = config.clone();
         eos.eos_token = Some("<|endoftext|>".to_string());
         changed.push(("eos token", key(&build(&json, eos), &stamp, &base, None)));
         let settings: Vec<(&str, DatasetConfig)> = vec![
-            ("completionOnly", DatasetConfig { completion_only: true, ..base.clone() }),
-            ("enableThinking", DatasetConfig { enable_thinking: true, ..base.clone() }),
-            ("maskingStrategy", DatasetConfig { masking_strategy: Some(StrategyName::Spans), ..base.clone() }),
-            ("trainOnRoles", DatasetConfig { train_on_roles: Some(vec!["user".into()]), ..base.clone() }),
-            ("trainOnTurnEnd", DatasetConfig { train_on_turn_end: Some(false), ..base.clone() }),
-            ("reasoning", DatasetConfig { reasoning: Some(crate::masking::Reasoning::Mask), ..base.clone() }),
-            ("truncation", DatasetConfig { truncation: Truncation::KeepStart, ..base.clone() }),
-            ("dropUntrainable", DatasetConfig { drop_untrainable: true, ..base.clone() }),
-            ("specialTokenIds.imStart", DatasetConfig { special_token_ids: crate::dataset::SpecialTokenOverrides { im_start: Some(1), ..Default::default() }, ..base.clone() }),
-            ("specialTokenIds.newlineTokens", DatasetConfig { special_token_ids: crate::dataset::SpecialTokenOverrides { newline_tokens: Some(vec![198]), ..Default::default() }, ..base.clone() }),
+            (
+                "completionOnly",
+                DatasetConfig {
+                    completion_only: true,
+                    ..base.clone()
+                },
+            ),
+            (
+                "enableThinking",
+                DatasetConfig {
+                    enable_thinking: true,
+                    ..base.clone()
+                },
+            ),
+            (
+                "maskingStrategy",
+                DatasetConfig {
+                    masking_strategy: Some(StrategyName::Spans),
+                    ..base.clone()
+                },
+            ),
+            (
+                "trainOnRoles",
+                DatasetConfig {
+                    train_on_roles: Some(vec!["user".into()]),
+                    ..base.clone()
+                },
+            ),
+            (
+                "trainOnTurnEnd",
+                DatasetConfig {
+                    train_on_turn_end: Some(false),
+                    ..base.clone()
+                },
+            ),
+            (
+                "reasoning",
+                DatasetConfig {
+                    reasoning: Some(crate::masking::Reasoning::Mask),
+                    ..base.clone()
+                },
+            ),
+            (
+                "truncation",
+                DatasetConfig {
+                    truncation: Truncation::KeepStart,
+                    ..base.clone()
+                },
+            ),
+            (
+                "dropUntrainable",
+                DatasetConfig {
+                    drop_untrainable: true,
+                    ..base.clone()
+                },
+            ),
+            (
+                "specialTokenIds.imStart",
+                DatasetConfig {
+                    special_token_ids: crate::dataset::SpecialTokenOverrides {
+                        im_start: Some(1),
+                        ..Default::default()
+                    },
+                    ..base.clone()
+                },
+            ),
+            (
+                "specialTokenIds.newlineTokens",
+                DatasetConfig {
+                    special_token_ids: crate::dataset::SpecialTokenOverrides {
+                        newline_tokens: Some(vec![198]),
+                        ..Default::default()
+                    },
+                    ..base.clone()
+                },
+            ),
         ];
         for (name, c) in &settings {
             changed.push((name, key(&tok, &stamp, c, None)));
         }
-        let turns = DatasetConfig { truncation: Truncation::Turns, ..base.clone() };
+        let turns = DatasetConfig {
+            truncation: Truncation::Turns,
+            ..base.clone()
+        };
         changed.push((
             "maxSeqLength under turns",
-            key(&tok, &stamp, &DatasetConfig { max_seq_length: 100, ..turns.clone() }, None),
+            key(
+                &tok,
+                &stamp,
+                &DatasetConfig {
+                    max_seq_length: 100,
+                    ..turns.clone()
+                },
+                None,
+            ),
         ));
         for (name, k) in &changed {
             assert_ne!(*k, k0, "{name} left the key unchanged");
@@ -1000,9 +1190,42 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), changed.len(), "two changes gave one key");
         // Settings that leave rows alone reuse the entry.
-        assert_eq!(key(&tok, &stamp, &DatasetConfig { seed: 7.0, ..base.clone() }, None), k0);
-        assert_eq!(key(&tok, &stamp, &DatasetConfig { max_seq_length: 100, ..base.clone() }, None), k0);
-        assert_ne!(key(&tok, &stamp, &turns, None), key(&tok, &stamp, &DatasetConfig { max_seq_length: 100, ..turns.clone() }, None));
+        assert_eq!(
+            key(
+                &tok,
+                &stamp,
+                &DatasetConfig {
+                    seed: 7.0,
+                    ..base.clone()
+                },
+                None
+            ),
+            k0
+        );
+        assert_eq!(
+            key(
+                &tok,
+                &stamp,
+                &DatasetConfig {
+                    max_seq_length: 100,
+                    ..base.clone()
+                },
+                None
+            ),
+            k0
+        );
+        assert_ne!(
+            key(&tok, &stamp, &turns, None),
+            key(
+                &tok,
+                &stamp,
+                &DatasetConfig {
+                    max_seq_length: 100,
+                    ..turns.clone()
+                },
+                None
+            )
+        );
     }
 
     #[test]
@@ -1030,16 +1253,42 @@ mod tests {
         let listed = list(&dir).unwrap();
         assert_eq!(listed.len(), 4);
         assert_eq!(listed.iter().filter(|e| e.problem.is_some()).count(), 1);
-        let removed = prune(&dir, &PruneLimits { max_age: Some(Duration::from_secs(600)), max_bytes: None }, now).unwrap();
+        let removed = prune(
+            &dir,
+            &PruneLimits {
+                max_age: Some(Duration::from_secs(600)),
+                max_bytes: None,
+            },
+            now,
+        )
+        .unwrap();
         let mut names: Vec<_> = removed.iter().map(|e| e.file.clone()).collect();
         names.sort();
         let mut want = vec![files[0].clone(), dir.join("junk.sftrows")];
         want.sort();
         assert_eq!(names, want);
         let newest = fs::metadata(&files[2]).unwrap().len();
-        let removed = prune(&dir, &PruneLimits { max_age: None, max_bytes: Some(newest) }, now).unwrap();
-        assert_eq!(removed.iter().map(|e| e.file.clone()).collect::<Vec<_>>(), vec![files[1].clone()]);
-        assert_eq!(list(&dir).unwrap().iter().map(|e| e.file.clone()).collect::<Vec<_>>(), vec![files[2].clone()]);
+        let removed = prune(
+            &dir,
+            &PruneLimits {
+                max_age: None,
+                max_bytes: Some(newest),
+            },
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            removed.iter().map(|e| e.file.clone()).collect::<Vec<_>>(),
+            vec![files[1].clone()]
+        );
+        assert_eq!(
+            list(&dir)
+                .unwrap()
+                .iter()
+                .map(|e| e.file.clone())
+                .collect::<Vec<_>>(),
+            vec![files[2].clone()]
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -219,7 +219,7 @@ function cacheCommand(parsed, out) {
   const entries =
     action === 'ls'
       ? lib.listTokenCache(dir)
-      : lib.pruneTokenCache(dir, { maxAgeSeconds: o.maxAge ?? null, maxBytes: o.maxSize ?? null })
+      : lib.pruneTokenCache(dir, { maxAgeSeconds: o.maxAge, maxBytes: o.maxSize })
   if (o.json) {
     out.write(JSON.stringify({ dir, [action === 'ls' ? 'entries' : 'removed']: entries }) + '\n')
     return 0

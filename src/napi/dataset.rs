@@ -17,8 +17,8 @@ use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use crate::collate::Truncation;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
-use crate::export::{write_parquet, ExportSummary};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
+use crate::export::{write_parquet, ExportSummary};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::report::DatasetReport;
@@ -735,7 +735,12 @@ pub fn load_sft_dataset_native(
         move || {
             let tokenizer = tokenizer?;
             let (config, limit, opts, cache) = match config {
-                None => (DatasetConfig::default(), None, path_options(None, None), None),
+                None => (
+                    DatasetConfig::default(),
+                    None,
+                    path_options(None, None),
+                    None,
+                ),
                 Some(c) => (
                     core_config(Fields {
                         max_seq_length: c.max_seq_length,
