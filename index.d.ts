@@ -70,6 +70,8 @@ export declare class SFTDataset {
   constructor(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null)
   /** *(addition)* The format every example shares, as detected from the first one. */
   get format(): 'prompt-completion' | 'conversation'
+  /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */
+  get cache(): TokenCacheUse | null
   /** Number of examples. */
   get length(): number
   /**
@@ -95,6 +97,13 @@ export declare class SFTDataset {
    * every row not built yet (off the JS thread, on all cores).
    */
   report(): Promise<DatasetReport>
+  /**
+   * *(addition)* Writes the rows that take part in training as Apache Parquet (columns
+   * `example_index`, `input_ids`, `labels` with -100 where no loss is taken, `num_tokens`,
+   * `num_trained_tokens`), untruncated and in example order, exactly as `tokenizeExample`
+   * gives them. Written to a temporary file beside `outPath`, then renamed.
+   */
+  exportParquet(outPath: string): Promise<ParquetExport>
   /** Checks a `batches()` batch size; used by the JS generator before it starts. */
   _checkBatchSize(batchSize: number): void
 }
@@ -275,6 +284,9 @@ export declare function fixHistoricalMasks(tokens: IdsInput, masks: IdsInput, to
 
 export declare function getAllowedRoot(options?: PathValidationOptions | undefined | null): string
 
+/** *(addition)* The entries of a token cache directory, least recently used first. */
+export declare function listTokenCache(dir: string): Array<TokenCacheEntry>
+
 /**
  * `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and
  * tokenizes the file on all cores.
@@ -317,6 +329,14 @@ export interface LoadSFTDatasetOptions {
    * Default: symlinks are not examined, as in the reference.
    */
   followSymlinks?: boolean
+  /**
+   * *(addition)* Token cache directory (created if missing), or `{dir, mode}`. A later load
+   * of the same file content, tokenizer, chat template and row-changing settings maps the
+   * rows from the cache instead of rendering and tokenizing them: same batches, warnings and
+   * `report()`. A damaged entry is rebuilt and a cache that cannot be written leaves an
+   * uncached load, both with a `console.warn`. Default: no cache.
+   */
+  cache?: string | TokenCacheOptions
 }
 
 /** Options of `validateMasks` and `fixHistoricalMasks`. */
@@ -364,6 +384,15 @@ export interface PackedDistillation {
   shape: [number, number, number]
 }
 
+/** What `exportParquet` wrote. */
+export interface ParquetExport {
+  file: string
+  /** Records written: the examples that take part in training. */
+  rows: number
+  tokens: number
+  trainedTokens: number
+}
+
 /** The outcome of a containment check: the resolved path, or the traversal message. */
 export interface PathCheck {
   resolvedPath: string
@@ -386,6 +415,24 @@ export interface PathValidationOptions {
 
 /** Internal step of `attachDistillation`: the group's fate and its requests. */
 export declare function planDistillationRequests(tokens: any, overrides: any, groupOverrides: any, config?: DistillationConfig | undefined | null): DistillationPlan
+
+/**
+ * *(addition)* Removes entries older than `maxAgeSeconds`, then the least recently used ones
+ * beyond `maxBytes`, plus files that are not entries and writers' leftovers older than an hour.
+ * Returns what it removed.
+ */
+export declare function pruneTokenCache(dir: string, options?: PruneTokenCacheOptions | undefined | null): Array<TokenCacheEntry>
+
+/** What `pruneTokenCache` removes. */
+export interface PruneTokenCacheOptions {
+  /** Remove entries not loaded or written for longer than this many seconds. */
+  maxAgeSeconds?: number
+  /**
+   * Then remove the least recently used entries until the directory holds at most this many
+   * bytes.
+   */
+  maxBytes?: number
+}
 
 /** Options of `renderChatTemplate`, named as in `apply_chat_template`. */
 export interface RenderChatTemplateOptions {
@@ -509,6 +556,42 @@ export interface SpecialTokenIds {
    * `\n\n` (none for Qwen3, whose vocabulary spells `\n` as `Ċ`).
    */
   newlineTokens?: Array<number>
+}
+
+/** A file of a token cache directory. */
+export interface TokenCacheEntry {
+  file: string
+  bytes: number
+  /** When the entry was last written or loaded, in ms since the epoch. */
+  lastUsed: number
+  /** What the entry holds: data file, tokenizer, settings, rows, format, key parts. */
+  description?: any
+  /** Why the file is not a usable entry (checked from its header only). */
+  problem?: string
+}
+
+/** Where and how `loadSFTDataset` caches rows. */
+export interface TokenCacheOptions {
+  /** The cache directory (created if missing). */
+  dir: string
+  /**
+   * `'readwrite'` (default): map the entry if there is one, else build the rows and write it.
+   * `'read'`: never write. `'refresh'`: build the rows and replace the entry.
+   */
+  mode?: 'readwrite' | 'read' | 'refresh'
+}
+
+/** How a dataset loaded with `cache` got its rows. */
+export interface TokenCacheUse {
+  /**
+   * `'hit'`: mapped from an entry; `'stored'`: built and written; `'built'`: built, not
+   * written (mode `'read'`, or the cache could not be written: see the warning).
+   */
+  status: 'hit' | 'stored' | 'built'
+  /** The entry's file (absent when the data file could not be hashed). */
+  file?: string
+  /** The entry's key: blake3 of every input of a row, hex. */
+  key?: string
 }
 
 /**

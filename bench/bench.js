@@ -180,6 +180,7 @@ async function main() {
     for (const engine of ['hf', 'fast']) for (const t of [1, 2]) e[`${engine}${t}`] = encodeInChild(file, engine, t, repeat).mbPerSec
     console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
   }
+  await require('./cache.js').run(['--repeat', String(repeat)])
 }
 
 main().catch((e) => {

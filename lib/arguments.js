@@ -22,6 +22,7 @@ const EXPECTED = new Map([
 // Exports and methods that return a Promise (index.d.ts); a test keeps this list complete.
 const ASYNC = new Set([
   'SFTDataset.collateBatch',
+  'SFTDataset.exportParquet',
   'SFTDataset.tokenizeExample',
   'SFTDataset.report',
   'Tokenizer.fromPretrained',

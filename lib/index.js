@@ -44,6 +44,13 @@ async function loadSFTDataset(filePath, tokenizer, config) {
   return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
 }
 
+/** Loads `filePath` (through `config.cache` when given) and writes its rows as Parquet. */
+async function exportSFTParquet(filePath, tokenizer, outPath, config) {
+  if (typeof outPath !== 'string') throw invalidArgument('exportSFTParquet: outPath must be a string')
+  const ds = await loadSFTDataset(filePath, tokenizer, config)
+  return ds.exportParquet(outPath)
+}
+
 SFTDataset.prototype.batches = async function* batches(batchSize) {
   this._checkBatchSize(batchSize)
   for (let start = 0; start < this.length; start += batchSize) {
@@ -65,5 +72,6 @@ module.exports = {
   validatePathContainment: asPublic('validatePathContainment', validatePathContainment),
   resolveAndValidatePath: asPublic('resolveAndValidatePath', resolveAndValidatePath),
   loadSFTDataset: asPublic('loadSFTDataset', loadSFTDataset),
+  exportSFTParquet: asPublic('exportSFTParquet', exportSFTParquet),
   attachDistillation: asPublic('attachDistillation', distill.attachDistillation),
 }

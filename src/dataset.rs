@@ -17,6 +17,7 @@ use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
+use crate::packed_rows::PackedRows;
 use crate::report::{example_report, DatasetReport};
 use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow};
 use crate::row_cache::RowCache;
@@ -87,6 +88,48 @@ impl DatasetConfig {
         } else {
             None
         }
+    }
+
+    /// Every setting that changes a row, as JSON: the dataset's part of a token cache key (and
+    /// what `sft-dataset cache ls` shows). Destructured in full, so that a field added to the
+    /// config must be placed here or on the list of those that leave rows alone. A setting
+    /// that changes rows only in some modes is written only then, so that sweeping it elsewhere
+    /// reuses the cached rows.
+    pub fn row_settings_json(&self) -> Json {
+        let DatasetConfig {
+            max_seq_length,
+            completion_only,
+            enable_thinking,
+            // Order only.
+            seed: _,
+            special_token_ids,
+            masking_strategy,
+            train_on_roles,
+            train_on_turn_end,
+            reasoning,
+            truncation,
+            drop_untrainable,
+        } = self;
+        let mut settings = serde_json::json!({
+            "completionOnly": completion_only,
+            "enableThinking": enable_thinking,
+            "specialTokenIds": {
+                "imStart": special_token_ids.im_start,
+                "imEnd": special_token_ids.im_end,
+                "newlineTokens": special_token_ids.newline_tokens,
+            },
+            "maskingStrategy": masking_strategy.map(|m| format!("{m:?}")),
+            "trainOnRoles": train_on_roles,
+            "trainOnTurnEnd": train_on_turn_end,
+            "reasoning": reasoning.map(|r| format!("{r:?}")),
+            "truncation": format!("{truncation:?}"),
+            "dropUntrainable": drop_untrainable,
+        });
+        // Rows are cut to `maxSeqLength` only when collated, except for these two.
+        if *truncation == Truncation::Turns || *drop_untrainable {
+            settings["maxSeqLength"] = Json::from(*max_seq_length);
+        }
+        settings
     }
 
     /// Rows can leave the dataset, so all of them are built before `length` is known.
@@ -278,6 +321,45 @@ impl Dataset {
         );
         dataset.apply_drops();
         Ok(dataset)
+    }
+
+    /// A dataset over rows a successful `load` built before (a token cache entry): nothing is
+    /// read, rendered or tokenized.
+    pub fn from_packed(
+        rows: PackedRows,
+        format: Format,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+    ) -> SftResult<Self> {
+        let masking = resolve_masking(&tokenizer, &config)?;
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let mut dataset = Self::assemble(
+            tokenizer,
+            config,
+            format,
+            masking,
+            turn_end,
+            Vec::new(),
+            RowCache::Packed(rows),
+        );
+        dataset.apply_drops();
+        Ok(dataset)
+    }
+
+    /// The rows of a loaded dataset (all built while the file streamed by).
+    pub fn packed_rows(&self) -> Option<&PackedRows> {
+        match &self.rows {
+            RowCache::Packed(rows) => Some(rows),
+            RowCache::Lazy(_) => None,
+        }
+    }
+
+    /// The example indices that take part in training, in example order.
+    pub fn kept_examples(&self) -> Vec<u32> {
+        match &self.kept {
+            Some(kept) => kept.clone(),
+            None => (0..self.rows.len() as u32).collect(),
+        }
     }
 
     fn assemble(

@@ -37,6 +37,29 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, for reading one back by name (`token_cache` stores row errors).
+    pub const ALL: [ErrorCode; 14] = [
+        ErrorCode::JsonlParse,
+        ErrorCode::FileRead,
+        ErrorCode::InvalidExample,
+        ErrorCode::InvalidMessage,
+        ErrorCode::TokenizerLoad,
+        ErrorCode::ChatTemplateMissing,
+        ErrorCode::TemplateSyntax,
+        ErrorCode::TemplateRender,
+        ErrorCode::Tokenize,
+        ErrorCode::PathTraversal,
+        ErrorCode::InvalidArgument,
+        ErrorCode::UnsupportedTokenizer,
+        ErrorCode::InvalidDistillation,
+        ErrorCode::Internal,
+    ];
+
+    /// The code whose `as_str` is `name`.
+    pub fn from_name(name: &str) -> Option<ErrorCode> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::JsonlParse => "JSONL_PARSE",

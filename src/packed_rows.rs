@@ -3,27 +3,109 @@
 //! that carry more (warnings, statistics, distillation targets) or failed to build. A row costs
 //! its ids, 8 bytes of offsets and 8 bytes a trained range, and no allocation of its own, which
 //! keeps files of millions of tiny examples close to the size of their tokens.
+//!
+//! The same blocks can live in a memory-mapped token cache entry (`token_cache`): their arrays
+//! then point into the mapping, and a block's rare rows are decoded the first time one of its
+//! rows is read, so memory grows only with the rows a trainer reads.
 
-use std::ops::Range;
+use std::marker::PhantomData;
+use std::ops::{Deref, Range};
+use std::sync::{Arc, OnceLock};
 
-use crate::error::{SftError, SftResult};
-use crate::row::{RowExtra, RowView, TokenizedRow};
+use memmap2::Mmap;
+
+use crate::distill::RowDistill;
+use crate::error::{ErrorCode, SftError, SftResult};
+use crate::row::{DropReason, RowExtra, RowStats, RowView, TokenizedRow};
 
 /// Offsets inside a block are `u32`: a block closes before its ids would overflow them.
 const BLOCK_LIMIT: usize = u32::MAX as usize;
 
-struct RowBlock {
-    /// Index of the block's first row in the dataset.
-    first: usize,
-    ids: Box<[u32]>,
-    /// End of row k's ids in `ids` (its start is the previous end).
-    id_ends: Box<[u32]>,
-    spans: Box<[Range<u32>]>,
-    span_ends: Box<[u32]>,
+// Trained ranges are stored in a cache entry as (start, end) pairs of little-endian u32 and
+// read in place as `Range<u32>`: that needs exactly this layout, checked when compiling.
+const _: () = assert!(
+    std::mem::size_of::<Range<u32>>() == 8
+        && std::mem::align_of::<Range<u32>>() == 4
+        && std::mem::offset_of!(Range<u32>, start) == 0
+        && std::mem::offset_of!(Range<u32>, end) == 4
+);
+
+/// Element types that may be read in place from a mapping: plain data, every bit pattern valid.
+pub trait Plain: 'static {}
+impl Plain for u8 {}
+impl Plain for u32 {}
+impl Plain for Range<u32> {}
+
+/// An array owned by the block, or a stretch of a mapped cache entry.
+pub enum Slab<T: Plain> {
+    Owned(Box<[T]>),
+    Mapped {
+        map: Arc<Mmap>,
+        offset: usize,
+        len: usize,
+        elem: PhantomData<T>,
+    },
+}
+
+impl<T: Plain> Slab<T> {
+    /// `len` elements at `offset` of `map`; `None` when they do not fit or are misaligned.
+    pub fn mapped(map: &Arc<Mmap>, offset: usize, len: usize) -> Option<Self> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let end = offset.checked_add(bytes)?;
+        let aligned = (map.as_ptr() as usize + offset) % std::mem::align_of::<T>() == 0;
+        (end <= map.len() && aligned).then(|| Slab::Mapped {
+            map: map.clone(),
+            offset,
+            len,
+            elem: PhantomData,
+        })
+    }
+}
+
+impl<T: Plain> Deref for Slab<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            Slab::Owned(items) => items,
+            // SAFETY: `mapped` checked bounds and alignment; `T: Plain` accepts any bits; the
+            // mapping is read-only and lives as long as `map`, which `self` holds. Cache entries
+            // are never written in place (writers rename new files over old names), so the
+            // mapped bytes do not change under the reader.
+            Slab::Mapped {
+                map, offset, len, ..
+            } => unsafe { std::slice::from_raw_parts(map.as_ptr().add(*offset).cast(), *len) },
+        }
+    }
+}
+
+/// The rows of a block that carry more than ids and ranges, or failed to build.
+#[derive(Default)]
+struct RareRows {
     /// Local row index and its extra part, sorted by index.
     extras: Box<[(u32, RowExtra)]>,
     /// Local row index and why it could not be built, sorted by index.
     failures: Box<[(u32, SftError)]>,
+}
+
+enum Rare {
+    Built(RareRows),
+    /// Encoded bytes of a cache entry, decoded on the block's first read.
+    Mapped {
+        bytes: Slab<u8>,
+        decoded: OnceLock<Result<RareRows, SftError>>,
+    },
+}
+
+struct RowBlock {
+    /// Index of the block's first row in the dataset.
+    first: usize,
+    ids: Slab<u32>,
+    /// End of row k's ids in `ids` (its start is the previous end).
+    id_ends: Slab<u32>,
+    spans: Slab<Range<u32>>,
+    span_ends: Slab<u32>,
+    rare: Rare,
 }
 
 impl RowBlock {
@@ -31,20 +113,37 @@ impl RowBlock {
         self.id_ends.len()
     }
 
+    fn rare(&self) -> Result<&RareRows, &SftError> {
+        match &self.rare {
+            Rare::Built(rare) => Ok(rare),
+            Rare::Mapped { bytes, decoded } => decoded
+                .get_or_init(|| {
+                    decode_rare(bytes).map_err(|e| {
+                        SftError::new(
+                            ErrorCode::Internal,
+                            format!("token cache entry: rows {}..: {e}", self.first),
+                        )
+                    })
+                })
+                .as_ref(),
+        }
+    }
+
     fn get(&self, local: usize) -> Result<RowView<'_>, &SftError> {
         let key = local as u32;
-        if let Ok(k) = self.failures.binary_search_by_key(&key, |(i, _)| *i) {
-            return Err(&self.failures[k].1);
+        let rare = self.rare()?;
+        if let Ok(k) = rare.failures.binary_search_by_key(&key, |(i, _)| *i) {
+            return Err(&rare.failures[k].1);
         }
         let range = |ends: &[u32]| {
             let start = if local == 0 { 0 } else { ends[local - 1] };
             start as usize..ends[local] as usize
         };
-        let extra = self
+        let extra = rare
             .extras
             .binary_search_by_key(&key, |(i, _)| *i)
             .ok()
-            .map(|k| &self.extras[k].1);
+            .map(|k| &rare.extras[k].1);
         Ok(RowView {
             ids: &self.ids[range(&self.id_ends)],
             spans: &self.spans[range(&self.span_ends)],
@@ -120,12 +219,14 @@ impl PackedRows {
         }
         let block = RowBlock {
             first: self.len,
-            ids: block_ids.into(),
-            id_ends: id_ends.into(),
-            spans: block_spans.into(),
-            span_ends: span_ends.into(),
-            extras: extras.into(),
-            failures: failures.into(),
+            ids: Slab::Owned(block_ids.into()),
+            id_ends: Slab::Owned(id_ends.into()),
+            spans: Slab::Owned(block_spans.into()),
+            span_ends: Slab::Owned(span_ends.into()),
+            rare: Rare::Built(RareRows {
+                extras: extras.into(),
+                failures: failures.into(),
+            }),
         };
         self.len += block.rows();
         self.blocks.push(block);
@@ -137,6 +238,257 @@ impl PackedRows {
         let block = &self.blocks[b];
         block.get(index - block.first)
     }
+}
+
+/// A block's arrays as a cache entry stores them; `rare` is the encoded rare rows.
+pub struct BlockParts<'a> {
+    pub ids: &'a [u32],
+    pub id_ends: &'a [u32],
+    pub spans: &'a [Range<u32>],
+    pub span_ends: &'a [u32],
+    pub rare: Vec<u8>,
+}
+
+/// A block's arrays in a mapped cache entry.
+pub struct MappedBlock {
+    pub ids: Slab<u32>,
+    pub id_ends: Slab<u32>,
+    pub spans: Slab<Range<u32>>,
+    pub span_ends: Slab<u32>,
+    pub rare: Slab<u8>,
+}
+
+impl PackedRows {
+    /// Each block's arrays, for writing a cache entry.
+    pub fn block_parts(&self) -> impl Iterator<Item = SftResult<BlockParts<'_>>> {
+        self.blocks.iter().map(|b| {
+            Ok(BlockParts {
+                ids: &b.ids,
+                id_ends: &b.id_ends,
+                spans: &b.spans,
+                span_ends: &b.span_ends,
+                rare: encode_rare(b.rare().map_err(Clone::clone)?),
+            })
+        })
+    }
+
+    /// Rows read in place from a cache entry. The ends are checked here, so that a row's ids and
+    /// ranges always slice within their block (the entry's checksum vouches for the rest).
+    pub fn from_mapped(blocks: Vec<MappedBlock>) -> Result<Self, String> {
+        let mut rows = PackedRows::default();
+        for (k, b) in blocks.into_iter().enumerate() {
+            let ends_fit = |ends: &[u32], len: usize| {
+                ends.windows(2).all(|w| w[0] <= w[1])
+                    && ends.last().map_or(0, |&e| e as usize) == len
+            };
+            if b.id_ends.len() != b.span_ends.len()
+                || !ends_fit(&b.id_ends, b.ids.len())
+                || !ends_fit(&b.span_ends, b.spans.len())
+            {
+                return Err(format!("block {k} has inconsistent offsets"));
+            }
+            let block = RowBlock {
+                first: rows.len,
+                ids: b.ids,
+                id_ends: b.id_ends,
+                spans: b.spans,
+                span_ends: b.span_ends,
+                rare: Rare::Mapped {
+                    bytes: b.rare,
+                    decoded: OnceLock::new(),
+                },
+            };
+            rows.len += block.rows();
+            rows.blocks.push(block);
+        }
+        Ok(rows)
+    }
+}
+
+/// Little-endian fields of the rare-row encoding.
+struct Encoder(Vec<u8>);
+
+impl Encoder {
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn len(&mut self, n: usize) {
+        self.0.extend_from_slice(&(n as u64).to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.len(s.len());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+}
+
+fn encode_rare(rare: &RareRows) -> Vec<u8> {
+    let mut e = Encoder(Vec::new());
+    e.len(rare.extras.len());
+    for (local, extra) in rare.extras.iter() {
+        // Destructured in full: a field added to a row's extra part must be cached too (and
+        // `token_cache::ROW_FORMAT_VERSION` bumped), or this stops compiling.
+        let RowExtra {
+            warning,
+            stats,
+            distill,
+        } = extra;
+        let RowStats {
+            tokens_cut,
+            messages_dropped,
+            prefix_mismatches,
+            content_mismatches,
+            straddling,
+            dropped,
+        } = stats;
+        e.u32(*local);
+        match warning {
+            None => e.0.push(0),
+            Some(w) => {
+                e.0.push(1);
+                e.str(w);
+            }
+        }
+        for v in [
+            *tokens_cut,
+            *messages_dropped,
+            *prefix_mismatches,
+            *straddling,
+        ] {
+            e.u32(v);
+        }
+        e.len(content_mismatches.len());
+        content_mismatches.iter().for_each(|&m| e.u32(m));
+        e.0.push(match dropped {
+            None => 0,
+            Some(DropReason::TooLong) => 1,
+            Some(DropReason::Untrainable) => 2,
+        });
+        match distill {
+            None => e.0.push(0),
+            Some(RowDistill { k, ids, logprobs }) => {
+                e.0.push(1);
+                e.len(*k);
+                e.len(ids.len());
+                ids.iter().for_each(|&id| e.u32(id as u32));
+                e.len(logprobs.len());
+                logprobs.iter().for_each(|&p| e.u32(p.to_bits()));
+            }
+        }
+    }
+    e.len(rare.failures.len());
+    for (local, error) in rare.failures.iter() {
+        e.u32(*local);
+        e.str(error.code.as_str());
+        e.str(&error.message);
+    }
+    e.0
+}
+
+struct Decoder<'a>(&'a [u8]);
+
+impl<'a> Decoder<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if n > self.0.len() {
+            return Err("rare rows end early".to_string());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn len(&mut self) -> Result<usize, String> {
+        let b = self.take(8)?;
+        let mut v = [0; 8];
+        v.copy_from_slice(b);
+        usize::try_from(u64::from_le_bytes(v)).map_err(|e| e.to_string())
+    }
+    /// A count of items of at least `size` bytes each, checked against what is left.
+    fn count(&mut self, size: usize) -> Result<usize, String> {
+        let n = self.len()?;
+        if n.saturating_mul(size) > self.0.len() {
+            return Err("rare rows count more items than they hold".to_string());
+        }
+        Ok(n)
+    }
+    fn str(&mut self) -> Result<String, String> {
+        let n = self.len()?;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|e| e.to_string())
+    }
+}
+
+fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
+    let mut d = Decoder(bytes);
+    let n = d.count(22)?;
+    let mut extras = Vec::with_capacity(n);
+    for _ in 0..n {
+        let local = d.u32()?;
+        let warning = match d.u8()? {
+            0 => None,
+            _ => Some(d.str()?.into_boxed_str()),
+        };
+        let [tokens_cut, messages_dropped, prefix_mismatches, straddling] =
+            [d.u32()?, d.u32()?, d.u32()?, d.u32()?];
+        let content_mismatches = (0..d.count(4)?)
+            .map(|_| d.u32())
+            .collect::<Result<_, _>>()?;
+        let dropped = match d.u8()? {
+            0 => None,
+            1 => Some(DropReason::TooLong),
+            2 => Some(DropReason::Untrainable),
+            other => return Err(format!("unknown drop reason {other}")),
+        };
+        let distill = match d.u8()? {
+            0 => None,
+            _ => {
+                let k = d.len()?;
+                let ids = (0..d.count(4)?)
+                    .map(|_| d.u32().map(|v| v as i32))
+                    .collect::<Result<_, _>>()?;
+                let logprobs = (0..d.count(4)?)
+                    .map(|_| d.u32().map(f32::from_bits))
+                    .collect::<Result<_, _>>()?;
+                Some(RowDistill { k, ids, logprobs })
+            }
+        };
+        let stats = RowStats {
+            tokens_cut,
+            messages_dropped,
+            prefix_mismatches,
+            content_mismatches,
+            straddling,
+            dropped,
+        };
+        extras.push((
+            local,
+            RowExtra {
+                warning,
+                stats,
+                distill,
+            },
+        ));
+    }
+    let n = d.count(20)?;
+    let mut failures = Vec::with_capacity(n);
+    for _ in 0..n {
+        let local = d.u32()?;
+        let name = d.str()?;
+        let code =
+            ErrorCode::from_name(&name).ok_or_else(|| format!("unknown error code {name}"))?;
+        failures.push((local, SftError::new(code, d.str()?)));
+    }
+    if !d.0.is_empty() {
+        return Err("rare rows have trailing bytes".to_string());
+    }
+    Ok(RareRows {
+        extras: extras.into(),
+        failures: failures.into(),
+    })
 }
 
 #[cfg(test)]

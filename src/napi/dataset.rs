@@ -1,5 +1,6 @@
 //! `SFTDataset`, `createSFTDataset` and `loadSFTDataset` over `dataset::Dataset`.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
@@ -17,10 +18,12 @@ use super::tokenizer::tokenizer_arg;
 use crate::collate::Truncation;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
+use crate::export::{write_parquet, ExportSummary};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::report::DatasetReport;
 use crate::row::DropReason;
+use crate::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
 
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
@@ -120,6 +123,64 @@ pub struct LoadSftDatasetOptions {
     /// `false` also rejects a path whose real location (symlinks resolved) is outside the root.
     /// Default: symlinks are not examined, as in the reference.
     pub follow_symlinks: Option<bool>,
+    /// *(addition)* Token cache directory (created if missing), or `{dir, mode}`. A later load
+    /// of the same file content, tokenizer, chat template and row-changing settings maps the
+    /// rows from the cache instead of rendering and tokenizing them: same batches, warnings and
+    /// `report()`. A damaged entry is rebuilt and a cache that cannot be written leaves an
+    /// uncached load, both with a `console.warn`. Default: no cache.
+    #[napi(ts_type = "string | TokenCacheOptions")]
+    pub cache: Option<Either<String, TokenCacheOptions>>,
+}
+
+/// Where and how `loadSFTDataset` caches rows.
+#[napi(object)]
+pub struct TokenCacheOptions {
+    /// The cache directory (created if missing).
+    pub dir: String,
+    /// `'readwrite'` (default): map the entry if there is one, else build the rows and write it.
+    /// `'read'`: never write. `'refresh'`: build the rows and replace the entry.
+    #[napi(ts_type = "'readwrite' | 'read' | 'refresh'")]
+    pub mode: Option<String>,
+}
+
+/// How a dataset loaded with `cache` got its rows.
+#[napi(object)]
+#[derive(Clone)]
+pub struct TokenCacheUse {
+    /// `'hit'`: mapped from an entry; `'stored'`: built and written; `'built'`: built, not
+    /// written (mode `'read'`, or the cache could not be written: see the warning).
+    #[napi(ts_type = "'hit' | 'stored' | 'built'")]
+    pub status: String,
+    /// The entry's file (absent when the data file could not be hashed).
+    pub file: Option<String>,
+    /// The entry's key: blake3 of every input of a row, hex.
+    pub key: Option<String>,
+}
+
+fn cache_settings(cache: Either<String, TokenCacheOptions>) -> SftResult<CacheSettings> {
+    let (dir, mode) = match cache {
+        Either::A(dir) => (dir, None),
+        Either::B(o) => (o.dir, o.mode),
+    };
+    if dir.is_empty() {
+        return Err(SftError::invalid_argument(
+            "cache: the directory must be a non-empty string",
+        ));
+    }
+    let mode = choice(
+        "cache.mode",
+        mode,
+        &[
+            ("readwrite", CacheMode::ReadWrite),
+            ("read", CacheMode::Read),
+            ("refresh", CacheMode::Refresh),
+        ],
+    )?
+    .unwrap_or(CacheMode::ReadWrite);
+    Ok(CacheSettings {
+        dir: dir.into(),
+        mode,
+    })
 }
 
 #[napi(object, js_name = "SFTBatch")]
@@ -410,9 +471,20 @@ fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReportJs> {
     })
 }
 
+/// What `exportParquet` wrote.
+#[napi(object)]
+pub struct ParquetExport {
+    pub file: String,
+    /// Records written: the examples that take part in training.
+    pub rows: f64,
+    pub tokens: f64,
+    pub trained_tokens: f64,
+}
+
 #[napi(js_name = "SFTDataset")]
 pub struct JsSftDataset {
     inner: Arc<Dataset>,
+    cache: Option<TokenCacheUse>,
 }
 
 impl Drop for JsSftDataset {
@@ -451,11 +523,15 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
 /// The reference prints its prefix-mismatch warning with `console.warn`; so does the port, once
 /// per example.
 fn warn_all(env: &Env, warnings: &[(u32, String)]) -> napi::Result<()> {
+    print_warnings(env, warnings.iter().map(|(_, w)| w.clone()))
+}
+
+fn print_warnings(env: &Env, warnings: impl Iterator<Item = String>) -> napi::Result<()> {
     let global = env.get_global()?;
     let console: Object = global.get_named_property("console")?;
     let warn: Function<String, ()> = console.get_named_property("warn")?;
-    for (_, message) in warnings {
-        warn.apply(console, message.clone())?;
+    for message in warnings {
+        warn.apply(console, message)?;
     }
     Ok(())
 }
@@ -492,6 +568,7 @@ impl JsSftDataset {
             let inner = Dataset::from_examples(examples, tokenizer, config)?;
             Ok(JsSftDataset {
                 inner: Arc::new(inner),
+                cache: None,
             })
         })
     }
@@ -500,6 +577,12 @@ impl JsSftDataset {
     #[napi(getter, ts_return_type = "'prompt-completion' | 'conversation'")]
     pub fn format(&self) -> &'static str {
         self.inner.format().name()
+    }
+
+    /// *(addition)* How a dataset loaded with `cache` got its rows; null without a cache.
+    #[napi(getter)]
+    pub fn cache(&self) -> Option<TokenCacheUse> {
+        self.cache.clone()
     }
 
     /// Number of examples.
@@ -595,6 +678,26 @@ impl JsSftDataset {
         AsyncTask::new(Job::new(move || dataset.report(), report_to_js))
     }
 
+    /// *(addition)* Writes the rows that take part in training as Apache Parquet (columns
+    /// `example_index`, `input_ids`, `labels` with -100 where no loss is taken, `num_tokens`,
+    /// `num_trained_tokens`), untruncated and in example order, exactly as `tokenizeExample`
+    /// gives them. Written to a temporary file beside `outPath`, then renamed.
+    #[napi(ts_return_type = "Promise<ParquetExport>")]
+    pub fn export_parquet(&self, out_path: String) -> AsyncTask<Job<ExportSummary, ParquetExport>> {
+        let dataset = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || write_parquet(&dataset, Path::new(&out_path)),
+            |_, s| {
+                Ok(ParquetExport {
+                    file: s.file.display().to_string(),
+                    rows: s.rows as f64,
+                    tokens: s.tokens as f64,
+                    trained_tokens: s.trained_tokens as f64,
+                })
+            },
+        ))
+    }
+
     /// Checks a `batches()` batch size; used by the JS generator before it starts.
     #[napi(js_name = "_checkBatchSize")]
     pub fn check_batch_size(&self, batch_size: f64) -> Result<()> {
@@ -625,14 +728,19 @@ pub fn load_sft_dataset_native(
     path: String,
     tokenizer: Unknown,
     config: Option<LoadSftDatasetOptions>,
-) -> AsyncTask<Job<Dataset, JsSftDataset>> {
+) -> AsyncTask<Job<CachedLoad, JsSftDataset>> {
     // Checked now, reported by the Promise: an async entry point never throws.
     let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
         move || {
             let tokenizer = tokenizer?;
-            let (config, limit, opts) = match config {
-                None => (DatasetConfig::default(), None, path_options(None, None)),
+            let (config, limit, opts, cache) = match config {
+                None => (
+                    DatasetConfig::default(),
+                    None,
+                    path_options(None, None),
+                    None,
+                ),
                 Some(c) => (
                     core_config(Fields {
                         max_seq_length: c.max_seq_length,
@@ -649,23 +757,39 @@ pub fn load_sft_dataset_native(
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),
+                    c.cache.map(cache_settings).transpose()?,
                 ),
             };
             let file = resolve_dataset_path(&path, &opts)?;
-            Dataset::load(
-                &file,
-                tokenizer,
-                config,
-                &LoadOptions {
-                    limit,
-                    on_progress: None,
-                },
-            )
+            let options = LoadOptions {
+                limit,
+                on_progress: None,
+            };
+            match cache {
+                Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache),
+                None => Ok(CachedLoad {
+                    dataset: Dataset::load(&file, tokenizer, config, &options)?,
+                    status: None,
+                    entry: None,
+                    key: None,
+                    warnings: Vec::new(),
+                }),
+            }
         },
-        |_, dataset| {
-            Ok(JsSftDataset {
-                inner: Arc::new(dataset),
-            })
-        },
+        finish_load,
     ))
+}
+
+/// Prints the cache's warnings and wraps the dataset; `cache` stays null for an uncached load.
+fn finish_load(env: &Env, loaded: CachedLoad) -> SftResult<JsSftDataset> {
+    print_warnings(env, loaded.warnings.into_iter())
+        .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
+    Ok(JsSftDataset {
+        inner: Arc::new(loaded.dataset),
+        cache: loaded.status.map(|status| TokenCacheUse {
+            status: status.name().to_string(),
+            file: loaded.entry.map(|p| p.display().to_string()),
+            key: loaded.key,
+        }),
+    })
 }

@@ -7,5 +7,6 @@ pub mod grpo;
 pub mod ids;
 pub mod path;
 pub mod task;
+pub mod token_cache;
 pub mod tokenizer;
 pub mod validate;

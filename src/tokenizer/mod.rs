@@ -101,6 +101,8 @@ pub struct ChatTokenizer {
     config: TokenizerConfig,
     template: Option<SftResult<ChatTemplate>>,
     tail_reuse: Option<TailReuse>,
+    /// blake3 of the `tokenizer.json` text: part of a token cache key.
+    json_digest: [u8; 32],
 }
 
 fn load_error(message: String) -> SftError {
@@ -170,6 +172,7 @@ impl ChatTokenizer {
             config,
             template: None,
             tail_reuse,
+            json_digest: *blake3::hash(json_text.as_bytes()).as_bytes(),
         };
         tokenizer.template = tokenizer
             .config
@@ -248,6 +251,11 @@ impl ChatTokenizer {
 
     pub fn source(&self) -> &Path {
         &self.source
+    }
+
+    /// blake3 of the `tokenizer.json` text this tokenizer was built from.
+    pub fn json_digest(&self) -> &[u8; 32] {
+        &self.json_digest
     }
 
     pub fn config(&self) -> &TokenizerConfig {
