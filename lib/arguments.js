@@ -22,6 +22,8 @@ const EXPECTED = new Map([
 // Exports and methods that return a Promise (index.d.ts); a test keeps this list complete.
 const ASYNC = new Set([
   'SFTDataset.collateBatch',
+  'SFTDataset.batchingStats',
+  'SFTDataset._plannedBatch',
   'SFTDataset.tokenizeExample',
   'SFTDataset.report',
   'Tokenizer.fromPretrained',

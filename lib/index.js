@@ -46,6 +46,11 @@ async function loadSFTDataset(filePath, tokenizer, config) {
 
 SFTDataset.prototype.batches = async function* batches(batchSize) {
   this._checkBatchSize(batchSize)
+  if (this._usesPlan()) {
+    const count = this.numBatches(batchSize)
+    for (let k = 0; k < count; k++) yield await this._plannedBatch(batchSize, k)
+    return
+  }
   for (let start = 0; start < this.length; start += batchSize) {
     const end = Math.min(start + batchSize, this.length)
     const indices = Array.from({ length: end - start }, (_, k) => start + k)

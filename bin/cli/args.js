@@ -5,6 +5,7 @@
 const { parseArgs } = require('node:util')
 
 const COMMANDS = ['preview', 'stats', 'validate']
+const BATCHINGS = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
 
 const USAGE = `Usage: sft-dataset <command> <data.jsonl> [options]
 
@@ -20,6 +21,11 @@ Options:
   --enable-thinking       pass enable_thinking=true to the chat template (default off)
   --seed <n>              shuffle seed; stats use the epoch-0 order (default 42)
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
+  --batching <strategy>   reference, lengthGrouped, tokenBudget or packed (default reference);
+                          stats compares all four, preview shows the plan's rows
+  --max-batch-tokens <n>  tokenBudget: rows x padded length per batch; packed: tokens per
+                          packed row (default max-seq-length)
+  --pad-to-multiple-of <n> padded lengths rounded up to a multiple of n (default 1)
   --limit <n>             read at most n records (default all)
   -n <n>                  preview: how many examples from the start (default 3)
   --index <i,j,...>       preview: these example indices instead
@@ -43,6 +49,9 @@ const OPTIONS = {
   'enable-thinking': { type: 'boolean' },
   seed: { type: 'string' },
   'batch-size': { type: 'string' },
+  batching: { type: 'string' },
+  'max-batch-tokens': { type: 'string' },
+  'pad-to-multiple-of': { type: 'string' },
   limit: { type: 'string' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
@@ -104,6 +113,16 @@ function parseCommandLine(argv) {
   if (values.n !== undefined && values.index !== undefined) {
     throw new UsageError('-n and --index cannot be used together')
   }
+  const batching = values.batching ?? 'reference'
+  if (!BATCHINGS.includes(batching)) {
+    throw new UsageError(`--batching must be one of ${BATCHINGS.join(', ')}, got "${batching}"`)
+  }
+  for (const name of ['batching', 'max-batch-tokens', 'pad-to-multiple-of']) {
+    if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview and stats`)
+  }
+  if (batching !== 'reference' && values.index !== undefined) {
+    throw new UsageError('--index cannot be used with --batching (preview shows the rows of the batch plan)')
+  }
   if (values.json && values.html !== undefined) {
     throw new UsageError('--json and --html cannot be used together')
   }
@@ -118,6 +137,9 @@ function parseCommandLine(argv) {
       enableThinking: values['enable-thinking'] ?? false,
       seed: integer('seed', values.seed, 0) ?? 42,
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
+      batching,
+      maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1),
+      padToMultipleOf: integer('pad-to-multiple-of', values['pad-to-multiple-of'], 1) ?? 1,
       limit: integer('limit', values.limit, 1),
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),
