@@ -89,8 +89,32 @@ export declare class SFTDataset {
    * example are fetched for exactly this sequence.
    */
   tokenizeExample(index: number): Promise<TokenizedExample>
-  /** `ceil(length / batchSize)`. */
+  /**
+   * Exactly the number of batches `batches(batchSize)` yields this epoch: `ceil(length /
+   * batchSize)` under `'reference'` batching without a shard, the plan's count otherwise.
+   */
   numBatches(batchSize: number): number
+  /**
+   * *(addition)* Tokens computed per epoch and padding share of every batching strategy,
+   * side by side, over the current order (all ranks together), with the dataset's
+   * `maxBatchTokens` and `padToMultipleOf` unless `options` overrides them. `'packed'` is
+   * left out when `maxBatchTokens` is below `maxSeqLength`. Builds every row not built yet.
+   */
+  batchingStats(batchSize: number, options?: BatchingStatsOptions | undefined | null): Promise<BatchingStats[]>
+  /**
+   * `collateBatch(indices)` done on the JS thread when every row is built (a copy costs less
+   * than a trip to the thread pool), else `null`; used by the JS generator.
+   */
+  _collateBuilt(indices: Array<number>): SFTBatch | null
+  /** `_plannedBatch` done on the JS thread when the plan's rows are built, else `null`. */
+  _plannedBatchBuilt(batchSize: number, index: number): SFTBatch | null
+  /**
+   * Whether `batches()` follows a plan (any batching but `'reference'`, or a shard); used by
+   * the JS generator.
+   */
+  _usesPlan(): boolean
+  /** Batch `index` of the current epoch's plan for `batchSize`; used by the JS generator. */
+  _plannedBatch(batchSize: number, index: number): Promise<SFTBatch>
   /**
    * Per example and in total: tokens, trained tokens, truncation, drops, prefix and content
    * mismatches, straddling tokens, trained end-of-turn tokens and leading BOS tokens. Builds
@@ -162,6 +186,27 @@ export declare class Tokenizer {
   get hasChatTemplate(): boolean
 }
 export type JsTokenizer = Tokenizer
+
+/** What one epoch costs the trainer under one batching strategy. */
+export interface BatchingStats {
+  batching: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /** Batches per epoch (all ranks together). */
+  batches: number
+  /** Rows of all batches (packed rows under `'packed'`). */
+  rows: number
+  /** Tokens of the examples after truncation. */
+  tokens: number
+  /** Tokens the trainer computes on: rows x padded length, summed over batches. */
+  computedTokens: number
+  /** `(computedTokens - tokens) / computedTokens`. */
+  paddingShare: number
+}
+
+/** Overrides for `batchingStats`; absent fields take the dataset's settings. */
+export interface BatchingStatsOptions {
+  maxBatchTokens?: number
+  padToMultipleOf?: number
+}
 
 /**
  * Internal step of `attachDistillation`: the warning that drops the group's payload, or null
@@ -317,6 +362,14 @@ export interface LoadSFTDatasetOptions {
   truncation?: 'keepEnd' | 'keepStart' | 'turns'
   /** See `SFTDatasetConfig.dropUntrainable`. Default false. */
   dropUntrainable?: boolean
+  /** See `SFTDatasetConfig.batching`. Default `'reference'`. */
+  batching?: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /** See `SFTDatasetConfig.maxBatchTokens`. Default `maxSeqLength`. */
+  maxBatchTokens?: number
+  /** See `SFTDatasetConfig.padToMultipleOf`. Default 1. */
+  padToMultipleOf?: number
+  /** See `SFTDatasetConfig.shard`. */
+  shard?: SFTShard
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -485,6 +538,18 @@ export interface SFTBatch {
   distillLogprobs?: Float32Array
   /** `[batch, seqLen, k]` of the distillation tensors. */
   distillShape?: [number, number, number]
+  /**
+   * Every batching but `'reference'` (and any sharded dataset): the example index of each
+   * row; of a packed row, its first example.
+   */
+  indices?: Uint32Array
+  /**
+   * `'packed'`: each token's position within its own example, restarting at 0 for every
+   * example (0 on padding), `[batch, seqLen]`.
+   */
+  positionIds?: Int32Array
+  /** `'packed'`: the example index of each token, -1 on padding, `[batch, seqLen]`. */
+  exampleIds?: Int32Array
 }
 
 export interface SFTDatasetConfig {
@@ -543,6 +608,38 @@ export interface SFTDatasetConfig {
    * examples (`order()` lists their original indices); `report()` shows every example.
    */
   dropUntrainable?: boolean
+  /**
+   * How batches are formed. `'reference'`: consecutive positions of the shuffled order,
+   * each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
+   * shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
+   * into batches, the batches shuffled. `'tokenBudget'`: the same, but a batch holds only as
+   * many rows (up to batchSize) as fit in `maxBatchTokens` padded. `'packed'`: rows packed
+   * best-fit decreasing into rows of `maxBatchTokens` tokens, shuffled, batchSize packed rows
+   * per batch, with `positionIds` and `exampleIds`. Default `'reference'`.
+   */
+  batching?: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /**
+   * `'tokenBudget'`: rows x padded length of a batch (of one rank's share) at most this; a
+   * row longer alone gets a batch of its own. `'packed'`: tokens of a packed row (at least
+   * `maxSeqLength`). Default `maxSeqLength`.
+   */
+  maxBatchTokens?: number
+  /** The padded length of every batch is rounded up to a multiple of this. Default 1. */
+  padToMultipleOf?: number
+  /**
+   * Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
+   * `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
+   * of batches; rows from the start of the epoch fill the last batches. Default: no shard.
+   */
+  shard?: ShardConfig
+}
+
+/** One data-parallel rank of `worldSize`. */
+export interface SFTShard {
+  /** This process's rank, in `[0, worldSize)`. */
+  rank: number
+  /** Number of ranks. */
+  worldSize: number
 }
 
 /** Token ids the reference masking keys on; each one missing is derived from the tokenizer. */

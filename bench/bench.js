@@ -6,6 +6,7 @@
 // on 1 and 2 threads. Every figure comes from this one run.
 //
 //   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
+//   npm run bench -- --padding-only      (only the padding table of the batching strategies)
 
 const { execFileSync } = require('node:child_process')
 const { readFileSync, readdirSync, statSync, existsSync } = require('node:fs')
@@ -65,12 +66,12 @@ async function referenceStyleEpoch(examples, tok, batchSize) {
   return tokens
 }
 
-async function datasetEpochs(file, tok, batchSize) {
+async function datasetEpochs(file, tok, batchSize, batching = 'reference') {
   const warn = console.warn
   console.warn = () => {}
   try {
     const t0 = now()
-    const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), completionOnly: true })
+    const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), completionOnly: true, batching })
     let tokens = 0
     for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
     const epoch1 = seconds(t0)
@@ -140,6 +141,60 @@ async function benchFile(label, file, opts) {
 }
 
 const f = (x, d = 2) => x.toFixed(d)
+const pct = (share) => `${(100 * share).toFixed(1)} %`
+
+const STRATEGIES = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
+
+/**
+ * Tokens the trainer computes per epoch (rows x padded length, summed) and the padding share of
+ * every batching strategy, per real data file and over all of them, from `batchingStats`.
+ */
+async function paddingTable(tok, batchSize, maxSeqLength) {
+  if (!existsSync(realData)) return
+  const files = readdirSync(realData).filter((f) => f.endsWith('.jsonl')).sort()
+  const total = Object.fromEntries(STRATEGIES.map((s) => [s, { computed: 0, tokens: 0, batches: 0 }]))
+  console.log(`\n## Padding per epoch: batch size ${batchSize}, maxSeqLength ${maxSeqLength}, completionOnly, epoch-0 order (maxBatchTokens = maxSeqLength)`)
+  console.log(`| data | examples | tokens | ${STRATEGIES.map((s) => `${s}: computed (padding)`).join(' | ')} |`)
+  console.log(`|---|---:|---:|${STRATEGIES.map(() => '---:').join('|')}|`)
+  const warn = console.warn
+  console.warn = () => {}
+  try {
+    for (const file of files) {
+      const full = path.join(realData, file)
+      const ds = await lib.loadSFTDataset(full, tok, { allowedRoot: realData, completionOnly: true, maxSeqLength })
+      ds.shuffleForEpoch(0)
+      const stats = await ds.batchingStats(batchSize)
+      const cells = STRATEGIES.map((name) => {
+        const s = stats.find((x) => x.batching === name)
+        total[name].computed += s.computedTokens
+        total[name].tokens += s.tokens
+        total[name].batches += s.batches
+        return `${s.computedTokens} (${pct(s.paddingShare)}, ${s.batches} b)`
+      })
+      console.log(`| ${file} | ${ds.length} | ${stats[0].tokens} | ${cells.join(' | ')} |`)
+    }
+  } finally {
+    console.warn = warn
+  }
+  const cells = STRATEGIES.map((name) => {
+    const t = total[name]
+    return `${t.computed} (${pct((t.computed - t.tokens) / t.computed)}, ${t.batches} b)`
+  })
+  console.log(`| all files | | ${total.reference.tokens} | ${cells.join(' | ')} |`)
+  const ref = total.reference.computed
+  console.log(`\nreference computes ${f(ref / total.reference.tokens)}x the tokens it needs; lengthGrouped ${f(total.lengthGrouped.computed / total.reference.tokens)}x; packed ${f(total.packed.computed / total.reference.tokens)}x`)
+}
+
+/** Epoch 1 and 2 of `batches(batchSize)` under every batching strategy (the auto engine). */
+async function epochsByBatching(label, file, tok, opts) {
+  const cells = []
+  for (const batching of STRATEGIES) {
+    const runs = []
+    for (let i = 0; i < opts.repeat; i++) runs.push(await datasetEpochs(file, tok, opts.batchSize, batching))
+    cells.push(`${f(Math.min(...runs.map((r) => r.epoch1)))} / ${f(Math.min(...runs.map((r) => r.epoch2)), 4)}`)
+  }
+  console.log(`| ${label} (${path.basename(file)}) | ${cells.join(' | ')} |`)
+}
 
 async function main() {
   const { values } = parseArgs({
@@ -150,6 +205,7 @@ async function main() {
       repeat: { type: 'string', default: '3' },
       worker: { type: 'boolean', default: false },
       engine: { type: 'string', default: 'auto' },
+      'padding-only': { type: 'boolean', default: false },
     },
   })
   const repeat = Number(values.repeat)
@@ -158,6 +214,7 @@ async function main() {
   const convFile = values['conv-data'] ?? largest('conv_')
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
   const opts = { batchSize: Number(values['batch-size']), repeat }
+  if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
   console.log(`sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat}`)
   const rows = [await benchFile('prompt-completion', pcFile, opts)]
   if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
@@ -170,6 +227,15 @@ async function main() {
       `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1)} | ${f(r.autoEpoch1)} (${r.autoEngine}) | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.hfEpoch1, 1)}x / ${f(r.referenceEpoch / r.autoEpoch1, 1)}x | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x | ${f(r.encodeBatchHf / r.hfEpoch1, 2)} |`,
     )
   }
+
+  await paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+
+  console.log('\n## Epoch 1 / epoch 2 seconds by batching (auto engine, completionOnly, maxSeqLength 2048)')
+  console.log(`| data | ${STRATEGIES.join(' | ')} |`)
+  console.log(`|---|${STRATEGIES.map(() => '---:').join('|')}|`)
+  const autoTok = await lib.Tokenizer.fromPretrained(qwen3)
+  await epochsByBatching('prompt-completion', pcFile, autoTok, opts)
+  if (convFile && convFile !== pcFile) await epochsByBatching('conversation', convFile, autoTok, opts)
 
   console.log('\n## Encoder engines: encodeBatch over the rendered texts, MB/s')
   console.log('| data | hf, 1 thread | fast, 1 thread | hf, 2 threads | fast, 2 threads | fast / hf (1 thread) |')

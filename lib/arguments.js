@@ -23,6 +23,8 @@ const EXPECTED = new Map([
 const ASYNC = new Set([
   'SFTDataset.collateBatch',
   'SFTDataset.exportParquet',
+  'SFTDataset.batchingStats',
+  'SFTDataset._plannedBatch',
   'SFTDataset.tokenizeExample',
   'SFTDataset.report',
   'Tokenizer.fromPretrained',

@@ -8,7 +8,9 @@ export { Tokenizer as Qwen3Tokenizer } from '../index'
 
 declare module '../index' {
   interface SFTDataset {
-    /** Batches of `batchSize` in the current (shuffled) order; the last one may be short. */
+    /** Batches of `batchSize` in the current (shuffled) order; the last one may be short. With
+     * `batching` other than `'reference'` (or a `shard`), the batches of the epoch's plan:
+     * exactly `numBatches(batchSize)` of them. */
     batches(batchSize: number): AsyncGenerator<SFTBatch>
   }
 }

@@ -53,10 +53,17 @@ async function exportSFTParquet(filePath, tokenizer, outPath, config) {
 
 SFTDataset.prototype.batches = async function* batches(batchSize) {
   this._checkBatchSize(batchSize)
+  // Batches whose rows are all built are copied on this thread (the `...Built` calls); the
+  // others are built off it.
+  if (this._usesPlan()) {
+    const count = this.numBatches(batchSize)
+    for (let k = 0; k < count; k++) yield this._plannedBatchBuilt(batchSize, k) ?? (await this._plannedBatch(batchSize, k))
+    return
+  }
   for (let start = 0; start < this.length; start += batchSize) {
     const end = Math.min(start + batchSize, this.length)
     const indices = Array.from({ length: end - start }, (_, k) => start + k)
-    yield await this.collateBatch(indices)
+    yield this._collateBuilt(indices) ?? (await this.collateBatch(indices))
   }
 }
 

@@ -6,24 +6,26 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rayon::prelude::*;
 use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
-use crate::collate::{collate, Batch, Truncation};
+use crate::collate::{collate, collate_packed, Batch, Padding};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::packed_rows::PackedRows;
+use crate::plan::{plan, plan_cost, plan_key, Batching, Plan, PlanCost, PlanSettings, Shard};
 use crate::report::{example_report, DatasetReport};
 use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow};
 use crate::row_cache::RowCache;
 use crate::shuffle::epoch_order;
 use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
+use crate::truncation::{kept_window, Truncation};
 
 const PREFETCH_CHUNK: usize = 64;
 
@@ -56,6 +58,11 @@ pub struct DatasetConfig {
     pub reasoning: Option<Reasoning>,
     pub truncation: Truncation,
     pub drop_untrainable: bool,
+    pub batching: Batching,
+    /// `None`: `max_seq_length`.
+    pub max_batch_tokens: Option<usize>,
+    pub pad_to_multiple_of: usize,
+    pub shard: Option<Shard>,
 }
 
 impl Default for DatasetConfig {
@@ -72,6 +79,10 @@ impl Default for DatasetConfig {
             reasoning: None,
             truncation: Truncation::KeepEnd,
             drop_untrainable: false,
+            batching: Batching::Reference,
+            max_batch_tokens: None,
+            pad_to_multiple_of: 1,
+            shard: None,
         }
     }
 }
@@ -135,6 +146,44 @@ impl DatasetConfig {
     /// Rows can leave the dataset, so all of them are built before `length` is known.
     fn may_drop(&self) -> bool {
         self.drop_untrainable || self.truncation == Truncation::Turns
+    }
+
+    /// Batches come from a plan rather than from consecutive positions.
+    pub fn uses_plan(&self) -> bool {
+        self.batching != Batching::Reference || self.shard.is_some()
+    }
+
+    pub fn max_batch_tokens(&self) -> usize {
+        self.max_batch_tokens.unwrap_or(self.max_seq_length)
+    }
+
+    /// The batching settings that only make sense together.
+    pub fn check_batching(&self) -> SftResult<()> {
+        if let Some(shard) = self.shard {
+            if shard.world_size == 0 || shard.rank >= shard.world_size {
+                return Err(SftError::invalid_argument(format!(
+                    "shard.rank must be an integer in [0, worldSize), got rank {} of worldSize {}",
+                    shard.rank, shard.world_size
+                )));
+            }
+        }
+        if self.batching == Batching::Packed && self.max_batch_tokens() < self.max_seq_length {
+            return Err(SftError::invalid_argument(format!(
+                "maxBatchTokens ({}) must be at least maxSeqLength ({}) with batching 'packed': every truncated row must fit in a packed row",
+                self.max_batch_tokens(),
+                self.max_seq_length
+            )));
+        }
+        Ok(())
+    }
+
+    fn padding(&self, pad_id: u32) -> Padding {
+        Padding {
+            max_seq_len: self.max_seq_length,
+            multiple: self.pad_to_multiple_of,
+            pad_id,
+            truncation: self.truncation,
+        }
     }
 }
 
@@ -228,6 +277,22 @@ pub fn reference_markers(
 pub struct CollatedBatch {
     pub batch: Batch,
     pub warnings: Vec<(u32, String)>,
+    /// Planned batches: the example index of each row (of a packed row, its first example).
+    pub indices: Option<Vec<u32>>,
+}
+
+/// The order of the current epoch and what it was made from.
+struct Epoch {
+    order: Arc<Vec<u32>>,
+    /// `None` until `shuffleForEpoch` is called.
+    epoch: Option<f64>,
+}
+
+/// The last plan made: for this epoch and batch size.
+struct CachedPlan {
+    epoch: Arc<Epoch>,
+    batch_size: usize,
+    plan: Arc<Plan>,
 }
 
 pub struct Dataset {
@@ -243,7 +308,11 @@ pub struct Dataset {
     examples: Vec<Json>,
     rows: RowCache,
     warned: Vec<AtomicBool>,
-    order: RwLock<Arc<Vec<u32>>>,
+    epoch: RwLock<Arc<Epoch>>,
+    /// Length of every example's row after truncation (0 for dropped rows and rows that fail to
+    /// build), made once for the plans.
+    lengths: OnceLock<Vec<u32>>,
+    plan: Mutex<Option<CachedPlan>>,
     prefetch_started: AtomicBool,
     cancelled: AtomicBool,
 }
@@ -261,6 +330,7 @@ impl Dataset {
                 "SFT dataset must contain at least one example",
             ));
         }
+        config.check_batching()?;
         let masking = resolve_masking(&tokenizer, &config)?;
         let format = detect_format(&examples[0])?;
         for (i, example) in examples.iter().enumerate().skip(1) {
@@ -273,7 +343,8 @@ impl Dataset {
         let turn_end = turn_end_of(&tokenizer, &config);
         let mut dataset =
             Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
-        if dataset.config.may_drop() {
+        // Plans other than the reference's read every row's length.
+        if dataset.config.may_drop() || dataset.config.batching.needs_lengths() {
             (0..dataset.rows.len()).into_par_iter().for_each(|i| {
                 let _ = dataset.row(i);
             });
@@ -289,6 +360,7 @@ impl Dataset {
         config: DatasetConfig,
         options: &LoadOptions,
     ) -> SftResult<Self> {
+        config.check_batching()?;
         let masking = resolve_masking(&tokenizer, &config);
         let turn_end = turn_end_of(&tokenizer, &config);
         let settings = masking
@@ -382,7 +454,12 @@ impl Dataset {
             examples,
             warned: (0..len).map(|_| AtomicBool::new(false)).collect(),
             rows,
-            order: RwLock::new(Arc::new((0..len as u32).collect())),
+            epoch: RwLock::new(Arc::new(Epoch {
+                order: Arc::new((0..len as u32).collect()),
+                epoch: None,
+            })),
+            lengths: OnceLock::new(),
+            plan: Mutex::new(None),
             prefetch_started: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
         }
@@ -400,7 +477,10 @@ impl Dataset {
             let kept: Vec<u32> = (0..rows.len() as u32)
                 .filter(|&i| !dropped(i as usize))
                 .collect();
-            self.order = RwLock::new(Arc::new(kept.clone()));
+            self.epoch = RwLock::new(Arc::new(Epoch {
+                order: Arc::new(kept.clone()),
+                epoch: None,
+            }));
             self.kept = Some(kept);
         }
     }
@@ -436,18 +516,26 @@ impl Dataset {
             Some(kept) => positions.iter().map(|&p| kept[p as usize]).collect(),
             None => positions,
         });
-        match self.order.write() {
-            Ok(mut guard) => *guard = order,
-            Err(poisoned) => *poisoned.into_inner() = order,
+        let next = Arc::new(Epoch {
+            order,
+            epoch: Some(epoch),
+        });
+        match self.epoch.write() {
+            Ok(mut guard) => *guard = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+    }
+
+    fn current_epoch(&self) -> Arc<Epoch> {
+        match self.epoch.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
     /// The current epoch order (positions -> example indices).
     pub fn order(&self) -> Arc<Vec<u32>> {
-        match self.order.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.current_epoch().order.clone()
     }
 
     /// Maps `collateBatch` positions to example indices under the current order; every position
@@ -497,6 +585,17 @@ impl Dataset {
     /// example, in batch order, rejects the batch as in the reference. Rows not built yet are
     /// built on this thread while the prefetch, walking the same order, builds the others.
     pub fn collate_examples(&self, examples: &[u32]) -> SftResult<CollatedBatch> {
+        let (rows, warnings) = self.rows_of(examples)?;
+        let batch = collate(&rows, &self.padding());
+        Ok(CollatedBatch {
+            batch,
+            warnings,
+            indices: None,
+        })
+    }
+
+    /// The rows of `examples`, in order, and the warnings of those seen for the first time.
+    fn rows_of(&self, examples: &[u32]) -> SftResult<(Vec<RowView<'_>>, Vec<(u32, String)>)> {
         let mut rows = Vec::with_capacity(examples.len());
         for &i in examples {
             match self.row(i as usize) {
@@ -512,13 +611,197 @@ impl Dataset {
                 }
             }
         }
-        let batch = collate(
-            &rows,
-            self.config.max_seq_length,
-            self.tokenizer.pad_token_id(),
-            self.config.truncation,
-        );
-        Ok(CollatedBatch { batch, warnings })
+        Ok((rows, warnings))
+    }
+
+    fn padding(&self) -> Padding {
+        self.config.padding(self.tokenizer.pad_token_id())
+    }
+
+    /// `collate_examples` if every row is built already (the collation is then only a copy),
+    /// `None` otherwise.
+    pub fn collate_examples_if_built(&self, examples: &[u32]) -> SftResult<Option<CollatedBatch>> {
+        if !self.all_built(examples) {
+            return Ok(None);
+        }
+        self.collate_examples(examples).map(Some)
+    }
+
+    fn all_built(&self, examples: &[u32]) -> bool {
+        self.rows.is_complete()
+            || examples
+                .iter()
+                .all(|&i| self.rows.built(i as usize).is_some())
+    }
+
+    /// Batch `index` of the current epoch's plan for `batch_size`.
+    pub fn collate_planned(&self, batch_size: usize, index: usize) -> SftResult<CollatedBatch> {
+        let plan = self.plan_for(batch_size)?;
+        self.collate_from_plan(&plan, batch_size, index)
+    }
+
+    /// `collate_planned` if the plan is made and every row of the batch is built already,
+    /// `None` otherwise.
+    pub fn collate_planned_if_built(
+        &self,
+        batch_size: usize,
+        index: usize,
+    ) -> SftResult<Option<CollatedBatch>> {
+        if self.config.batching.needs_lengths() && self.lengths.get().is_none() {
+            return Ok(None);
+        }
+        let plan = self.plan_for(batch_size)?;
+        if index < plan.num_batches() {
+            let examples: Vec<u32> = plan.batch(index).flatten().copied().collect();
+            if !self.all_built(&examples) {
+                return Ok(None);
+            }
+        }
+        self.collate_from_plan(&plan, batch_size, index).map(Some)
+    }
+
+    fn collate_from_plan(
+        &self,
+        plan: &Plan,
+        batch_size: usize,
+        index: usize,
+    ) -> SftResult<CollatedBatch> {
+        if index >= plan.num_batches() {
+            return Err(SftError::invalid_argument(format!(
+                "batch {index} is out of range: the epoch has {} batches of {batch_size}",
+                plan.num_batches()
+            )));
+        }
+        let rows: Vec<&[u32]> = plan.batch(index).collect();
+        let indices = rows.iter().map(|r| r[0]).collect();
+        let examples: Vec<u32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+        let (views, warnings) = self.rows_of(&examples)?;
+        let batch = if self.config.batching == Batching::Packed {
+            let mut views = examples.iter().copied().zip(views);
+            let packed: Vec<Vec<_>> = rows
+                .iter()
+                .map(|r| views.by_ref().take(r.len()).collect())
+                .collect();
+            collate_packed(&packed, &self.padding())
+        } else {
+            collate(&views, &self.padding())
+        };
+        Ok(CollatedBatch {
+            batch,
+            warnings,
+            indices: Some(indices),
+        })
+    }
+
+    /// The length of every example's row after truncation, building the rows not built yet.
+    fn lengths(&self) -> &[u32] {
+        self.lengths.get_or_init(|| {
+            (0..self.rows.len())
+                .into_par_iter()
+                .map(|i| match self.row(i) {
+                    Ok(row) if row.stats().dropped.is_none() => kept_window(
+                        row.ids.len(),
+                        self.config.max_seq_length,
+                        self.config.truncation,
+                    )
+                    .len() as u32,
+                    _ => 0,
+                })
+                .collect()
+        })
+    }
+
+    fn plan_settings(&self, batching: Batching, batch_size: usize) -> SftResult<PlanSettings> {
+        if let Some(shard) = self.config.shard {
+            if batch_size % shard.world_size != 0 {
+                return Err(SftError::invalid_argument(format!(
+                    "batchSize ({batch_size}) must be a multiple of shard.worldSize ({})",
+                    shard.world_size
+                )));
+            }
+        }
+        Ok(PlanSettings {
+            batching,
+            batch_size,
+            max_batch_tokens: self.config.max_batch_tokens(),
+            pad_to_multiple_of: self.config.pad_to_multiple_of,
+            shard: self.config.shard,
+        })
+    }
+
+    /// The plan of the current epoch for `batch_size`, made once per epoch and batch size.
+    pub fn plan_for(&self, batch_size: usize) -> SftResult<Arc<Plan>> {
+        let settings = self.plan_settings(self.config.batching, batch_size)?;
+        let epoch = self.current_epoch();
+        let mut cached = match self.plan.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(c) = cached.as_ref() {
+            if Arc::ptr_eq(&c.epoch, &epoch) && c.batch_size == batch_size {
+                return Ok(c.plan.clone());
+            }
+        }
+        let lengths = if settings.batching.needs_lengths() {
+            self.lengths()
+        } else {
+            &[]
+        };
+        let made = Arc::new(plan(
+            &epoch.order,
+            lengths,
+            plan_key(self.config.seed, epoch.epoch),
+            &settings,
+        ));
+        *cached = Some(CachedPlan {
+            epoch,
+            batch_size,
+            plan: made.clone(),
+        });
+        Ok(made)
+    }
+
+    /// What one epoch (the current order, all ranks together) costs under every strategy, with
+    /// this dataset's settings or the given `max_batch_tokens` / `pad_to_multiple_of`. A
+    /// strategy those settings do not allow (packing rows into fewer tokens than
+    /// `maxSeqLength`) is left out.
+    pub fn batching_costs(
+        &self,
+        batch_size: usize,
+        max_batch_tokens: Option<usize>,
+        pad_to_multiple_of: Option<usize>,
+    ) -> Vec<(Batching, PlanCost)> {
+        let base = DatasetConfig {
+            max_batch_tokens: max_batch_tokens.or(self.config.max_batch_tokens),
+            pad_to_multiple_of: pad_to_multiple_of.unwrap_or(self.config.pad_to_multiple_of),
+            shard: None,
+            ..self.config.clone()
+        };
+        let lengths = self.lengths();
+        let epoch = self.current_epoch();
+        let key = plan_key(base.seed, epoch.epoch);
+        Batching::ALL
+            .into_iter()
+            .filter_map(|batching| {
+                let config = DatasetConfig {
+                    batching,
+                    ..base.clone()
+                };
+                config.check_batching().ok()?;
+                let settings = PlanSettings {
+                    batching,
+                    batch_size,
+                    max_batch_tokens: config.max_batch_tokens(),
+                    pad_to_multiple_of: config.pad_to_multiple_of,
+                    shard: None,
+                };
+                let made = plan(&epoch.order, lengths, key, &settings);
+                Some((
+                    batching,
+                    plan_cost(&made, lengths, config.pad_to_multiple_of),
+                ))
+            })
+            .collect()
     }
 
     /// Builds, on other threads, every row not built yet, in the current epoch order, so that
@@ -550,8 +833,13 @@ impl Dataset {
         self.cancelled.store(true, Ordering::Relaxed);
     }
 
-    pub fn num_batches(&self, batch_size: usize) -> usize {
-        self.len().div_ceil(batch_size)
+    /// Exactly how many batches `batches(batch_size)` yields this epoch (on this rank).
+    pub fn num_batches(&self, batch_size: usize) -> SftResult<usize> {
+        if self.config.uses_plan() {
+            Ok(self.plan_for(batch_size)?.num_batches())
+        } else {
+            Ok(self.len().div_ceil(batch_size))
+        }
     }
 
     /// What every row holds and what happened to it; builds the rows not built yet, on all

@@ -1,8 +1,8 @@
 //! `SFTDataset.report()`: what each row holds after masking and truncation, and the totals.
 
-use crate::collate::{kept_window, Truncation};
 use crate::masking::trained_count;
 use crate::row::{DropReason, RowView};
+use crate::truncation::{kept_window, Truncation};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExampleReport {

@@ -6,7 +6,6 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
-use crate::collate::{kept_window, Truncation};
 use crate::distill::{targets_for_row, RowDistill};
 use crate::error::SftResult;
 use crate::example::SftExample;
@@ -17,6 +16,7 @@ use crate::masking::{
 use crate::message::{normalize_message, normalize_messages};
 use crate::spans::{locate_messages, MessageLayout, TurnEnd};
 use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
+use crate::truncation::{kept_window, Truncation};
 
 /// 4 bytes a token plus a small record: no labels are stored, only the trained ranges.
 #[derive(Debug, Clone, PartialEq)]

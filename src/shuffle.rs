@@ -60,6 +60,39 @@ pub fn epoch_order(len: usize, seed: f64, epoch: f64) -> Vec<u32> {
     order
 }
 
+/// A SplitMix64 stream: the generator of the batch plan's own shuffles (the order of batches,
+/// of packed rows). Integer-only, so every process and platform draws the same values.
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64 { state: seed }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (`n` > 0), by the multiply-shift reduction.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
+    /// Fisher-Yates from the end.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +129,16 @@ mod tests {
             order.sort_unstable();
             assert_eq!(order, (0..n as u32).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn splitmix_is_fixed_and_shuffles_to_permutations() {
+        // First output of SplitMix64 seeded with 0, as published with the algorithm.
+        assert_eq!(SplitMix64::new(0).next_u64(), 0xe220_a839_7b1d_cdaf);
+        let mut items: Vec<u32> = (0..100).collect();
+        SplitMix64::new(7).shuffle(&mut items);
+        assert_ne!(items, (0..100).collect::<Vec<_>>());
+        items.sort_unstable();
+        assert_eq!(items, (0..100).collect::<Vec<_>>());
     }
 }

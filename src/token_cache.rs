@@ -718,7 +718,7 @@ pub fn prune(dir: &Path, limits: &PruneLimits, now: SystemTime) -> SftResult<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collate::Truncation;
+    use crate::truncation::Truncation;
     use crate::dataset::StrategyName;
     use crate::tokenizer::config::TokenizerConfig;
 

@@ -7,12 +7,12 @@ use std::path::Path;
 
 use serde_json::Value;
 use sft_dataset::chat_template::RenderOptions;
-use sft_dataset::collate::Truncation;
 use sft_dataset::example::SftExample;
 use sft_dataset::masking::{Reasoning, SpanPolicy};
 use sft_dataset::row::{build_row, Masking, RowSettings};
 use sft_dataset::spans::discover_turn_end;
 use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::truncation::Truncation;
 
 fn policy(combo: &Value) -> SpanPolicy {
     SpanPolicy {

@@ -5,6 +5,7 @@
 const { parseArgs } = require('node:util')
 
 const COMMANDS = ['preview', 'stats', 'validate', 'export', 'cache']
+const BATCHINGS = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
 
 const USAGE = `Usage: sft-dataset <command> <data.jsonl> [options]
        sft-dataset cache ls|prune <dir> [--max-age <age>] [--max-size <size>] [--json]
@@ -33,6 +34,11 @@ Options:
   --truncation <mode>     keepEnd (default), keepStart, or turns (drop whole oldest turns)
   --drop-untrainable      skip rows left with no trained token
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
+  --batching <strategy>   reference, lengthGrouped, tokenBudget or packed (default reference);
+                          stats compares all four, preview shows the plan's rows
+  --max-batch-tokens <n>  tokenBudget: rows x padded length per batch; packed: tokens per
+                          packed row (default max-seq-length)
+  --pad-to-multiple-of <n> padded lengths rounded up to a multiple of n (default 1)
   --limit <n>             read at most n records (default all)
   --cache <dir>           token cache: a later run with the same data, tokenizer and settings
                           maps the rows instead of tokenizing again (created if missing)
@@ -66,6 +72,9 @@ const OPTIONS = {
   truncation: { type: 'string' },
   'drop-untrainable': { type: 'boolean' },
   'batch-size': { type: 'string' },
+  batching: { type: 'string' },
+  'max-batch-tokens': { type: 'string' },
+  'pad-to-multiple-of': { type: 'string' },
   limit: { type: 'string' },
   cache: { type: 'string' },
   out: { type: 'string' },
@@ -145,6 +154,16 @@ function parseCommandLine(argv) {
   if (values['train-on-turn-end'] && values['no-train-on-turn-end']) {
     throw new UsageError('--train-on-turn-end and --no-train-on-turn-end cannot be used together')
   }
+  const batching = values.batching ?? 'reference'
+  if (!BATCHINGS.includes(batching)) {
+    throw new UsageError(`--batching must be one of ${BATCHINGS.join(', ')}, got "${batching}"`)
+  }
+  for (const name of ['batching', 'max-batch-tokens', 'pad-to-multiple-of']) {
+    if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview and stats`)
+  }
+  if (batching !== 'reference' && values.index !== undefined) {
+    throw new UsageError('--index cannot be used with --batching (preview shows the rows of the batch plan)')
+  }
   if (values.json && values.html !== undefined) {
     throw new UsageError('--json and --html cannot be used together')
   }
@@ -165,6 +184,9 @@ function parseCommandLine(argv) {
       truncation: choice('truncation', values.truncation, ['keepEnd', 'keepStart', 'turns']),
       dropUntrainable: values['drop-untrainable'],
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
+      batching,
+      maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1),
+      padToMultipleOf: integer('pad-to-multiple-of', values['pad-to-multiple-of'], 1) ?? 1,
       limit: integer('limit', values.limit, 1),
       cache: values.cache,
       out: values.out,

@@ -8,8 +8,8 @@ const path = require('node:path')
 const lib = require('../../lib')
 const { parseCommandLine, UsageError, USAGE } = require('./args')
 const { progressBar } = require('./progress')
-const { buildViews } = require('./view')
-const { renderExample, legend } = require('./render-text')
+const { buildViews, buildPlanRows } = require('./view')
+const { renderExample, renderPlanRow, legend } = require('./render-text')
 const { renderHtml } = require('./render-html')
 const { summarizeExample, computeStats, formatStats } = require('./stats')
 
@@ -81,15 +81,27 @@ function datasetConfig(o) {
   return config
 }
 
+/** The dataset config plus the batching flags (which `validate` does not take). */
+function batchingConfig(o) {
+  return { ...datasetConfig(o), batching: o.batching, maxBatchTokens: o.maxBatchTokens, padToMultipleOf: o.padToMultipleOf }
+}
+
 function configLine(o) {
   const given = OPTIONAL_SETTINGS.filter(([key]) => o[key] !== undefined).map(([key, flag]) => ` · ${flag} ${o[key]}`)
-  return `max-seq-length ${o.maxSeqLength} · completion-only ${o.completionOnly} · enable-thinking ${o.enableThinking} · seed ${o.seed} · batch size ${o.batchSize}${given.join('')}`
+  const batching =
+    o.batching === 'reference' && o.maxBatchTokens === undefined && o.padToMultipleOf === 1
+      ? ''
+      : ` · batching ${o.batching} · max-batch-tokens ${o.maxBatchTokens ?? o.maxSeqLength} · pad-to-multiple-of ${o.padToMultipleOf}`
+  return `max-seq-length ${o.maxSeqLength} · completion-only ${o.completionOnly} · enable-thinking ${o.enableThinking} · seed ${o.seed} · batch size ${o.batchSize}${given.join('')}${batching}`
 }
 
 async function loadDataset(abs, tokenizer, o, progress) {
   progress.status(`loading ${path.basename(abs)}…`)
+  if (o.batching === 'packed' && (o.maxBatchTokens ?? o.maxSeqLength) < o.maxSeqLength) {
+    throw new UsageError(`--max-batch-tokens ${o.maxBatchTokens} is below --max-seq-length ${o.maxSeqLength}: packed rows must hold the longest row`)
+  }
   const ds = await lib.loadSFTDataset(abs, tokenizer, {
-    ...datasetConfig(o),
+    ...batchingConfig(o),
     limit: o.limit,
     allowedRoot: path.dirname(abs),
     ...(o.cache === undefined ? {} : { cache: o.cache }),
@@ -101,6 +113,7 @@ async function loadDataset(abs, tokenizer, o, progress) {
 async function preview(abs, tokenizer, choice, o, out) {
   const progress = progressBar('preview', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
   const ds = await loadDataset(abs, tokenizer, o, progress)
+  if (o.batching !== 'reference') return previewPlan(ds, tokenizer, abs, choice, o, out)
   const indices = o.indices ?? Array.from({ length: Math.min(o.count, ds.length) }, (_, k) => k)
   const outOfRange = indices.find((i) => i >= ds.length)
   if (outOfRange !== undefined) {
@@ -129,6 +142,33 @@ async function preview(abs, tokenizer, choice, o, out) {
   return 0
 }
 
+/** `preview --batching`: the first rows of the epoch-0 plan, with their example boundaries. */
+async function previewPlan(ds, tokenizer, abs, choice, o, out) {
+  ds.shuffleForEpoch(0)
+  const rows = await buildPlanRows(ds, tokenizer, o)
+  const meta = [
+    ['file', abs],
+    ['tokenizer', choice.description],
+    ['config', configLine(o)],
+    ['plan', `${ds.numBatches(o.batchSize)} batches in the epoch-0 order; showing the first ${rows.length} row${rows.length === 1 ? '' : 's'}`],
+  ]
+  if (o.html !== undefined) {
+    const views = rows.flatMap((r) => r.examples)
+    fs.writeFileSync(o.html, renderHtml(views, { title: `sft-dataset preview: ${path.basename(abs)} (${o.batching})`, meta }))
+  }
+  if (o.json) {
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: batchingConfig(o), batchSize: o.batchSize, examples: ds.length, batches: ds.numBatches(o.batchSize), rows }) + '\n')
+    return 0
+  }
+  const color = o.color ?? process.stdout.isTTY === true
+  const lines = meta.map(([k, v]) => `${k}: ${v}`)
+  lines.push(legend(color), '')
+  for (const row of rows) lines.push(renderPlanRow(row, { color }), '')
+  if (o.html !== undefined) lines.push(`wrote ${o.html}`)
+  out.write(lines.join('\n') + '\n')
+  return 0
+}
+
 async function stats(abs, tokenizer, choice, o, out) {
   const progress = progressBar('tokenizing', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
   const ds = await loadDataset(abs, tokenizer, o, progress)
@@ -149,6 +189,7 @@ async function stats(abs, tokenizer, choice, o, out) {
   bar.done()
   const { totals } = report
   ds.shuffleForEpoch(0)
+  const batching = await ds.batchingStats(o.batchSize, { maxBatchTokens: o.maxBatchTokens, padToMultipleOf: o.padToMultipleOf })
   const result = computeStats(summaries, {
     format: ds.format,
     maxSeqLength: o.maxSeqLength,
@@ -158,9 +199,10 @@ async function stats(abs, tokenizer, choice, o, out) {
     eos: report.turnEndToken ? { id: tokenizer.tokenToId(report.turnEndToken), token: report.turnEndToken } : { id: eosId, token: tokenizer.idToToken(eosId) },
     totals,
     settings: o,
+    batching: { chosen: o.batching, maxBatchTokens: o.maxBatchTokens ?? o.maxSeqLength, padToMultipleOf: o.padToMultipleOf, strategies: batching },
   })
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: datasetConfig(o), ...result }) + '\n')
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: batchingConfig(o), ...result }) + '\n')
   } else {
     out.write(`file: ${abs}\ntokenizer: ${choice.description}\nconfig: ${configLine(o)}\n\n${formatStats(result)}\n`)
   }

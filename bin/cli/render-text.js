@@ -135,4 +135,26 @@ function renderExample(view, { color }) {
   return lines.join('\n')
 }
 
-module.exports = { renderExample, exampleHints, legend, percent }
+/**
+ * One row of the batch plan: a header, then each example it holds; in a packed row a rule marks
+ * where the next example starts (position ids restart at 0 and its first label is -100).
+ */
+function renderPlanRow(row, { color }) {
+  const what = row.packed ? `packed row ${row.row} of batch ${row.batch}` : `row ${row.row} of batch ${row.batch}`
+  const examples = row.examples.map((v) => v.index).join(', ')
+  const lines = [
+    `${what}: ${row.examples.length} example${row.examples.length === 1 ? '' : 's'} (${examples}) · ${row.tokens} tokens · padding ${row.padding} of ${row.width}`,
+  ]
+  row.examples.forEach((view, k) => {
+    if (row.packed) lines.push(`  ── example ${view.index}${k === 0 ? '' : ' starts here'}: position ids 0–${view.kept - 1}, first label masked ──`)
+    lines.push(
+      renderExample(view, { color })
+        .split('\n')
+        .map((line) => `  ${line}`)
+        .join('\n'),
+    )
+  })
+  return lines.join('\n')
+}
+
+module.exports = { renderExample, exampleHints, renderPlanRow, legend, percent }

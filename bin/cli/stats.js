@@ -87,7 +87,7 @@ function hintsFor(stats, settings = {}) {
   return hints
 }
 
-function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, totals, settings }) {
+function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, totals, batching, settings }) {
   const lengths = summaries.map((s) => s.length).sort((a, b) => a - b)
   const kept = summaries.reduce((a, s) => a + s.kept, 0)
   const trained = summaries.reduce((a, s) => a + s.trained, 0)
@@ -126,6 +126,8 @@ function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, 
       order,
       batchSize,
     ),
+    // From SFTDataset.batchingStats(): every strategy's epoch side by side.
+    batching,
     // From SFTDataset.report(): what the masking could not verify.
     checks: {
       prefixMismatches: totals.prefixMismatches,
@@ -139,6 +141,20 @@ function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, 
 
 function pct(share) {
   return `${(100 * share).toFixed(1)}%`
+}
+
+/** The strategies side by side: batches, tokens computed and the padding share of each. */
+function batchingLines(b, batchSize) {
+  if (b == null) return []
+  const header = `batching            at batch size ${batchSize}, max-batch-tokens ${b.maxBatchTokens}, pad-to-multiple-of ${b.padToMultipleOf} (epoch-0 order; * chosen)`
+  const names = b.strategies.map((s) => s.batching)
+  const width = Math.max(...names.map((n) => n.length))
+  const rows = b.strategies.map((s) => {
+    const mark = s.batching === b.chosen ? '*' : ' '
+    return `    ${mark} ${s.batching.padEnd(width)}  ${String(s.batches).padStart(7)} batches  ${String(s.computedTokens).padStart(11)} tokens computed  ${pct(s.paddingShare).padStart(6)} padding`
+  })
+  if (!names.includes('packed')) rows.push('      packed: not possible, max-batch-tokens is below max-seq-length')
+  return [header, ...rows]
 }
 
 function formatStats(stats) {
@@ -174,6 +190,7 @@ function formatStats(stats) {
     `end-of-turn trained ${eotLine}`,
     ...hint('endOfTurn'),
     `padding waste       ${pct(p.share)} at batch size ${p.batchSize}: ${p.padTokens} pad tokens of ${p.paddedTokens} in ${p.batches} batch${p.batches === 1 ? '' : 'es'} (epoch-0 order)`,
+    ...batchingLines(stats.batching, p.batchSize),
     `masking checks      prefix mismatches ${c.prefixMismatches} · content not found in ${c.contentMismatchExamples} example${c.contentMismatchExamples === 1 ? '' : 's'} · straddling tokens ${c.straddlingTokens} · repeated BOS in ${c.multipleBos} example${c.multipleBos === 1 ? '' : 's'}`,
     ...hint('contentNotFound'),
   ].join('\n')

@@ -82,10 +82,49 @@ async function buildViews(ds, tokenizer, indices, { maxSeqLength, batchSize }) {
   return views
 }
 
+/**
+ * The first `count` rows of the epoch's batch plan (`batches()` under the dataset's batching),
+ * each with the views of the examples it holds, in row order. A view's row is its slice of the
+ * batch row; the last one also holds the row's padding.
+ */
+async function buildPlanRows(ds, tokenizer, { maxSeqLength, batchSize, count }) {
+  const describe = pieceDescriber(tokenizer)
+  const rows = []
+  await withoutConsoleWarn(async () => {
+    let b = 0
+    for await (const batch of ds.batches(batchSize)) {
+      const [n, width] = batch.shape
+      for (let r = 0; r < n && rows.length < count; r++) {
+        const examples = []
+        let at = r * width
+        const end = (r + 1) * width
+        while (at < end) {
+          const example = batch.exampleIds ? batch.exampleIds[at] : examples.length === 0 ? batch.indices[r] : -1
+          if (example < 0) break
+          const full = await ds.tokenizeExample(example)
+          const kept = Math.min(full.inputIds.length, maxSeqLength)
+          examples.push({ example, full, from: at, to: at + kept })
+          at += kept
+        }
+        const views = examples.map((e, k) => {
+          const to = k === examples.length - 1 ? end : e.to
+          const row = { inputIds: batch.inputIds.subarray(e.from, to), labels: batch.labels.subarray(e.from, to) }
+          return { ...exampleView(e.example, e.full, row, maxSeqLength, describe), batch: b }
+        })
+        const tokens = views.reduce((sum, v) => sum + v.kept, 0)
+        rows.push({ batch: b, row: r, width, tokens, padding: width - tokens, packed: batch.exampleIds != null, examples: views })
+      }
+      if (rows.length >= count) break
+      b++
+    }
+  })
+  return rows
+}
+
 /** How a token is shown: cut by truncation, or in the batch with or without loss. */
 function kindOf(token) {
   if (token.state === 'dropped') return 'dropped'
   return token.label === IGNORE ? 'masked' : 'trained'
 }
 
-module.exports = { buildViews, kindOf, IGNORE }
+module.exports = { buildViews, buildPlanRows, kindOf, IGNORE }

@@ -4,7 +4,8 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use sft_dataset::collate::{collate, kept_window, Truncation};
+use sft_dataset::collate::{collate, Padding};
+use sft_dataset::truncation::{kept_window, Truncation};
 use sft_dataset::masking::{
     chatml_assistant_spans, spans_from, spans_from_flags, trained_count, ChatMlMarkers,
     IGNORE_INDEX,
@@ -98,7 +99,13 @@ fn run(u: &mut Unstructured) -> Result<()> {
         Truncation::KeepStart
     };
     let views: Vec<RowView> = rows.iter().map(TokenizedRow::view).collect();
-    let batch = collate(&views, max_seq_len, pad, mode);
+    let padding = Padding {
+        max_seq_len,
+        multiple: 1,
+        pad_id: pad,
+        truncation: mode,
+    };
+    let batch = collate(&views, &padding);
     // The same rows packed, in blocks of a random split, collate to the same batch.
     let mut packed = PackedRows::default();
     let split = u.int_in_range(0..=rows.len())?;
@@ -107,7 +114,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
     let unpacked: Vec<RowView> = (0..rows.len())
         .map(|i| packed.get(i).expect("packed rows are all built"))
         .collect();
-    let again = collate(&unpacked, max_seq_len, pad, mode);
+    let again = collate(&unpacked, &padding);
     assert_eq!((&again.input_ids, &again.labels), (&batch.input_ids, &batch.labels));
     let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     assert_eq!(batch.rows, rows.len());

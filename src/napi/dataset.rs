@@ -15,15 +15,16 @@ use super::error::{run_sync, typed_arg, JsResult as Result};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
-use crate::collate::Truncation;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::export::{write_parquet, ExportSummary};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
+use crate::plan::{Batching, PlanCost, Shard};
 use crate::report::DatasetReport;
 use crate::row::DropReason;
 use crate::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
+use crate::truncation::Truncation;
 
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
@@ -84,6 +85,34 @@ pub struct SftDatasetConfig {
     /// leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
     /// examples (`order()` lists their original indices); `report()` shows every example.
     pub drop_untrainable: Option<bool>,
+    /// How batches are formed. `'reference'`: consecutive positions of the shuffled order,
+    /// each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
+    /// shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
+    /// into batches, the batches shuffled. `'tokenBudget'`: the same, but a batch holds only as
+    /// many rows (up to batchSize) as fit in `maxBatchTokens` padded. `'packed'`: rows packed
+    /// best-fit decreasing into rows of `maxBatchTokens` tokens, shuffled, batchSize packed rows
+    /// per batch, with `positionIds` and `exampleIds`. Default `'reference'`.
+    #[napi(ts_type = "'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'")]
+    pub batching: Option<String>,
+    /// `'tokenBudget'`: rows x padded length of a batch (of one rank's share) at most this; a
+    /// row longer alone gets a batch of its own. `'packed'`: tokens of a packed row (at least
+    /// `maxSeqLength`). Default `maxSeqLength`.
+    pub max_batch_tokens: Option<f64>,
+    /// The padded length of every batch is rounded up to a multiple of this. Default 1.
+    pub pad_to_multiple_of: Option<f64>,
+    /// Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
+    /// `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
+    /// of batches; rows from the start of the epoch fill the last batches. Default: no shard.
+    pub shard: Option<ShardConfig>,
+}
+
+/// One data-parallel rank of `worldSize`.
+#[napi(object, js_name = "SFTShard")]
+pub struct ShardConfig {
+    /// This process's rank, in `[0, worldSize)`.
+    pub rank: f64,
+    /// Number of ranks.
+    pub world_size: f64,
 }
 
 /// `loadSFTDataset`'s options: the dataset config, `limit` and path validation.
@@ -115,6 +144,15 @@ pub struct LoadSftDatasetOptions {
     pub truncation: Option<String>,
     /// See `SFTDatasetConfig.dropUntrainable`. Default false.
     pub drop_untrainable: Option<bool>,
+    /// See `SFTDatasetConfig.batching`. Default `'reference'`.
+    #[napi(ts_type = "'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'")]
+    pub batching: Option<String>,
+    /// See `SFTDatasetConfig.maxBatchTokens`. Default `maxSeqLength`.
+    pub max_batch_tokens: Option<f64>,
+    /// See `SFTDatasetConfig.padToMultipleOf`. Default 1.
+    pub pad_to_multiple_of: Option<f64>,
+    /// See `SFTDatasetConfig.shard`.
+    pub shard: Option<ShardConfig>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
@@ -199,6 +237,38 @@ pub struct SftBatch {
     /// `[batch, seqLen, k]` of the distillation tensors.
     #[napi(ts_type = "[number, number, number]")]
     pub distill_shape: Option<Vec<u32>>,
+    /// Every batching but `'reference'` (and any sharded dataset): the example index of each
+    /// row; of a packed row, its first example.
+    pub indices: Option<Uint32Array>,
+    /// `'packed'`: each token's position within its own example, restarting at 0 for every
+    /// example (0 on padding), `[batch, seqLen]`.
+    pub position_ids: Option<Int32Array>,
+    /// `'packed'`: the example index of each token, -1 on padding, `[batch, seqLen]`.
+    pub example_ids: Option<Int32Array>,
+}
+
+/// What one epoch costs the trainer under one batching strategy.
+#[napi(object, js_name = "BatchingStats")]
+pub struct BatchingStatsJs {
+    #[napi(ts_type = "'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'")]
+    pub batching: String,
+    /// Batches per epoch (all ranks together).
+    pub batches: u32,
+    /// Rows of all batches (packed rows under `'packed'`).
+    pub rows: u32,
+    /// Tokens of the examples after truncation.
+    pub tokens: f64,
+    /// Tokens the trainer computes on: rows x padded length, summed over batches.
+    pub computed_tokens: f64,
+    /// `(computedTokens - tokens) / computedTokens`.
+    pub padding_share: f64,
+}
+
+/// Overrides for `batchingStats`; absent fields take the dataset's settings.
+#[napi(object, js_name = "BatchingStatsOptions")]
+pub struct BatchingStatsOptions {
+    pub max_batch_tokens: Option<f64>,
+    pub pad_to_multiple_of: Option<f64>,
 }
 
 /// The dataset settings both config objects share.
@@ -214,6 +284,37 @@ struct Fields {
     reasoning: Option<String>,
     truncation: Option<String>,
     drop_untrainable: Option<bool>,
+    batching: Option<String>,
+    max_batch_tokens: Option<f64>,
+    pad_to_multiple_of: Option<f64>,
+    shard: Option<ShardConfig>,
+}
+
+/// A positive integer setting.
+fn positive_int(name: &str, value: f64) -> SftResult<usize> {
+    if value.is_finite() && value >= 1.0 && value.fract() == 0.0 && value <= u32::MAX as f64 {
+        Ok(value as usize)
+    } else {
+        Err(SftError::invalid_argument(format!(
+            "{name} must be a positive integer, got {}",
+            js_number(value)
+        )))
+    }
+}
+
+fn shard_of(shard: Option<ShardConfig>) -> SftResult<Option<Shard>> {
+    let Some(s) = shard else { return Ok(None) };
+    let world_size = positive_int("shard.worldSize", s.world_size)?;
+    if !(s.rank.is_finite() && s.rank >= 0.0 && s.rank.fract() == 0.0 && s.rank < s.world_size) {
+        return Err(SftError::invalid_argument(format!(
+            "shard.rank must be an integer in [0, {world_size}), got {}",
+            js_number(s.rank)
+        )));
+    }
+    Ok(Some(Shard {
+        rank: s.rank as usize,
+        world_size,
+    }))
 }
 
 fn choice<T: Copy>(
@@ -312,6 +413,22 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         )?
         .unwrap_or(defaults.truncation),
         drop_untrainable: f.drop_untrainable.unwrap_or(defaults.drop_untrainable),
+        batching: choice(
+            "batching",
+            f.batching,
+            &Batching::ALL.map(|b| (b.name(), b)),
+        )?
+        .unwrap_or(defaults.batching),
+        max_batch_tokens: f
+            .max_batch_tokens
+            .map(|v| positive_int("maxBatchTokens", v))
+            .transpose()?,
+        pad_to_multiple_of: f
+            .pad_to_multiple_of
+            .map(|v| positive_int("padToMultipleOf", v))
+            .transpose()?
+            .unwrap_or(defaults.pad_to_multiple_of),
+        shard: shard_of(f.shard)?,
     })
 }
 
@@ -330,6 +447,10 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
             reasoning: c.reasoning,
             truncation: c.truncation,
             drop_untrainable: c.drop_untrainable,
+            batching: c.batching,
+            max_batch_tokens: c.max_batch_tokens,
+            pad_to_multiple_of: c.pad_to_multiple_of,
+            shard: c.shard,
         }),
     }
 }
@@ -341,6 +462,17 @@ fn batch_size(value: f64) -> SftResult<usize> {
     } else {
         Err(SftError::invalid_argument(format!(
             "batchSize must be a positive integer, got {}",
+            js_number(value)
+        )))
+    }
+}
+
+fn batch_index(value: f64) -> SftResult<usize> {
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 {
+        Ok(value as usize)
+    } else {
+        Err(SftError::invalid_argument(format!(
+            "batch index must be a non-negative integer, got {}",
             js_number(value)
         )))
     }
@@ -499,6 +631,13 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
     }
     let b = collated.batch;
+    let (position_ids, example_ids) = match b.packing {
+        Some(p) => (
+            Some(Int32Array::new(p.position_ids)),
+            Some(Int32Array::new(p.example_ids)),
+        ),
+        None => (None, None),
+    };
     let distill_shape = b
         .distill
         .as_ref()
@@ -517,7 +656,24 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
         distill_token_ids,
         distill_logprobs,
         distill_shape,
+        indices: collated.indices.map(Uint32Array::new),
+        position_ids,
+        example_ids,
     })
+}
+
+fn stats_to_js(costs: Vec<(Batching, PlanCost)>) -> Vec<BatchingStatsJs> {
+    costs
+        .into_iter()
+        .map(|(batching, c)| BatchingStatsJs {
+            batching: batching.name().to_string(),
+            batches: c.batches as u32,
+            rows: c.rows as u32,
+            tokens: c.tokens as f64,
+            computed_tokens: c.computed_tokens as f64,
+            padding_share: c.padding_share(),
+        })
+        .collect()
 }
 
 /// The reference prints its prefix-mismatch warning with `console.warn`; so does the port, once
@@ -663,10 +819,98 @@ impl JsSftDataset {
         ))
     }
 
-    /// `ceil(length / batchSize)`.
+    /// Exactly the number of batches `batches(batchSize)` yields this epoch: `ceil(length /
+    /// batchSize)` under `'reference'` batching without a shard, the plan's count otherwise.
     #[napi]
     pub fn num_batches(&self, batch_size: f64) -> Result<u32> {
-        run_sync(|| Ok(self.inner.num_batches(self::batch_size(batch_size)?) as u32))
+        run_sync(|| Ok(self.inner.num_batches(self::batch_size(batch_size)?)? as u32))
+    }
+
+    /// *(addition)* Tokens computed per epoch and padding share of every batching strategy,
+    /// side by side, over the current order (all ranks together), with the dataset's
+    /// `maxBatchTokens` and `padToMultipleOf` unless `options` overrides them. `'packed'` is
+    /// left out when `maxBatchTokens` is below `maxSeqLength`. Builds every row not built yet.
+    #[napi(ts_return_type = "Promise<BatchingStats[]>")]
+    pub fn batching_stats(
+        &self,
+        batch_size: f64,
+        options: Option<BatchingStatsOptions>,
+    ) -> AsyncTask<Job<Vec<(Batching, PlanCost)>, Vec<BatchingStatsJs>>> {
+        let dataset = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || {
+                let batch_size = self::batch_size(batch_size)?;
+                let (tokens, multiple) = match options {
+                    None => (None, None),
+                    Some(o) => (
+                        o.max_batch_tokens
+                            .map(|v| positive_int("maxBatchTokens", v))
+                            .transpose()?,
+                        o.pad_to_multiple_of
+                            .map(|v| positive_int("padToMultipleOf", v))
+                            .transpose()?,
+                    ),
+                };
+                Ok(dataset.batching_costs(batch_size, tokens, multiple))
+            },
+            |_, costs| Ok(stats_to_js(costs)),
+        ))
+    }
+
+    /// `collateBatch(indices)` done on the JS thread when every row is built (a copy costs less
+    /// than a trip to the thread pool), else `null`; used by the JS generator.
+    #[napi(js_name = "_collateBuilt")]
+    pub fn collate_built(&self, env: Env, indices: Vec<f64>) -> Result<Option<SftBatch>> {
+        run_sync(|| {
+            let examples = self.inner.resolve_positions(&indices)?;
+            match self.inner.collate_examples_if_built(&examples)? {
+                Some(collated) => finish_batch(&env, collated).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// `_plannedBatch` done on the JS thread when the plan's rows are built, else `null`.
+    #[napi(js_name = "_plannedBatchBuilt")]
+    pub fn planned_batch_built(
+        &self,
+        env: Env,
+        batch_size: f64,
+        index: f64,
+    ) -> Result<Option<SftBatch>> {
+        run_sync(|| {
+            let batch_size = self::batch_size(batch_size)?;
+            let index = batch_index(index)?;
+            match self.inner.collate_planned_if_built(batch_size, index)? {
+                Some(collated) => finish_batch(&env, collated).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// Whether `batches()` follows a plan (any batching but `'reference'`, or a shard); used by
+    /// the JS generator.
+    #[napi(js_name = "_usesPlan")]
+    pub fn uses_plan(&self) -> bool {
+        self.inner.config().uses_plan()
+    }
+
+    /// Batch `index` of the current epoch's plan for `batchSize`; used by the JS generator.
+    #[napi(js_name = "_plannedBatch", ts_return_type = "Promise<SFTBatch>")]
+    pub fn planned_batch(
+        &self,
+        batch_size: f64,
+        index: f64,
+    ) -> AsyncTask<Job<CollatedBatch, SftBatch>> {
+        self.inner.start_prefetch();
+        let dataset = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || {
+                let batch_size = self::batch_size(batch_size)?;
+                dataset.collate_planned(batch_size, batch_index(index)?)
+            },
+            finish_batch,
+        ))
     }
 
     /// Per example and in total: tokens, trained tokens, truncation, drops, prefix and content
@@ -754,6 +998,10 @@ pub fn load_sft_dataset_native(
                         reasoning: c.reasoning,
                         truncation: c.truncation,
                         drop_untrainable: c.drop_untrainable,
+                        batching: c.batching,
+                        max_batch_tokens: c.max_batch_tokens,
+                        pad_to_multiple_of: c.pad_to_multiple_of,
+                        shard: c.shard,
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),
