@@ -13,14 +13,16 @@ use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
 use crate::collate::{collate, Batch, Truncation};
+use crate::dataset_format::{Converter, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::report::{example_report, DatasetReport};
-use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow};
+use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow, ToolsMode};
 use crate::row_cache::RowCache;
 use crate::shuffle::epoch_order;
+use crate::silent_loss::{LossChecker, LossSummary};
 use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
 
@@ -55,6 +57,10 @@ pub struct DatasetConfig {
     pub reasoning: Option<Reasoning>,
     pub truncation: Truncation,
     pub drop_untrainable: bool,
+    /// `format`, `columns`, `roles`: how records are read (see `dataset_format`).
+    pub input: FormatOptions,
+    /// `tools`: whether each example's `tools` field reaches the template.
+    pub tools: ToolsMode,
 }
 
 impl Default for DatasetConfig {
@@ -71,6 +77,8 @@ impl Default for DatasetConfig {
             reasoning: None,
             truncation: Truncation::KeepEnd,
             drop_untrainable: false,
+            input: FormatOptions::default(),
+            tools: ToolsMode::Ignore,
         }
     }
 }
@@ -203,6 +211,9 @@ pub struct Dataset {
     order: RwLock<Arc<Vec<u32>>>,
     prefetch_started: AtomicBool,
     cancelled: AtomicBool,
+    loss: LossChecker,
+    /// The silent losses a load found (empty for datasets built from JS examples).
+    losses: LossSummary,
 }
 
 impl Dataset {
@@ -246,13 +257,15 @@ impl Dataset {
         config: DatasetConfig,
         options: &LoadOptions,
     ) -> SftResult<Self> {
+        let converter = Converter::new(config.input.clone())?;
         let masking = resolve_masking(&tokenizer, &config);
         let turn_end = turn_end_of(&tokenizer, &config);
-        let settings = masking
-            .as_ref()
-            .ok()
-            .map(|m| row_settings(&config, m, turn_end.as_ref()));
-        let loaded = load_rows(path, &tokenizer, settings.as_ref(), options)?;
+        let checker = LossChecker::new(&tokenizer, config.tools);
+        let settings = masking.as_ref().ok().map(|m| RowSettings {
+            loss: Some(&checker),
+            ..row_settings(&config, m, turn_end.as_ref())
+        });
+        let loaded = load_rows(path, &tokenizer, settings.as_ref(), &converter, options)?;
         if loaded.rows.is_empty() {
             return Err(SftError::new(
                 ErrorCode::InvalidExample,
@@ -263,9 +276,10 @@ impl Dataset {
             ));
         }
         let masking = masking?;
-        if let Some((index, other, line)) = loaded.first_inconsistent {
-            return Err(inconsistent(loaded.format, index, other)
-                .at_line(&path.display().to_string(), line));
+        if let Some((index, other, at)) = loaded.first_inconsistent {
+            return Err(
+                inconsistent(loaded.format, index, other).at(&path.display().to_string(), at)
+            );
         }
         let mut dataset = Self::assemble(
             tokenizer,
@@ -276,6 +290,7 @@ impl Dataset {
             Vec::new(),
             RowCache::Packed(loaded.rows),
         );
+        dataset.losses = loaded.losses;
         dataset.apply_drops();
         Ok(dataset)
     }
@@ -290,6 +305,7 @@ impl Dataset {
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
+        let loss = LossChecker::new(&tokenizer, config.tools);
         Dataset {
             tokenizer,
             config,
@@ -303,6 +319,8 @@ impl Dataset {
             order: RwLock::new(Arc::new((0..len as u32).collect())),
             prefetch_started: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
+            loss,
+            losses: LossSummary::default(),
         }
     }
 
@@ -342,6 +360,12 @@ impl Dataset {
 
     pub fn config(&self) -> &DatasetConfig {
         &self.config
+    }
+
+    /// The loader's warnings about silent losses: one line per class, with a count and the
+    /// first example.
+    pub fn loss_warnings(&self, file: &str) -> Vec<(&'static str, String)> {
+        self.losses.warnings(file)
     }
 
     pub fn tokenizer(&self) -> &Arc<ChatTokenizer> {
@@ -405,7 +429,10 @@ impl Dataset {
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
         let example = from_created(&self.examples[index], index, self.format)?;
-        let settings = row_settings(&self.config, &self.masking, self.turn_end.as_ref());
+        let settings = RowSettings {
+            loss: Some(&self.loss),
+            ..row_settings(&self.config, &self.masking, self.turn_end.as_ref())
+        };
         // A render error deep in a batch must say which example it comes from.
         build_row(&self.tokenizer, &settings, example)
             .map_err(|e| e.context(format_args!("SFT example {index}")))
@@ -509,6 +536,8 @@ pub fn row_settings<'a>(
         max_seq_length: config.max_seq_length,
         truncation: config.truncation,
         drop_untrainable: config.drop_untrainable,
+        tools: config.tools,
+        loss: None,
     }
 }
 

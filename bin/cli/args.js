@@ -6,7 +6,9 @@ const { parseArgs } = require('node:util')
 
 const COMMANDS = ['preview', 'stats', 'validate']
 
-const USAGE = `Usage: sft-dataset <command> <data.jsonl> [options]
+const USAGE = `Usage: sft-dataset <command> <data> [options]
+
+<data> is JSONL, a JSON array, either one gzip- or zstd-compressed, or Parquet (told from the content).
 
 Commands:
   preview    the token sequence of examples as the trainer gets it, with trained tokens highlighted
@@ -21,6 +23,10 @@ Options:
   --seed <n>              shuffle seed; stats use the epoch-0 order (default 42)
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
   --limit <n>             read at most n records (default all)
+  --format <f>            dataset format: auto, reference, messages, prompt-completion, sharegpt,
+                          alpaca, openai (default auto: detected from the first record)
+  --tools <mode>          example: pass each example's tools to the template; ignore (default)
+  --strict                validate: also exit 1 on warnings that lose data silently
   -n <n>                  preview: how many examples from the start (default 3)
   --index <i,j,...>       preview: these example indices instead
   --html <file>           preview: also write a self-contained HTML page
@@ -44,6 +50,9 @@ const OPTIONS = {
   seed: { type: 'string' },
   'batch-size': { type: 'string' },
   limit: { type: 'string' },
+  format: { type: 'string' },
+  tools: { type: 'string' },
+  strict: { type: 'boolean' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
   html: { type: 'string' },
@@ -92,7 +101,7 @@ function parseCommandLine(argv) {
   if (!COMMANDS.includes(command)) {
     throw new UsageError(`unknown command "${command}" (expected preview, stats or validate)`)
   }
-  if (file === undefined) throw new UsageError(`${command}: missing <data.jsonl>`)
+  if (file === undefined) throw new UsageError(`${command}: missing <data>`)
   if (extra.length > 0) throw new UsageError(`${command}: unexpected argument "${extra[0]}"`)
 
   const previewOnly = ['n', 'index', 'html']
@@ -100,6 +109,14 @@ function parseCommandLine(argv) {
     if (values[name] !== undefined && command !== 'preview') {
       throw new UsageError(`${name.length === 1 ? '-' : '--'}${name} applies only to preview`)
     }
+  }
+  if (values.strict && command !== 'validate') throw new UsageError('--strict applies only to validate')
+  const FORMATS = ['auto', 'reference', 'messages', 'prompt-completion', 'sharegpt', 'alpaca', 'openai']
+  if (values.format !== undefined && !FORMATS.includes(values.format)) {
+    throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got "${values.format}"`)
+  }
+  if (values.tools !== undefined && !['example', 'ignore'].includes(values.tools)) {
+    throw new UsageError(`--tools must be example or ignore, got "${values.tools}"`)
   }
   if (values.n !== undefined && values.index !== undefined) {
     throw new UsageError('-n and --index cannot be used together')
@@ -119,6 +136,9 @@ function parseCommandLine(argv) {
       seed: integer('seed', values.seed, 0) ?? 42,
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
       limit: integer('limit', values.limit, 1),
+      format: values.format ?? 'auto',
+      tools: values.tools ?? 'ignore',
+      strict: values.strict ?? false,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),
       html: values.html,

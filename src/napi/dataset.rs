@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Either, Float32Array, Function, Int32Array, JsObjectValue, Object, Uint32Array,
-    Unknown,
+    AsyncTask, Either, Float32Array, FnArgs, Function, Int32Array, JsObjectValue, Object,
+    Uint32Array, Unknown,
 };
 use napi::Env;
 use napi_derive::napi;
@@ -16,11 +16,13 @@ use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use crate::collate::Truncation;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
+use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::report::DatasetReport;
-use crate::row::DropReason;
+use crate::row::{DropReason, ToolsMode};
+use crate::silent_loss::LossKind;
 
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
@@ -81,6 +83,28 @@ pub struct SftDatasetConfig {
     /// leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
     /// examples (`order()` lists their original indices); `report()` shows every example.
     pub drop_untrainable: Option<bool>,
+    /// How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
+    /// the reference reads them), `'auto'` (detected from record 0's keys; every record must
+    /// agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
+    /// `'sharegpt'`, `'alpaca'` (LLaMA-Factory's conversions) or `'openai'` (text content parts
+    /// joined with `\n`). See the README's table.
+    #[napi(
+        ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
+    )]
+    pub format: Option<String>,
+    /// Field names of the records, when they differ from the format's: `{ messages:
+    /// 'conversation', role: 'speaker', content: 'text' }`. Keys: messages, role, content,
+    /// prompt, completion, system, tools, instruction, input, output, history. Needs a `format`
+    /// other than `'reference'`.
+    pub columns: Option<std::collections::HashMap<String, String>>,
+    /// Role names to rename before the format reads them: `{ human: 'user', bot: 'assistant' }`.
+    /// Needs a `format` other than `'reference'`.
+    pub roles: Option<std::collections::HashMap<String, String>>,
+    /// An example's `tools` field (a list of tool definitions, or a JSON string of one):
+    /// `'example'` passes it to the chat template as `tools` (as mlx-lm and TRL do); `'ignore'`
+    /// (default, the reference) does not, and validation reports such examples.
+    #[napi(ts_type = "'example' | 'ignore'")]
+    pub tools: Option<String>,
 }
 
 /// `loadSFTDataset`'s options: the dataset config, `limit` and path validation.
@@ -112,6 +136,18 @@ pub struct LoadSftDatasetOptions {
     pub truncation: Option<String>,
     /// See `SFTDatasetConfig.dropUntrainable`. Default false.
     pub drop_untrainable: Option<bool>,
+    /// See `SFTDatasetConfig.format`. Default `'reference'`.
+    #[napi(
+        ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
+    )]
+    pub format: Option<String>,
+    /// See `SFTDatasetConfig.columns`.
+    pub columns: Option<std::collections::HashMap<String, String>>,
+    /// See `SFTDatasetConfig.roles`.
+    pub roles: Option<std::collections::HashMap<String, String>>,
+    /// See `SFTDatasetConfig.tools`. Default `'ignore'`.
+    #[napi(ts_type = "'example' | 'ignore'")]
+    pub tools: Option<String>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
@@ -153,6 +189,31 @@ struct Fields {
     reasoning: Option<String>,
     truncation: Option<String>,
     drop_untrainable: Option<bool>,
+    input: InputFields,
+}
+
+/// `format`, `columns`, `roles`, `tools`.
+struct InputFields(
+    Option<String>,
+    Option<std::collections::HashMap<String, String>>,
+    Option<std::collections::HashMap<String, String>>,
+    Option<String>,
+);
+
+fn format_options(f: &mut InputFields) -> SftResult<FormatOptions> {
+    let pairs = |m: Option<std::collections::HashMap<String, String>>| {
+        let mut v: Vec<(String, String)> = m.unwrap_or_default().into_iter().collect();
+        v.sort();
+        v
+    };
+    Ok(FormatOptions {
+        format: match f.0.take() {
+            Some(name) => DatasetFormat::parse(&name)?,
+            None => DatasetFormat::Reference,
+        },
+        columns: pairs(f.1.take()),
+        roles: pairs(f.2.take()),
+    })
 }
 
 fn choice<T: Copy>(
@@ -174,7 +235,7 @@ fn choice<T: Copy>(
     }
 }
 
-fn core_config(f: Fields) -> SftResult<DatasetConfig> {
+fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
     let defaults = DatasetConfig::default();
     let max_seq_length = match f.max_seq_length {
         None => defaults.max_seq_length,
@@ -251,6 +312,16 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         )?
         .unwrap_or(defaults.truncation),
         drop_untrainable: f.drop_untrainable.unwrap_or(defaults.drop_untrainable),
+        input: format_options(&mut f.input)?,
+        tools: choice(
+            "tools",
+            f.input.3,
+            &[
+                ("ignore", ToolsMode::Ignore),
+                ("example", ToolsMode::Example),
+            ],
+        )?
+        .unwrap_or_default(),
     })
 }
 
@@ -269,6 +340,7 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
             reasoning: c.reasoning,
             truncation: c.truncation,
             drop_untrainable: c.drop_untrainable,
+            input: InputFields(c.format, c.columns, c.roles, c.tools),
         }),
     }
 }
@@ -333,6 +405,10 @@ pub struct ExampleReport {
     pub turn_end_tokens: u32,
     /// BOS tokens at the start of the row (more than one: the template and the text both add it).
     pub bos_tokens: u32,
+    /// Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
+    /// `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE` (loaded datasets),
+    /// `CONTROL_TOKEN_IN_CONTENT`.
+    pub silent_losses: Vec<String>,
 }
 
 /// `report()` summed over all examples.
@@ -353,6 +429,8 @@ pub struct ReportTotals {
     pub turn_end_tokens: f64,
     /// Examples starting with more than one BOS token.
     pub multiple_bos: u32,
+    /// Examples per silent-loss code (codes with none are left out).
+    pub silent_losses: std::collections::HashMap<String, u32>,
 }
 
 #[napi(object, js_name = "DatasetReport")]
@@ -389,6 +467,9 @@ fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReportJs> {
                 turn_end_tokens_trained: e.turn_end_tokens_trained,
                 turn_end_tokens: e.turn_end_tokens,
                 bos_tokens: e.bos_tokens,
+                silent_losses: LossKind::of_bits(e.losses)
+                    .map(|k| k.code().to_string())
+                    .collect(),
             })
             .collect(),
         totals: ReportTotals {
@@ -405,6 +486,12 @@ fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReportJs> {
             turn_end_tokens_trained: t.turn_end_tokens_trained as f64,
             turn_end_tokens: t.turn_end_tokens as f64,
             multiple_bos: t.multiple_bos,
+            silent_losses: LossKind::ALL
+                .iter()
+                .zip(t.losses)
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| (k.code().to_string(), n))
+                .collect(),
         },
         turn_end_token: r.turn_end_token,
     })
@@ -456,6 +543,27 @@ fn warn_all(env: &Env, warnings: &[(u32, String)]) -> napi::Result<()> {
     let warn: Function<String, ()> = console.get_named_property("warn")?;
     for (_, message) in warnings {
         warn.apply(console, message.clone())?;
+    }
+    Ok(())
+}
+
+/// The loader's silent-loss warnings, once per dataset and class (a count and the first
+/// example, never a line per example), as Node warnings of type `SFTDataWarning` with the
+/// class's code: they print once on stderr, `process.on('warning')` sees them, and the
+/// reference's `console.warn` output stays exactly as it was.
+fn emit_data_warnings(env: &Env, warnings: Vec<(&'static str, String)>) -> napi::Result<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let global = env.get_global()?;
+    let process: Object = global.get_named_property("process")?;
+    let emit: Function<FnArgs<(String, String, String)>, ()> =
+        process.get_named_property("emitWarning")?;
+    for (code, message) in warnings {
+        emit.apply(
+            process,
+            FnArgs::from((message, "SFTDataWarning".to_string(), code.to_string())),
+        )?;
     }
     Ok(())
 }
@@ -625,7 +733,7 @@ pub fn load_sft_dataset_native(
     path: String,
     tokenizer: Unknown,
     config: Option<LoadSftDatasetOptions>,
-) -> AsyncTask<Job<Dataset, JsSftDataset>> {
+) -> AsyncTask<Job<(Dataset, Vec<(&'static str, String)>), JsSftDataset>> {
     // Checked now, reported by the Promise: an async entry point never throws.
     let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
@@ -646,13 +754,14 @@ pub fn load_sft_dataset_native(
                         reasoning: c.reasoning,
                         truncation: c.truncation,
                         drop_untrainable: c.drop_untrainable,
+                        input: InputFields(c.format, c.columns, c.roles, c.tools),
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),
                 ),
             };
             let file = resolve_dataset_path(&path, &opts)?;
-            Dataset::load(
+            let dataset = Dataset::load(
                 &file,
                 tokenizer,
                 config,
@@ -660,9 +769,17 @@ pub fn load_sft_dataset_native(
                     limit,
                     on_progress: None,
                 },
-            )
+            )?;
+            let warnings = dataset.loss_warnings(&file.display().to_string());
+            Ok((dataset, warnings))
         },
-        |_, dataset| {
+        |env, (dataset, warnings)| {
+            emit_data_warnings(env, warnings).map_err(|e| {
+                SftError::new(
+                    ErrorCode::Internal,
+                    format!("process.emitWarning failed: {e}"),
+                )
+            })?;
             Ok(JsSftDataset {
                 inner: Arc::new(dataset),
             })
