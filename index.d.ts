@@ -241,11 +241,19 @@ export interface ExampleReport {
   turnEndTokens: number
   /** BOS tokens at the start of the row (more than one: the template and the text both add it). */
   bosTokens: number
+  /**
+   * Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
+   * `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE` (loaded datasets),
+   * `CONTROL_TOKEN_IN_CONTENT`.
+   */
+  silentLosses: Array<string>
 }
 
 export interface FileProblem {
-  /** Physical line number (1-based). */
-  line: number
+  /** Physical line number (1-based) of a JSON or JSONL record; absent for Parquet. */
+  line?: number
+  /** Row (from 0) of a Parquet record; absent for JSON and JSONL. */
+  row?: number
   /** Index of the record (non-blank line) from 0. */
   example: number
   code: string
@@ -257,7 +265,38 @@ export interface FileValidation {
   examples: number
   /** `'prompt-completion'`, `'conversation'`, or null when no record is valid. */
   format?: string
+  /** The dataset format records were read as (with `format: 'auto'`, the detected one). */
+  datasetFormat?: string
+  /**
+   * How the file stores its records, as detected from its content: `'jsonl'`, `'json'` or
+   * `'parquet'`, with `'+gzip'` or `'+zstd'` when compressed.
+   */
+  fileFormat: string
   problems: Array<FileProblem>
+  /**
+   * Silent losses (see the README): classes `CONTENT_NOT_RENDERED`,
+   * `CONTENT_DROPPED_BY_TEMPLATE` and `CONTROL_TOKEN_IN_CONTENT` need a tokenizer.
+   */
+  warnings: Array<FileWarning>
+}
+
+/** A silent loss in an example that is otherwise valid. */
+export interface FileWarning {
+  /** As in `FileProblem`. */
+  line?: number
+  row?: number
+  example: number
+  /**
+   * `CONTENT_NOT_RENDERED`, `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`,
+   * `DUPLICATE_EXAMPLE` or `CONTROL_TOKEN_IN_CONTENT`.
+   */
+  code: string
+  /**
+   * Whether `sft-dataset validate --strict` fails on it (`CONTENT_NOT_RENDERED`,
+   * `TOOLS_IGNORED`).
+   */
+  strict: boolean
+  message: string
 }
 
 /**
@@ -299,6 +338,14 @@ export interface LoadSFTDatasetOptions {
   truncation?: 'keepEnd' | 'keepStart' | 'turns'
   /** See `SFTDatasetConfig.dropUntrainable`. Default false. */
   dropUntrainable?: boolean
+  /** See `SFTDatasetConfig.format`. Default `'reference'`. */
+  format?: 'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'
+  /** See `SFTDatasetConfig.columns`. */
+  columns?: Record<string, string>
+  /** See `SFTDatasetConfig.roles`. */
+  roles?: Record<string, string>
+  /** See `SFTDatasetConfig.tools`. Default `'ignore'`. */
+  tools?: 'example' | 'ignore'
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -415,6 +462,8 @@ export interface ReportTotals {
   turnEndTokens: number
   /** Examples starting with more than one BOS token. */
   multipleBos: number
+  /** Examples per silent-loss code (codes with none are left out). */
+  silentLosses: Record<string, number>
 }
 
 export interface SFTBatch {
@@ -490,6 +539,32 @@ export interface SFTDatasetConfig {
    * examples (`order()` lists their original indices); `report()` shows every example.
    */
   dropUntrainable?: boolean
+  /**
+   * How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
+   * the reference reads them), `'auto'` (detected from record 0's keys; every record must
+   * agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
+   * `'sharegpt'`, `'alpaca'` (LLaMA-Factory's conversions) or `'openai'` (text content parts
+   * joined with `\n`). See the README's table.
+   */
+  format?: 'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'
+  /**
+   * Field names of the records, when they differ from the format's: `{ messages:
+   * 'conversation', role: 'speaker', content: 'text' }`. Keys: messages, role, content,
+   * prompt, completion, system, tools, instruction, input, output, history. Needs a `format`
+   * other than `'reference'`.
+   */
+  columns?: Record<string, string>
+  /**
+   * Role names to rename before the format reads them: `{ human: 'user', bot: 'assistant' }`.
+   * Needs a `format` other than `'reference'`.
+   */
+  roles?: Record<string, string>
+  /**
+   * An example's `tools` field (a list of tool definitions, or a JSON string of one):
+   * `'example'` passes it to the chat template as `tools` (as mlx-lm and TRL do); `'ignore'`
+   * (default, the reference) does not, and validation reports such examples.
+   */
+  tools?: 'example' | 'ignore'
 }
 
 /** Token ids the reference masking keys on; each one missing is derived from the tokenizer. */
@@ -584,7 +659,7 @@ export interface TrainerTokenizeOptions {
 export declare function validateMasks(tokens: IdsInput, masks: IdsInput, options?: MaskCheckOptions | undefined | null): MaskValidation
 
 /**
- * Checks every line of a JSONL file and reports every problem, not just the first. With a
+ * Checks every record of a data file (JSONL, JSON, Parquet, gzip or zstd; see `loadSFTDataset`) and reports every problem, not just the first. With a
  * tokenizer, every example is also rendered and tokenized with `config`, so template errors
  * are found too.
  */

@@ -121,14 +121,13 @@ fn openai(record: &Json) -> Json {
     let list = messages_of(record)
         .into_iter()
         .map(|mut m| {
+            // Every content as parts: a Parquet column holds one type.
             let content = m["content"].as_str().unwrap().to_string();
-            if !content.is_empty() {
-                let parts: Vec<Json> = content
-                    .split('\n')
-                    .map(|t| json!({"type": "text", "text": t}))
-                    .collect();
-                m["content"] = Json::Array(parts);
-            }
+            let parts: Vec<Json> = content
+                .split('\n')
+                .map(|t| json!({"type": "text", "text": t}))
+                .collect();
+            m["content"] = Json::Array(parts);
             m
         })
         .collect();
