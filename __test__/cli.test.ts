@@ -47,7 +47,7 @@ describe('usage errors exit 2 with one line on stderr', () => {
   const cases: Array<[string[], string]> = [
     [[], 'sft-dataset: missing command (preview, stats or validate)\n'],
     [['frobnicate', sample], 'sft-dataset: unknown command "frobnicate" (expected preview, stats or validate)\n'],
-    [['stats'], 'sft-dataset: stats: missing <data.jsonl>\n'],
+    [['stats'], 'sft-dataset: stats: missing <data>\n'],
     [['stats', 'nope.jsonl'], 'sft-dataset: data file not found: nope.jsonl\n'],
     [['stats', sample, '--tokenizer', 'no/such/dir'], 'sft-dataset: tokenizer not found: no/such/dir\n'],
     [['stats', sample, '--max-seq-length', 'lots'], 'sft-dataset: --max-seq-length must be an integer, got "lots"\n'],

@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
 use crate::collate::{collate, collate_packed, Batch, Padding};
+use crate::dataset_format::{Converter, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
 use crate::loader::{load_rows, LoadOptions};
@@ -20,9 +21,10 @@ use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::packed_rows::PackedRows;
 use crate::plan::{plan, plan_cost, plan_key, Batching, Plan, PlanCost, PlanSettings, Shard};
 use crate::report::{example_report, DatasetReport};
-use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow};
+use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow, ToolsMode};
 use crate::row_cache::RowCache;
 use crate::shuffle::epoch_order;
+use crate::silent_loss::{LossChecker, LossSummary};
 use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
 use crate::truncation::{kept_window, Truncation};
@@ -63,6 +65,10 @@ pub struct DatasetConfig {
     pub max_batch_tokens: Option<usize>,
     pub pad_to_multiple_of: usize,
     pub shard: Option<Shard>,
+    /// `format`, `columns`, `roles`: how records are read (see `dataset_format`).
+    pub input: FormatOptions,
+    /// `tools`: whether each example's `tools` field reaches the template.
+    pub tools: ToolsMode,
 }
 
 impl Default for DatasetConfig {
@@ -83,6 +89,8 @@ impl Default for DatasetConfig {
             max_batch_tokens: None,
             pad_to_multiple_of: 1,
             shard: None,
+            input: FormatOptions::default(),
+            tools: ToolsMode::Ignore,
         }
     }
 }
@@ -315,6 +323,9 @@ pub struct Dataset {
     plan: Mutex<Option<CachedPlan>>,
     prefetch_started: AtomicBool,
     cancelled: AtomicBool,
+    loss: LossChecker,
+    /// The silent losses a load found (empty for datasets built from JS examples).
+    losses: LossSummary,
 }
 
 impl Dataset {
@@ -361,13 +372,15 @@ impl Dataset {
         options: &LoadOptions,
     ) -> SftResult<Self> {
         config.check_batching()?;
+        let converter = Converter::new(config.input.clone())?;
         let masking = resolve_masking(&tokenizer, &config);
         let turn_end = turn_end_of(&tokenizer, &config);
-        let settings = masking
-            .as_ref()
-            .ok()
-            .map(|m| row_settings(&config, m, turn_end.as_ref()));
-        let loaded = load_rows(path, &tokenizer, settings.as_ref(), options)?;
+        let checker = LossChecker::new(&tokenizer, config.tools);
+        let settings = masking.as_ref().ok().map(|m| RowSettings {
+            loss: Some(&checker),
+            ..row_settings(&config, m, turn_end.as_ref())
+        });
+        let loaded = load_rows(path, &tokenizer, settings.as_ref(), &converter, options)?;
         if loaded.rows.is_empty() {
             return Err(SftError::new(
                 ErrorCode::InvalidExample,
@@ -378,9 +391,10 @@ impl Dataset {
             ));
         }
         let masking = masking?;
-        if let Some((index, other, line)) = loaded.first_inconsistent {
-            return Err(inconsistent(loaded.format, index, other)
-                .at_line(&path.display().to_string(), line));
+        if let Some((index, other, at)) = loaded.first_inconsistent {
+            return Err(
+                inconsistent(loaded.format, index, other).at(&path.display().to_string(), at)
+            );
         }
         let mut dataset = Self::assemble(
             tokenizer,
@@ -391,6 +405,7 @@ impl Dataset {
             Vec::new(),
             RowCache::Packed(loaded.rows),
         );
+        dataset.losses = loaded.losses;
         dataset.apply_drops();
         Ok(dataset)
     }
@@ -444,6 +459,7 @@ impl Dataset {
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
+        let loss = LossChecker::new(&tokenizer, config.tools);
         Dataset {
             tokenizer,
             config,
@@ -462,6 +478,8 @@ impl Dataset {
             plan: Mutex::new(None),
             prefetch_started: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
+            loss,
+            losses: LossSummary::default(),
         }
     }
 
@@ -504,6 +522,12 @@ impl Dataset {
 
     pub fn config(&self) -> &DatasetConfig {
         &self.config
+    }
+
+    /// The loader's warnings about silent losses: one line per class, with a count and the
+    /// first example.
+    pub fn loss_warnings(&self, file: &str) -> Vec<(&'static str, String)> {
+        self.losses.warnings(file)
     }
 
     pub fn tokenizer(&self) -> &Arc<ChatTokenizer> {
@@ -575,7 +599,10 @@ impl Dataset {
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
         let example = from_created(&self.examples[index], index, self.format)?;
-        let settings = row_settings(&self.config, &self.masking, self.turn_end.as_ref());
+        let settings = RowSettings {
+            loss: Some(&self.loss),
+            ..row_settings(&self.config, &self.masking, self.turn_end.as_ref())
+        };
         // A render error deep in a batch must say which example it comes from.
         build_row(&self.tokenizer, &settings, example)
             .map_err(|e| e.context(format_args!("SFT example {index}")))
@@ -879,6 +906,8 @@ pub fn row_settings<'a>(
         max_seq_length: config.max_seq_length,
         truncation: config.truncation,
         drop_untrainable: config.drop_untrainable,
+        tools: config.tools,
+        loss: None,
     }
 }
 

@@ -10,6 +10,10 @@ pub enum ErrorCode {
     JsonlParse,
     /// A data file could not be read.
     FileRead,
+    /// A gzip or zstd data file is truncated or corrupt.
+    Decompress,
+    /// A Parquet data file is corrupt or holds columns that cannot become records.
+    ParquetRead,
     /// An example does not have the shape the dataset needs.
     InvalidExample,
     /// A chat message does not have the shape a chat template needs.
@@ -64,6 +68,8 @@ impl ErrorCode {
         match self {
             ErrorCode::JsonlParse => "JSONL_PARSE",
             ErrorCode::FileRead => "FILE_READ",
+            ErrorCode::Decompress => "DECOMPRESS",
+            ErrorCode::ParquetRead => "PARQUET_READ",
             ErrorCode::InvalidExample => "INVALID_EXAMPLE",
             ErrorCode::InvalidMessage => "INVALID_MESSAGE",
             ErrorCode::TokenizerLoad => "TOKENIZER_LOAD",
@@ -115,6 +121,17 @@ impl SftError {
         SftError {
             code: self.code,
             message: format!("{} (at {path}:{line})", self.message),
+        }
+    }
+
+    /// Appends the file and the line (JSON, JSONL) or row (Parquet) an error comes from.
+    pub fn at(self, path: &str, location: crate::input::Location) -> Self {
+        match location {
+            crate::input::Location::Line(line) => self.at_line(path, line),
+            crate::input::Location::Row(row) => SftError {
+                code: self.code,
+                message: format!("{} (at {path} row {row})", self.message),
+            },
         }
     }
 }

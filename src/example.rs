@@ -30,10 +30,12 @@ pub enum SftExample {
         prompt: Vec<Json>,
         completion: Json,
         distill: Option<Json>,
+        tools: Option<Json>,
     },
     Conversation {
         messages: Vec<Json>,
         distill: Option<Json>,
+        tools: Option<Json>,
     },
 }
 
@@ -44,6 +46,20 @@ impl SftExample {
             SftExample::Conversation { .. } => Format::Conversation,
         }
     }
+
+    /// The example's `tools` field as given (a list, or a JSON string of one), if not null.
+    pub fn tools(&self) -> Option<&Json> {
+        match self {
+            SftExample::PromptCompletion { tools, .. } | SftExample::Conversation { tools, .. } => {
+                tools.as_ref()
+            }
+        }
+    }
+}
+
+/// The `tools` field of a record; null counts as absent.
+fn tools_of(obj: &mut serde_json::Map<String, Json>) -> Option<Json> {
+    obj.remove("tools").filter(|t| !t.is_null())
 }
 
 fn invalid(message: String) -> SftError {
@@ -109,6 +125,7 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
             prompt,
             completion,
             distill,
+            tools: tools_of(&mut obj),
         });
     }
     if obj.contains_key("messages") {
@@ -134,7 +151,11 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
             )));
         }
         let distill = obj.remove("distill");
-        return Ok(SftExample::Conversation { messages, distill });
+        return Ok(SftExample::Conversation {
+            messages,
+            distill,
+            tools: tools_of(&mut obj),
+        });
     }
     Err(invalid(format!(
         "SFT example {index}: must have either {{prompt, completion}} or {{messages}}"
@@ -147,6 +168,7 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
 pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<SftExample> {
     let field = |key: &str| example.get(key);
     let distill = field("distill").cloned();
+    let tools = field("tools").filter(|t| !t.is_null()).cloned();
     match format {
         Format::PromptCompletion => {
             let prompt = match field("prompt") {
@@ -167,12 +189,14 @@ pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<S
                 prompt,
                 completion,
                 distill,
+                tools,
             })
         }
         Format::Conversation => match field("messages") {
             Some(Json::Array(m)) => Ok(SftExample::Conversation {
                 messages: m.clone(),
                 distill,
+                tools,
             }),
             _ => Err(invalid(format!(
                 "SFT example {index}: messages must be an array"

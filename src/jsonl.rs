@@ -111,9 +111,16 @@ impl<R: BufRead> JsonlReader<R> {
             let n = self
                 .reader
                 .read_until(b'\n', &mut self.buf)
-                .map_err(|e| read_error(&self.path, &e))?;
+                .map_err(|e| crate::input::io_error(&self.path, &e))?;
             if n == 0 {
                 return Ok(None);
+            }
+            if !self.buf.ends_with(b"\n") {
+                // The last line, unless the stream failed after it: a truncated compressed
+                // file must say so, not report the cut line as broken JSON.
+                self.reader
+                    .fill_buf()
+                    .map_err(|e| crate::input::io_error(&self.path, &e))?;
             }
             self.line += 1;
             let mut bytes: &[u8] = &self.buf;

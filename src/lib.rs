@@ -1,6 +1,7 @@
 //! sft-dataset: chat fine-tuning data to exact token batches.
 //!
-//! Data flow: JSONL (`jsonl`) -> examples (`example`) -> messages (`message`) -> rendered text
+//! Data flow: records of a JSONL, JSON or Parquet file, compressed or not (`input`, `jsonl`) ->
+//! the reference's shapes (`dataset_format`) -> examples (`example`) -> messages (`message`) -> rendered text
 //! (`chat_template`) -> token ids (`tokenizer`) -> labels (`masking`) -> cached rows (`dataset`)
 //! -> padded batches (`collate`) in epoch order (`shuffle`). `grpo` (label masks for RL trainers)
 //! and `distill` (self-distillation payloads) build on the same rendering, tokenizer and masking.
@@ -9,12 +10,14 @@
 pub mod chat_template;
 pub mod collate;
 pub mod dataset;
+pub mod dataset_format;
 pub mod distill;
 pub mod error;
 pub mod example;
 pub mod export;
 pub mod fast_bpe;
 pub mod grpo;
+pub mod input;
 pub mod json_dumps;
 pub mod jsonl;
 pub mod loader;
@@ -29,6 +32,7 @@ pub mod report;
 pub mod row;
 pub mod row_cache;
 pub mod shuffle;
+pub mod silent_loss;
 pub mod spans;
 pub mod token_cache;
 pub mod tokenizer;

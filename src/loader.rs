@@ -1,5 +1,5 @@
-//! `loadSFTDataset`'s file pass: stream the JSONL, parse and validate every record, and build
-//! every row on all cores while the next lines are read. Nothing but the rows is kept, so peak
+//! `loadSFTDataset`'s file pass: stream the records (`input`), parse and validate every one, and
+//! build every row on all cores while the next records are read. Nothing but the rows is kept, so peak
 //! memory stays near the token cache whatever the file size.
 
 use std::path::Path;
@@ -7,11 +7,13 @@ use std::sync::mpsc::sync_channel;
 
 use rayon::prelude::*;
 
+use crate::dataset_format::{Converter, DatasetFormat};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{validate_record, Format};
-use crate::jsonl::{parse_line, JsonlLine, JsonlReader};
+use crate::input::{Location, RawRecord, RecordReader};
 use crate::packed_rows::PackedRows;
 use crate::row::{build_row, RowSettings, TokenizedRow};
+use crate::silent_loss::{duplicate_key, LossKind, LossSummary};
 use crate::tokenizer::ChatTokenizer;
 
 /// A chunk of lines is parsed and tokenized in parallel while the next one is read. Large chunks
@@ -41,8 +43,10 @@ enum LineOutcome {
     /// A valid example and its row (not built once the load is known to fail).
     Valid {
         format: Format,
+        read_as: DatasetFormat,
+        key: u64,
         row: SftResult<TokenizedRow>,
-        line: usize,
+        at: Location,
     },
 }
 
@@ -55,9 +59,11 @@ pub struct LoadedRows {
     /// Every row, packed as each chunk is built.
     pub rows: PackedRows,
     pub format: Format,
-    /// The first record whose format differs from record 0's: its index, format and physical
-    /// line.
-    pub first_inconsistent: Option<(usize, Format, usize)>,
+    /// The first record whose format differs from record 0's: its index, format and line or
+    /// row.
+    pub first_inconsistent: Option<(usize, Format, Location)>,
+    /// The silent losses found, by class.
+    pub losses: LossSummary,
 }
 
 /// Reads, parses and validates the whole file, in the reference's order of errors: a parse error
@@ -67,29 +73,29 @@ pub fn load_rows(
     path: &Path,
     tokenizer: &ChatTokenizer,
     settings: Option<&RowSettings>,
+    converter: &Converter,
     options: &LoadOptions,
 ) -> SftResult<LoadedRows> {
-    let mut reader = JsonlReader::open(path)?;
+    let mut reader = RecordReader::open(path, &converter.top_level_keys())?;
     let shown = reader.path().to_string();
+    let container = reader.kind().container;
     let limit = options.limit.unwrap_or(usize::MAX);
-    let (sender, receiver) = sync_channel::<SftResult<(Vec<JsonlLine>, u64)>>(4);
+    let (sender, receiver) = sync_channel::<SftResult<(Vec<RawRecord>, u64)>>(4);
 
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut taken = 0usize;
-            let mut bytes = 0u64;
             let mut ended = false;
             while taken < limit && !ended {
                 let mut chunk = Vec::new();
                 let mut chunk_bytes = 0;
                 let mut failed = None;
                 while chunk.len() < CHUNK_LINES && chunk_bytes < CHUNK_BYTES && taken < limit {
-                    match reader.next_line() {
-                        Ok(Some(line)) => {
-                            bytes += line.text.len() as u64 + 1;
-                            chunk_bytes += line.text.len();
+                    match reader.next_record() {
+                        Ok(Some(record)) => {
+                            chunk_bytes += record.size_hint();
                             taken += 1;
-                            chunk.push(line);
+                            chunk.push(record);
                         }
                         Ok(None) => {
                             ended = true;
@@ -101,6 +107,7 @@ pub fn load_rows(
                         }
                     }
                 }
+                let bytes = reader.bytes_read();
                 if !chunk.is_empty() && sender.send(Ok((chunk, bytes))).is_err() {
                     return;
                 }
@@ -115,34 +122,47 @@ pub fn load_rows(
         let mut first_invalid: Option<SftError> = None;
         let mut format: Option<Format> = None;
         let mut first_inconsistent = None;
+        let mut read_as_first: Option<DatasetFormat> = None;
+        let mut seen = rustc_hash::FxHashSet::<u64>::default();
+        let mut losses = LossSummary::default();
         for message in receiver {
             let (chunk, bytes) = message?;
             let base = rows.len();
             let mut built = Vec::with_capacity(chunk.len());
             let building = first_invalid.is_none();
             let outcomes: Vec<SftResult<LineOutcome>> = chunk
-                .par_iter()
+                .into_par_iter()
                 .enumerate()
-                .map(|(k, line)| {
-                    let record = parse_line(&shown, line)?;
-                    let example = match validate_record(record, base + k) {
+                .map(|(k, raw)| {
+                    let at = raw.at;
+                    let record = raw.parse(&shown, container)?;
+                    let converted =
+                        converter
+                            .convert(record, base + k)
+                            .and_then(|(record, read_as)| {
+                                Ok((validate_record(record, base + k)?, read_as))
+                            });
+                    let (example, read_as) = match converted {
                         Ok(example) => example,
-                        Err(e) => return Ok(LineOutcome::Invalid(e.at_line(&shown, line.line))),
+                        Err(e) => return Ok(LineOutcome::Invalid(e.at(&shown, at))),
                     };
                     let format = example.format();
+                    let key = duplicate_key(&example);
                     // Template and message errors say which example they are about: the
                     // record's index alongside the file and line.
                     let row = match (building, settings) {
                         (true, Some(s)) => build_row(tokenizer, s, example).map_err(|e| {
                             e.context(format_args!("SFT example {}", base + k))
-                                .at_line(&shown, line.line)
+                                .at(&shown, at)
                         }),
                         _ => Err(not_built()),
                     };
                     Ok(LineOutcome::Valid {
                         format,
+                        read_as,
+                        key,
                         row,
-                        line: line.line,
+                        at,
                     })
                 })
                 .collect();
@@ -154,15 +174,35 @@ pub fn load_rows(
                     }
                     LineOutcome::Valid {
                         format: f,
-                        row,
-                        line,
+                        read_as,
+                        key,
+                        mut row,
+                        at,
                     } => {
+                        let index = base + built.len();
+                        match read_as_first {
+                            None => read_as_first = Some(read_as),
+                            Some(first)
+                                if !Converter::compatible(first, read_as) && format == Some(f) =>
+                            {
+                                first_invalid.get_or_insert(
+                                    mixed_formats(first, index, read_as).at(&shown, at),
+                                );
+                            }
+                            _ => {}
+                        }
                         match format {
                             None => format = Some(f),
                             Some(first) if first != f && first_inconsistent.is_none() => {
-                                first_inconsistent = Some((base + built.len(), f, line))
+                                first_inconsistent = Some((index, f, at))
                             }
                             _ => {}
+                        }
+                        if let Ok(row) = &mut row {
+                            if !seen.insert(key) {
+                                row.mark_loss(LossKind::DuplicateExample);
+                            }
+                            losses.add(index, row.stats().losses);
                         }
                         built.push(row);
                     }
@@ -183,6 +223,19 @@ pub fn load_rows(
             rows,
             format: format.unwrap_or(Format::Conversation),
             first_inconsistent,
+            losses,
         })
     })
+}
+
+/// `format: 'auto'`: a record in another dataset format than record 0.
+pub fn mixed_formats(first: DatasetFormat, index: usize, other: DatasetFormat) -> SftError {
+    SftError::new(
+        ErrorCode::InvalidExample,
+        format!(
+            "Inconsistent dataset format: example 0 is {}, example {index} is {} (format 'auto' reads a file in one format)",
+            first.name(),
+            other.name()
+        ),
+    )
 }

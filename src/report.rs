@@ -25,6 +25,8 @@ pub struct ExampleReport {
     /// Leading tokens equal to the BOS token (more than one: the text and the tokenizer both
     /// added it).
     pub bos_tokens: u32,
+    /// Silent-loss classes found in the example (`silent_loss::LossKind` bits).
+    pub losses: u8,
 }
 
 pub fn example_report(
@@ -62,6 +64,7 @@ pub fn example_report(
         turn_end_tokens_trained: turn_ends_trained,
         turn_end_tokens: turn_ends,
         bos_tokens: bos_id.map_or(0, |b| row.ids.iter().take_while(|&&id| id == b).count()) as u32,
+        losses: stats.losses,
     }
 }
 
@@ -83,6 +86,8 @@ pub struct ReportTotals {
     pub turn_end_tokens: u64,
     /// Examples that start with more than one BOS token.
     pub multiple_bos: u32,
+    /// Examples with each silent-loss class, indexed as `silent_loss::LossKind::ALL`.
+    pub losses: [u32; 5],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +117,9 @@ impl DatasetReport {
             t.turn_end_tokens_trained += e.turn_end_tokens_trained as u64;
             t.turn_end_tokens += e.turn_end_tokens as u64;
             t.multiple_bos += (e.bos_tokens > 1) as u32;
+            for (k, kind) in crate::silent_loss::LossKind::ALL.iter().enumerate() {
+                t.losses[k] += (e.losses & kind.bit() != 0) as u32;
+            }
         }
         DatasetReport {
             examples,

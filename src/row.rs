@@ -7,13 +7,14 @@ use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
 use crate::distill::{targets_for_row, RowDistill};
-use crate::error::SftResult;
+use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::SftExample;
 use crate::masking::{
     chatml_assistant_spans, spans_from, token_spans_from_bytes, trained_byte_ranges, trained_count,
     ChatMlMarkers, SpanPolicy,
 };
-use crate::message::{normalize_message, normalize_messages};
+use crate::message::{normalize_message, normalize_messages, normalize_tools};
+use crate::silent_loss::{Finding, LossChecker};
 use crate::spans::{locate_messages, MessageLayout, TurnEnd};
 use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
 use crate::truncation::{kept_window, Truncation};
@@ -73,6 +74,11 @@ impl TokenizedRow {
 
     fn extra_mut(&mut self) -> &mut RowExtra {
         self.extra.get_or_insert_with(Default::default)
+    }
+
+    /// Records a silent loss found outside the row build (duplicates).
+    pub fn mark_loss(&mut self, kind: crate::silent_loss::LossKind) {
+        self.extra_mut().stats.losses |= kind.bit();
     }
 
     pub fn stats(&self) -> &RowStats {
@@ -136,6 +142,8 @@ pub struct RowStats {
     /// Trained tokens that also cover untrained bytes (see `masking::token_spans_from_bytes`).
     pub straddling: u32,
     pub dropped: Option<DropReason>,
+    /// Silent-loss classes found in the example (`silent_loss::LossKind` bits).
+    pub losses: u8,
 }
 
 /// The statistics of a row without an extra part.
@@ -150,6 +158,7 @@ impl RowStats {
         content_mismatches: Vec::new(),
         straddling: 0,
         dropped: None,
+        losses: 0,
     };
 }
 
@@ -171,23 +180,64 @@ pub struct RowSettings<'a> {
     pub max_seq_length: usize,
     pub truncation: Truncation,
     pub drop_untrainable: bool,
+    pub tools: ToolsMode,
+    /// Looks for silent losses (classes 1, 2, 3, 5) in the full render of each example.
+    pub loss: Option<&'a LossChecker>,
 }
 
 impl RowSettings<'_> {
-    fn render_options(&self, add_generation_prompt: bool) -> RenderOptions<'static> {
+    fn render_options<'m>(
+        &self,
+        add_generation_prompt: bool,
+        messages: &'m Messages,
+    ) -> RenderOptions<'m> {
         RenderOptions {
             add_generation_prompt,
             enable_thinking: Some(self.enable_thinking),
+            tools: messages.tools.as_ref(),
             ..Default::default()
         }
     }
 }
 
+/// `tools`: what becomes of an example's `tools` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolsMode {
+    /// Not passed to the template (the reference).
+    #[default]
+    Ignore,
+    /// Passed to the chat template as `tools`, as mlx-lm and TRL do.
+    Example,
+}
+
 /// An example as a list of messages; `completion` marks prompt-completion data, whose last
-/// message is the completion.
+/// message is the completion. `tools` is what the template gets as `tools`.
 struct Messages {
     list: Vec<Json>,
     completion: bool,
+    tools: Option<Json>,
+}
+
+/// An example's `tools` field in template shape: a list of tool definitions, or a JSON string
+/// of one (the form of LLaMA-Factory and many hub datasets).
+fn example_tools(tools: Json) -> SftResult<Json> {
+    let mut tools = match tools {
+        Json::String(text) => serde_json::from_str(&text).map_err(|e| {
+            SftError::new(
+                ErrorCode::InvalidExample,
+                format!("tools is a string but not JSON: {e}"),
+            )
+        })?,
+        other => other,
+    };
+    if !tools.is_array() {
+        return Err(SftError::new(
+            ErrorCode::InvalidExample,
+            "tools must be a list of tool definitions (or a JSON string of one)",
+        ));
+    }
+    normalize_tools(&mut tools)?;
+    Ok(tools)
 }
 
 pub fn build_row(
@@ -195,11 +245,22 @@ pub fn build_row(
     settings: &RowSettings,
     example: SftExample,
 ) -> SftResult<TokenizedRow> {
-    let (messages, distill) = match example {
+    build_row_checked(tokenizer, settings, example).map(|(row, _)| row)
+}
+
+/// `build_row`, and the silent losses `settings.loss` found, in words (the row keeps only
+/// their classes).
+pub fn build_row_checked(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    example: SftExample,
+) -> SftResult<(TokenizedRow, Vec<Finding>)> {
+    let (mut messages, distill, tools) = match example {
         SftExample::PromptCompletion {
             mut prompt,
             mut completion,
             distill,
+            tools,
         } => {
             normalize_messages(&mut prompt)?;
             normalize_message(prompt.len(), &mut completion)?;
@@ -207,22 +268,35 @@ pub fn build_row(
             let messages = Messages {
                 list: prompt,
                 completion: true,
+                tools: None,
             };
-            (messages, distill)
+            (messages, distill, tools)
         }
         SftExample::Conversation {
             mut messages,
             distill,
+            tools,
         } => {
             normalize_messages(&mut messages)?;
             let messages = Messages {
                 list: messages,
                 completion: false,
+                tools: None,
             };
-            (messages, distill)
+            (messages, distill, tools)
         }
     };
-    let mut row = masked_row(tokenizer, settings, &messages)?;
+    if settings.tools == ToolsMode::Example {
+        messages.tools = tools.clone().map(example_tools).transpose()?;
+    }
+    let (mut row, text) = masked_row(tokenizer, settings, &messages)?;
+    let findings = settings
+        .loss
+        .map(|checker| checker.check(&messages.list, tools.as_ref(), &text))
+        .unwrap_or_default();
+    if !findings.is_empty() {
+        row.extra_mut().stats.losses = findings.iter().fold(0, |bits, f| bits | f.kind.bit());
+    }
     if let Some(targets) = &distill {
         row.extra_mut().distill = Some(targets_for_row(targets, row.ids.len())?);
     }
@@ -235,7 +309,7 @@ pub fn build_row(
             row.extra_mut().stats.dropped = Some(DropReason::Untrainable);
         }
     }
-    Ok(row)
+    Ok((row, findings))
 }
 
 fn role(message: &Json) -> Option<&str> {
@@ -275,16 +349,19 @@ fn drop_oldest_turns(
     let shortened = |cut: usize| -> SftResult<TokenizedRow> {
         let mut kept = list[..first].to_vec();
         kept.extend_from_slice(&list[cut..]);
-        let mut row = masked_row(
+        let (mut row, _) = masked_row(
             tokenizer,
             settings,
             &Messages {
                 list: kept,
                 completion: messages.completion,
+                tools: messages.tools.clone(),
             },
         )?;
         let tokens_cut = full.ids.len().saturating_sub(row.ids.len()) as u32;
+        let losses = full.stats().losses;
         let stats = &mut row.extra_mut().stats;
+        stats.losses = losses;
         stats.tokens_cut = tokens_cut;
         stats.messages_dropped = (cut - first) as u32;
         Ok(row)
@@ -317,11 +394,12 @@ fn too_long(mut row: TokenizedRow) -> TokenizedRow {
     row
 }
 
+/// The row and the full render it was tokenized from.
 fn masked_row(
     tokenizer: &ChatTokenizer,
     settings: &RowSettings,
     messages: &Messages,
-) -> SftResult<TokenizedRow> {
+) -> SftResult<(TokenizedRow, String)> {
     match (settings.masking, messages.completion) {
         (Masking::Reference(_), true) => reference_prompt_completion(tokenizer, settings, messages),
         (Masking::Reference(markers), false) => {
@@ -338,10 +416,10 @@ fn reference_prompt_completion(
     tokenizer: &ChatTokenizer,
     settings: &RowSettings,
     messages: &Messages,
-) -> SftResult<TokenizedRow> {
+) -> SftResult<(TokenizedRow, String)> {
     let (prompt, _) = messages.list.split_at(messages.list.len() - 1);
-    let prompt_text = tokenizer.render(prompt, &settings.render_options(true))?;
-    let full_text = tokenizer.render(&messages.list, &settings.render_options(false))?;
+    let prompt_text = tokenizer.render(prompt, &settings.render_options(true, messages))?;
+    let full_text = tokenizer.render(&messages.list, &settings.render_options(false, messages))?;
     let (prompt_ids, full_ids) = tokenizer.encode_prompt_and_full(&prompt_text, &full_text)?;
     let prompt_len = common_prefix_len(&prompt_ids, &full_ids);
     let mismatch = prompt_len != prompt_ids.len();
@@ -358,7 +436,7 @@ fn reference_prompt_completion(
         0
     };
     let spans = spans_from(trained_from, full_ids.len()).into();
-    Ok(TokenizedRow::new(
+    let row = TokenizedRow::new(
         full_ids.into(),
         spans,
         warning,
@@ -366,7 +444,8 @@ fn reference_prompt_completion(
             prefix_mismatches: mismatch as u32,
             ..Default::default()
         },
-    ))
+    );
+    Ok((row, full_text))
 }
 
 fn reference_conversation(
@@ -374,20 +453,16 @@ fn reference_conversation(
     settings: &RowSettings,
     messages: &Messages,
     markers: &ChatMlMarkers,
-) -> SftResult<TokenizedRow> {
-    let text = tokenizer.render(&messages.list, &settings.render_options(false))?;
+) -> SftResult<(TokenizedRow, String)> {
+    let text = tokenizer.render(&messages.list, &settings.render_options(false, messages))?;
     let ids = tokenizer.encode(&text, false)?;
     let spans = if settings.completion_only {
         chatml_assistant_spans(&ids, markers)
     } else {
         spans_from(0, ids.len())
     };
-    Ok(TokenizedRow::new(
-        ids.into(),
-        spans.into(),
-        None,
-        RowStats::default(),
-    ))
+    let row = TokenizedRow::new(ids.into(), spans.into(), None, RowStats::default());
+    Ok((row, text))
 }
 
 /// The `'spans'` strategy: locate every message in the one render (see `spans`), choose the
@@ -397,18 +472,14 @@ fn span_row(
     settings: &RowSettings,
     messages: &Messages,
     policy: &SpanPolicy,
-) -> SftResult<TokenizedRow> {
-    let opts = settings.render_options(false);
+) -> SftResult<(TokenizedRow, String)> {
+    let opts = settings.render_options(false, messages);
     let text = tokenizer.render(&messages.list, &opts)?;
     let encoded = tokenizer.encode_with_offsets(&text)?;
     if !settings.completion_only {
         let spans = spans_from(0, encoded.ids.len()).into();
-        return Ok(TokenizedRow::new(
-            encoded.ids.into(),
-            spans,
-            None,
-            RowStats::default(),
-        ));
+        let row = TokenizedRow::new(encoded.ids.into(), spans, None, RowStats::default());
+        return Ok((row, text));
     }
     let layouts = locate_messages(
         tokenizer,
@@ -440,12 +511,8 @@ fn span_row(
         straddling,
         ..Default::default()
     };
-    Ok(TokenizedRow::new(
-        encoded.ids.into(),
-        spans.into(),
-        None,
-        stats,
-    ))
+    let row = TokenizedRow::new(encoded.ids.into(), spans.into(), None, stats);
+    Ok((row, text))
 }
 
 /// Trained messages whose content is missing from the render, or whose tokens do not decode to

@@ -1,30 +1,48 @@
-//! Whole-file validation for `sft-dataset validate`: every problem of every line, not just the
-//! first, each with its physical line number. Optionally renders and tokenizes every example so
+//! Whole-file validation for `sft-dataset validate`: every problem of every record, not just the
+//! first, each with its physical line (JSON, JSONL) or row (Parquet). Optionally renders and tokenizes every example so
 //! template errors show up too.
 
 use std::path::Path;
 
 use rayon::prelude::*;
 
+use crate::dataset_format::{Converter, DatasetFormat};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{validate_record, Format};
-use crate::jsonl::{parse_line, JsonlReader};
-use crate::row::{build_row, RowSettings};
+use crate::input::{FileKind, Location, RecordReader};
+use crate::loader::mixed_formats;
+use crate::row::{build_row_checked, RowSettings, ToolsMode};
+use crate::silent_loss::{duplicate_key, tools_finding, Finding, LossChecker, LossKind};
 use crate::tokenizer::ChatTokenizer;
+use rustc_hash::FxHashMap;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
-    pub line: usize,
+    pub at: Location,
     /// The record index (non-blank lines counted from 0) the problem belongs to.
     pub example: usize,
     pub code: ErrorCode,
     pub message: String,
 }
 
+/// A silent loss in an example that is otherwise valid (see `silent_loss`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub at: Location,
+    pub example: usize,
+    pub kind: LossKind,
+    pub message: String,
+}
+
 #[derive(Debug, Default)]
 pub struct ValidationReport {
+    /// Silent losses, in file order: classes 1, 3 and 5 need a tokenizer.
+    pub warnings: Vec<Warning>,
     pub examples: usize,
     pub format: Option<Format>,
+    /// The dataset format records were read as (`format: 'auto'` names the detected one).
+    pub dataset_format: Option<DatasetFormat>,
+    pub file_kind: Option<FileKind>,
     pub problems: Vec<Problem>,
 }
 
@@ -32,71 +50,133 @@ const CHUNK: usize = 512;
 
 pub fn validate_file(
     path: &Path,
+    converter: &Converter,
+    tools: ToolsMode,
     tokenizer: Option<(&ChatTokenizer, &RowSettings)>,
 ) -> SftResult<ValidationReport> {
-    let mut reader = JsonlReader::open(path)?;
+    let checker = tokenizer.map(|(t, _)| LossChecker::new(t, tools));
+    let settings = tokenizer.map(|(t, s)| {
+        (
+            t,
+            RowSettings {
+                loss: checker.as_ref(),
+                tools,
+                ..*s
+            },
+        )
+    });
+    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut reader = RecordReader::open(path, &converter.top_level_keys())?;
     let shown = reader.path().to_string();
-    let mut report = ValidationReport::default();
+    let container = reader.kind().container;
+    let mut report = ValidationReport {
+        file_kind: Some(reader.kind()),
+        ..Default::default()
+    };
     loop {
         let mut chunk = Vec::with_capacity(CHUNK);
         let mut done = false;
         while chunk.len() < CHUNK {
-            match reader.next_line() {
-                Ok(Some(line)) => chunk.push(Ok(line)),
+            match reader.next_record() {
+                Ok(Some(record)) => chunk.push(Ok(record)),
                 Ok(None) => {
                     done = true;
                     break;
                 }
                 // An undecodable line is a problem of that line; the reader moves on.
-                Err(e) if e.code == ErrorCode::JsonlParse => chunk.push(Err((reader.line(), e))),
+                Err(e)
+                    if e.code == ErrorCode::JsonlParse
+                        && reader.kind().container == crate::input::Container::Jsonl =>
+                {
+                    chunk.push(Err((reader.location(), e)))
+                }
                 Err(e) => return Err(e),
             }
         }
         let base = report.examples;
-        let results: Vec<(usize, SftResult<Format>)> = chunk
+        type Outcome = (Format, DatasetFormat, u64, Vec<Finding>);
+        let results: Vec<(Location, SftResult<Outcome>)> = chunk
             .into_par_iter()
             .enumerate()
-            .map(|(k, line)| {
-                let line = match line {
-                    Ok(line) => line,
-                    Err((number, e)) => return (number, Err(e)),
+            .map(|(k, record)| {
+                let record = match record {
+                    Ok(record) => record,
+                    Err((at, e)) => return (at, Err(e)),
                 };
-                let outcome = parse_line(&shown, &line)
-                    .and_then(|record| validate_record(record, base + k))
-                    .and_then(|example| {
+                let at = record.at;
+                let outcome = record
+                    .parse(&shown, container)
+                    .and_then(|record| converter.convert(record, base + k))
+                    .and_then(|(record, read_as)| {
+                        let example = validate_record(record, base + k)?;
                         let format = example.format();
-                        if let Some((t, settings)) = tokenizer {
-                            build_row(t, settings, example)?;
-                        }
-                        Ok(format)
+                        let key = duplicate_key(&example);
+                        let findings = match &settings {
+                            Some((t, settings)) => build_row_checked(t, settings, example)?.1,
+                            None => tools_finding(&example, tools).into_iter().collect(),
+                        };
+                        Ok((format, read_as, key, findings))
                     });
-                (line.line, outcome)
+                (at, outcome)
             })
             .collect();
-        for (line, outcome) in results {
+        for (at, outcome) in results {
             let index = report.examples;
             report.examples += 1;
             let problem = match outcome {
-                Ok(format) => match report.format {
-                    None => {
-                        report.format = Some(format);
-                        None
+                Ok((format, read_as, _, _))
+                    if report.format == Some(format)
+                        && report
+                            .dataset_format
+                            .is_some_and(|first| !Converter::compatible(first, read_as)) =>
+                {
+                    report
+                        .dataset_format
+                        .map(|first| mixed_formats(first, index, read_as))
+                }
+                Ok((format, read_as, key, findings)) => {
+                    let mut findings = findings;
+                    match seen.entry(key) {
+                        std::collections::hash_map::Entry::Occupied(first) => {
+                            findings.push(Finding {
+                                kind: LossKind::DuplicateExample,
+                                message: format!("an exact copy of example {}", first.get()),
+                            })
+                        }
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(index);
+                        }
                     }
-                    Some(first) if first != format => Some(SftError::new(
-                        ErrorCode::InvalidExample,
-                        format!(
+                    report
+                        .warnings
+                        .extend(findings.into_iter().map(|f| Warning {
+                            at,
+                            example: index,
+                            kind: f.kind,
+                            message: f.message,
+                        }));
+                    match report.format {
+                        None => {
+                            report.format = Some(format);
+                            report.dataset_format = Some(read_as);
+                            None
+                        }
+                        Some(first) if first != format => Some(SftError::new(
+                            ErrorCode::InvalidExample,
+                            format!(
                             "Inconsistent SFT data format: example 0 is {}, example {index} is {}",
                             first.name(),
                             format.name()
                         ),
-                    )),
-                    _ => None,
-                },
+                        )),
+                        _ => None,
+                    }
+                }
                 Err(e) => Some(e),
             };
             if let Some(e) = problem {
                 report.problems.push(Problem {
-                    line,
+                    at,
                     example: index,
                     code: e.code,
                     message: e.message,
@@ -123,12 +203,16 @@ mod tests {
             "{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}]}\n\n{bad\n[1]\n{\"prompt\": [], \"completion\": {\"role\": \"assistant\", \"content\": \"x\"}}\n",
         )
         .unwrap();
-        let report = validate_file(&file, None).unwrap();
+        let converter = Converter::new(Default::default()).unwrap();
+        let report = validate_file(&file, &converter, ToolsMode::Ignore, None).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(report.examples, 4);
         assert_eq!(report.format, Some(Format::Conversation));
-        let lines: Vec<(usize, ErrorCode)> =
-            report.problems.iter().map(|p| (p.line, p.code)).collect();
+        let lines: Vec<(usize, ErrorCode)> = report
+            .problems
+            .iter()
+            .map(|p| (p.at.number(), p.code))
+            .collect();
         assert_eq!(
             lines,
             vec![

@@ -9,7 +9,7 @@ use serde_json::Value;
 use sft_dataset::chat_template::RenderOptions;
 use sft_dataset::example::SftExample;
 use sft_dataset::masking::{Reasoning, SpanPolicy};
-use sft_dataset::row::{build_row, Masking, RowSettings};
+use sft_dataset::row::{build_row, Masking, RowSettings, ToolsMode};
 use sft_dataset::spans::discover_turn_end;
 use sft_dataset::tokenizer::ChatTokenizer;
 use sft_dataset::truncation::Truncation;
@@ -60,6 +60,8 @@ fn check_completion(
         max_seq_length: usize::MAX,
         truncation: Truncation::KeepEnd,
         drop_untrainable: false,
+        tools: ToolsMode::Ignore,
+        loss: None,
     };
     let row = build_row(
         tokenizer,
@@ -68,6 +70,7 @@ fn check_completion(
             prompt,
             completion,
             distill: None,
+            tools: None,
         },
     )
     .unwrap();
@@ -123,10 +126,13 @@ fn check_family(family: &str) -> usize {
                 max_seq_length: usize::MAX,
                 truncation: Truncation::KeepEnd,
                 drop_untrainable: false,
+                tools: ToolsMode::Ignore,
+                loss: None,
             };
             let example = SftExample::Conversation {
                 messages: case["messages"].as_array().unwrap().clone(),
                 distill: None,
+                tools: None,
             };
             let row = build_row(&tokenizer, &settings, example).unwrap();
             let want = &case["masks"][name];

@@ -7,8 +7,10 @@ const { parseArgs } = require('node:util')
 const COMMANDS = ['preview', 'stats', 'validate', 'export', 'cache']
 const BATCHINGS = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
 
-const USAGE = `Usage: sft-dataset <command> <data.jsonl> [options]
+const USAGE = `Usage: sft-dataset <command> <data> [options]
        sft-dataset cache ls|prune <dir> [--max-age <age>] [--max-size <size>] [--json]
+
+<data> is JSONL, a JSON array, either one gzip- or zstd-compressed, or Parquet (told from the content).
 
 Commands:
   preview    the token sequence of examples as the trainer gets it, with trained tokens highlighted
@@ -43,6 +45,10 @@ Options:
   --cache <dir>           token cache: a later run with the same data, tokenizer and settings
                           maps the rows instead of tokenizing again (created if missing)
   --out <file.parquet>    export: where to write the rows
+  --format <f>            dataset format: auto, reference, messages, prompt-completion, sharegpt,
+                          alpaca, openai (default auto: detected from the first record)
+  --tools <mode>          example: pass each example's tools to the template; ignore (default)
+  --strict                validate: also exit 1 on warnings that lose data silently
   -n <n>                  preview: how many examples from the start (default 3)
   --index <i,j,...>       preview: these example indices instead
   --html <file>           preview: also write a self-contained HTML page
@@ -80,6 +86,9 @@ const OPTIONS = {
   out: { type: 'string' },
   'max-age': { type: 'string' },
   'max-size': { type: 'string' },
+  format: { type: 'string' },
+  tools: { type: 'string' },
+  strict: { type: 'boolean' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
   html: { type: 'string' },
@@ -139,7 +148,7 @@ function parseCommandLine(argv) {
   }
   if (command === 'export' && values.out === undefined) throw new UsageError('export: missing --out <file.parquet>')
   if (command !== 'export' && values.out !== undefined) throw new UsageError('--out applies only to export')
-  if (file === undefined) throw new UsageError(`${command}: missing <data.jsonl>`)
+  if (file === undefined) throw new UsageError(`${command}: missing <data>`)
   if (extra.length > 0) throw new UsageError(`${command}: unexpected argument "${extra[0]}"`)
 
   const previewOnly = ['n', 'index', 'html']
@@ -147,6 +156,14 @@ function parseCommandLine(argv) {
     if (values[name] !== undefined && command !== 'preview') {
       throw new UsageError(`${name.length === 1 ? '-' : '--'}${name} applies only to preview`)
     }
+  }
+  if (values.strict && command !== 'validate') throw new UsageError('--strict applies only to validate')
+  const FORMATS = ['auto', 'reference', 'messages', 'prompt-completion', 'sharegpt', 'alpaca', 'openai']
+  if (values.format !== undefined && !FORMATS.includes(values.format)) {
+    throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got "${values.format}"`)
+  }
+  if (values.tools !== undefined && !['example', 'ignore'].includes(values.tools)) {
+    throw new UsageError(`--tools must be example or ignore, got "${values.tools}"`)
   }
   if (values.n !== undefined && values.index !== undefined) {
     throw new UsageError('-n and --index cannot be used together')
@@ -190,6 +207,9 @@ function parseCommandLine(argv) {
       limit: integer('limit', values.limit, 1),
       cache: values.cache,
       out: values.out,
+      format: values.format ?? 'auto',
+      tools: values.tools ?? 'ignore',
+      strict: values.strict ?? false,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),
       html: values.html,

