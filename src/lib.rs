@@ -15,6 +15,7 @@ pub mod example;
 pub mod fast_bpe;
 pub mod grpo;
 pub mod json_dumps;
+pub mod json_value;
 pub mod jsonl;
 pub mod loader;
 pub mod masking;

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
+use super::json::JsJson;
 use super::task::Job;
 use super::tokenizer::JsTokenizer;
 use crate::error::{js_number, SftError, SftResult};
@@ -26,7 +27,8 @@ pub struct TrainerTokenizeOptions {
     /// on).
     pub enable_thinking: Option<bool>,
     /// OpenAI-style tool definitions passed to every render.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
 }
 
 /// Options of `tokenizeConversationForTrainer`.
@@ -36,7 +38,8 @@ pub struct ConversationTokenizeOptions {
     /// Sets `enable_thinking`; left undefined in the template when not given.
     pub enable_thinking: Option<bool>,
     /// OpenAI-style tool definitions passed to every render.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
     /// Default false, the reference's behaviour: an assistant message is everything its prefix
     /// render adds, role header (`<|im_start|>assistant\n`) included, so the header is trained.
     /// True masks the part of the message that the conversation before it, rendered with a
@@ -55,7 +58,8 @@ pub struct MaskCheckOptions {
     /// For `fixHistoricalMasks`' re-tokenization; see `TrainerTokenizeOptions.enableThinking`.
     pub enable_thinking: Option<bool>,
     /// For `fixHistoricalMasks`' re-tokenization: tool definitions passed to every render.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
 }
 
 /// Token ids and labels of one conversation: `masks` holds -100 where no loss is taken and the
@@ -164,10 +168,10 @@ fn convert(r: TokenizationResult) -> TrainerTokenization {
 
 fn for_trainer(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Value>,
+    messages: Vec<JsJson>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
-    let (messages, tools) = prepare_chat(messages, options.tools)?;
+    let (messages, tools) = prepare_chat(JsJson::list(messages), options.tools.map(JsJson::list))?;
     let tok = template(tokenizer, &tools, options.enable_thinking);
     grpo::tokenize_for_trainer(
         &tok,
@@ -178,10 +182,10 @@ fn for_trainer(
 
 fn conversation_for_trainer(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Value>,
+    messages: Vec<JsJson>,
     options: ConversationTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
-    let (messages, tools) = prepare_chat(messages, options.tools)?;
+    let (messages, tools) = prepare_chat(JsJson::list(messages), options.tools.map(JsJson::list))?;
     let tok = template(tokenizer, &tools, options.enable_thinking);
     let conversation = ConversationOptions {
         mask_assistant_headers: options.mask_assistant_headers.unwrap_or(false),
@@ -191,15 +195,16 @@ fn conversation_for_trainer(
 
 fn batch_for_trainer(
     tokenizer: &ChatTokenizer,
-    conversations: Vec<Vec<Value>>,
+    conversations: Vec<Vec<JsJson>>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<Vec<TokenizationResult>> {
     let add_generation_prompt = options.add_generation_prompt.unwrap_or(false);
-    let (_, tools) = prepare_chat(Vec::new(), options.tools)?;
+    let (_, tools) = prepare_chat(Vec::new(), options.tools.map(JsJson::list))?;
     conversations
         .into_par_iter()
         .enumerate()
-        .map(|(i, mut messages)| {
+        .map(|(i, messages)| {
+            let mut messages = JsJson::list(messages);
             normalize_messages(&mut messages)
                 .map_err(|e| e.context(format!("conversation {i}")))?;
             let tok = template(tokenizer, &tools, options.enable_thinking);
@@ -214,7 +219,7 @@ fn batch_for_trainer(
 #[napi(ts_return_type = "Promise<TokenizationResult>")]
 pub fn tokenize_for_trainer(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<TrainerTokenizeOptions>,
 ) -> AsyncTask<Job<TokenizationResult, TrainerTokenization>> {
     let t = tokenizer.inner.clone();
@@ -227,7 +232,7 @@ pub fn tokenize_for_trainer(
 #[napi]
 pub fn tokenize_for_trainer_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<TrainerTokenizeOptions>,
 ) -> Result<TrainerTokenization> {
     run_sync(|| for_trainer(&tokenizer.inner, messages, options.unwrap_or_default()).map(convert))
@@ -238,7 +243,7 @@ pub fn tokenize_for_trainer_sync(
 #[napi(ts_return_type = "Promise<TokenizationResult>")]
 pub fn tokenize_conversation_for_trainer(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<ConversationTokenizeOptions>,
 ) -> AsyncTask<Job<TokenizationResult, TrainerTokenization>> {
     let t = tokenizer.inner.clone();
@@ -251,7 +256,7 @@ pub fn tokenize_conversation_for_trainer(
 #[napi]
 pub fn tokenize_conversation_for_trainer_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<ConversationTokenizeOptions>,
 ) -> Result<TrainerTokenization> {
     run_sync(|| {
@@ -264,7 +269,7 @@ pub fn tokenize_conversation_for_trainer_sync(
 #[napi(ts_return_type = "Promise<TokenizationResult[]>")]
 pub fn tokenize_for_trainer_batch(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Value>>,
+    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<JsJson>>,
     options: Option<TrainerTokenizeOptions>,
 ) -> AsyncTask<Job<Vec<TokenizationResult>, Vec<TrainerTokenization>>> {
     let t: Arc<ChatTokenizer> = tokenizer.inner.clone();
@@ -277,7 +282,7 @@ pub fn tokenize_for_trainer_batch(
 #[napi]
 pub fn tokenize_for_trainer_batch_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Value>>,
+    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<JsJson>>,
     options: Option<TrainerTokenizeOptions>,
 ) -> Result<Vec<TrainerTokenization>> {
     run_sync(|| {
@@ -340,7 +345,7 @@ pub fn fix_historical_masks(
     tokens: IdsInput,
     masks: IdsInput,
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<MaskCheckOptions>,
 ) -> AsyncTask<Job<Vec<i32>, Int32Array>> {
     let t = tokenizer.inner.clone();
@@ -349,7 +354,7 @@ pub fn fix_historical_masks(
         move || {
             let (tokens, masks) = inputs?;
             let o = options.unwrap_or_default();
-            let (messages, tools) = prepare_chat(messages, o.tools)?;
+            let (messages, tools) = prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
             let tok = template(&t, &tools, o.enable_thinking);
             let strict = o.strict_legacy_detection.unwrap_or(false);
             grpo::fix_historical_masks(&tok, &tokens, &masks, &messages, strict)

@@ -4,6 +4,7 @@ pub mod dataset;
 pub mod distill;
 pub mod error;
 pub mod grpo;
+pub mod json;
 pub mod path;
 pub mod task;
 pub mod tokenizer;
