@@ -44,20 +44,36 @@ pub fn from_js_bigint(negative: bool, words: &[u64]) -> Option<Json> {
     let high = if significant == 2 { words[1] as u128 } else { 0 };
     let magnitude = (high << 64) | low;
     if !negative {
-        return Some(match u64::try_from(magnitude) {
-            Ok(v) => Json::Number(Number::from(v)),
-            Err(_) => wide_integer(magnitude.to_string()),
-        });
+        return Some(unsigned(magnitude));
     }
     // -2^127 is the most negative i128; its magnitude does not fit i128 itself.
     let value = match magnitude {
         m if m == 1u128 << 127 => i128::MIN,
         m => -(i128::try_from(m).ok()?),
     };
-    Some(match i64::try_from(value) {
+    Some(signed(value))
+}
+
+/// An integer written in decimal, as [`from_js_bigint`] holds it; `None` beyond 128 bits.
+pub fn from_digits(digits: &str) -> Option<Json> {
+    match digits.parse::<u128>() {
+        Ok(v) => Some(unsigned(v)),
+        Err(_) => digits.parse::<i128>().ok().map(signed),
+    }
+}
+
+fn unsigned(value: u128) -> Json {
+    match u64::try_from(value) {
         Ok(v) => Json::Number(Number::from(v)),
         Err(_) => wide_integer(value.to_string()),
-    })
+    }
+}
+
+fn signed(value: i128) -> Json {
+    match i64::try_from(value) {
+        Ok(v) => Json::Number(Number::from(v)),
+        Err(_) => wide_integer(value.to_string()),
+    }
 }
 
 fn wide_integer(digits: String) -> Json {
@@ -163,6 +179,19 @@ mod tests {
         assert_eq!(bigint(true, &[0, 1 << 63]), wide(&i128::MIN.to_string()));
         assert_eq!(bigint(true, &[1, 1 << 63]), None);
         assert_eq!(bigint(false, &[0, 0, 1]), None);
+    }
+
+    #[test]
+    fn digits_give_the_same_integers_as_bigints() {
+        assert_eq!(from_digits("42"), Some(json!(42)));
+        assert_eq!(from_digits("-9223372036854775808"), Some(json!(i64::MIN)));
+        assert_eq!(from_digits("18446744073709551616"), bigint(false, &[0, 1]));
+        assert_eq!(
+            from_digits("-170141183460469231731687303715884105728"),
+            bigint(true, &[0, 1 << 63])
+        );
+        assert_eq!(from_digits("340282366920938463463374607431768211456"), None);
+        assert_eq!(from_digits("1.5"), None);
     }
 
     #[test]
