@@ -234,7 +234,7 @@ fn cut_after_final_message(rendered: String, messages: &[serde_json::Value]) -> 
 /// minijinja's own output (with no auto-escaping, as transformers has none).
 fn python_formatter(
     out: &mut minijinja::Output,
-    state: &minijinja::State,
+    state: &mut minijinja::State,
     value: &Value,
 ) -> Result<(), Error> {
     if value.kind() == ValueKind::Number && !value.is_integer() {

@@ -2,7 +2,7 @@
 //! examples, so that numbers reach the template as `json_value` says (napi's own conversion makes
 //! every integer beyond 32 bits a float and a `BigInt` beyond 64 bits a string).
 
-use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, Object, Unknown};
+use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, Object, ToNapiValue, Unknown};
 use napi::{sys, JsValue, Status, ValueType};
 use serde_json::{Map, Value as Json};
 
@@ -144,5 +144,13 @@ impl FromNapiValue for JsJson {
             path: Vec::new(),
         };
         unsafe { walk.value(raw) }.map(JsJson)
+    }
+}
+
+/// napi's `#[napi(object)]` structs convert both ways; options are only read, but a value written
+/// back is plain JSON (a wide integer shows as its carrier object).
+impl ToNapiValue for JsJson {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        unsafe { Json::to_napi_value(env, value.0) }
     }
 }
