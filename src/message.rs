@@ -161,7 +161,8 @@ mod tests {
 
     #[test]
     fn a_null_snake_case_key_does_not_hide_its_camel_case_twin() {
-        let mut m = json!({"role": "assistant", "tool_calls": null, "toolCalls": [], "content": "x"});
+        let mut m =
+            json!({"role": "assistant", "tool_calls": null, "toolCalls": [], "content": "x"});
         normalize_message(0, &mut m).unwrap();
         assert_eq!(
             serde_json::to_string(&m).unwrap(),

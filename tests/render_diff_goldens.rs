@@ -20,7 +20,11 @@ fn revive(value: Value) -> Value {
             if let (1, Some(Value::String(digits))) = (map.len(), map.get("$bigint")) {
                 return from_digits(digits).expect("fixture integers fit 128 bits");
             }
-            Value::Object(map.into_iter().map(|(k, v)| (k, revive(v))).collect::<Map<_, _>>())
+            Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (k, revive(v)))
+                    .collect::<Map<_, _>>(),
+            )
         }
         other => other,
     }

@@ -8,7 +8,6 @@ use napi::bindgen_prelude::{
 };
 use napi::Env;
 use napi_derive::napi;
-use serde_json::Value;
 
 use super::error::{run_sync, typed_arg, JsResult as Result};
 use super::json::JsJson;

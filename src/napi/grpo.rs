@@ -354,7 +354,8 @@ pub fn fix_historical_masks(
         move || {
             let (tokens, masks) = inputs?;
             let o = options.unwrap_or_default();
-            let (messages, tools) = prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
+            let (messages, tools) =
+                prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
             let tok = template(&t, &tools, o.enable_thinking);
             let strict = o.strict_legacy_detection.unwrap_or(false);
             grpo::fix_historical_masks(&tok, &tokens, &masks, &messages, strict)

@@ -299,7 +299,8 @@ impl JsTokenizer {
                 continue_final_message: None,
                 template_kwargs: None,
             });
-            let (messages, tools) = prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
+            let (messages, tools) =
+                prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
             let template_kwargs = match o.template_kwargs.map(|k| k.0) {
                 None => None,
                 Some(Value::Object(map)) => Some(map),
