@@ -9,11 +9,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Kwargs, Serde, Value, ValueKind};
+use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::json_dumps::{dumps, DumpOptions};
+use crate::json_dumps::{dumps, python_float_repr, DumpOptions};
+use crate::json_value::{list_to_template, to_template};
 
 const TEMPLATE_NAME: &str = "chat_template";
 
@@ -61,6 +62,7 @@ impl ChatTemplate {
         env.set_undefined_behavior(UndefinedBehavior::Lenient);
         env.set_fuel(Some(RENDER_FUEL));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_formatter(python_formatter);
         env.add_filter("tojson", tojson_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
@@ -97,12 +99,10 @@ impl ChatTemplate {
             )
         })?;
         let mut ctx: Vec<(String, Value)> = self.special_tokens.clone();
-        ctx.push(("messages".into(), Value::from(Serde(messages))));
+        ctx.push(("messages".into(), list_to_template(messages)));
         ctx.push((
             "tools".into(),
-            opts.tools
-                .map(|t| Value::from(Serde(t)))
-                .unwrap_or(Value::from(())),
+            opts.tools.map(to_template).unwrap_or(Value::from(())),
         ));
         ctx.push(("documents".into(), Value::from(())));
         ctx.push((
@@ -114,7 +114,7 @@ impl ChatTemplate {
         }
         if let Some(kwargs) = opts.template_kwargs {
             for (key, value) in kwargs {
-                ctx.push((key.clone(), Value::from(Serde(value))));
+                ctx.push((key.clone(), to_template(value)));
             }
         }
         // Later entries win, as keyword arguments override the special-token map in Python.
@@ -229,6 +229,24 @@ fn cut_after_final_message(rendered: String, messages: &[serde_json::Value]) -> 
     ))
 }
 
+/// `{{ x }}` as Python's `str(x)`: minijinja writes floats in Rust's spelling (`0.0000001`,
+/// `1000000000000000000000.0`) where Python writes `1e-07` and `1e+21`. Everything else is
+/// minijinja's own output (with no auto-escaping, as transformers has none).
+fn python_formatter(
+    out: &mut minijinja::Output,
+    state: &mut minijinja::State,
+    value: &Value,
+) -> Result<(), Error> {
+    if value.kind() == ValueKind::Number && !value.is_integer() {
+        if let Some(f) = f64::try_from(value.clone()).ok().filter(|f| f.is_finite()) {
+            return out
+                .write_str(&python_float_repr(f))
+                .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write output"));
+        }
+    }
+    minijinja::escape_formatter(out, state, value)
+}
+
 fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
     let indent: Option<Value> = kwargs.get("indent")?;
     let indent = match indent {
@@ -339,6 +357,21 @@ mod tests {
             out,
             "{\"role\": \"tool\", \"content\": \"<&>\"}|{\n  \"role\": \"tool\",\n  \"content\": \"<&>\"\n}"
         );
+    }
+
+    #[test]
+    fn floats_print_as_python_prints_them() {
+        let src = "{% for m in messages %}{{ m.content }} {% endfor %}";
+        let out = render(
+            src,
+            json!([{"role": "a", "content": 2.5}, {"role": "a", "content": 1e-7},
+                   {"role": "a", "content": 1e21}, {"role": "a", "content": 1.0},
+                   {"role": "a", "content": 4294967296u64}, {"role": "a", "content": null},
+                   {"role": "a", "content": true}]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(out, "2.5 1e-07 1e+21 1.0 4294967296 None True ");
     }
 
     #[test]

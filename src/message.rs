@@ -1,10 +1,11 @@
 //! Chat messages and tool definitions as the chat template receives them.
 //!
 //! Messages reach the template as given (content of any type included: templates decide what
-//! they accept), with two conveniences: the camelCase keys of MLX Node
-//! code (`toolCalls`, `toolCallId`, `reasoningContent`) are renamed to the snake_case keys
-//! templates read, and a tool's `parameters.properties` given as a JSON string (the MLX Node form)
-//! is parsed into an object.
+//! they accept), with three changes: a message's keys whose value is null are dropped, as
+//! transformers 5 does before every render (an OpenAI `content: null` beside `tool_calls` would
+//! otherwise print `None`); the camelCase keys of MLX Node code (`toolCalls`, `toolCallId`,
+//! `reasoningContent`) are renamed to the snake_case keys templates read; and a tool's
+//! `parameters.properties` given as a JSON string (the MLX Node form) is parsed into an object.
 
 use serde_json::{Map, Value as Json};
 
@@ -51,6 +52,10 @@ pub fn normalize_message(index: usize, message: &mut Json) -> SftResult<()> {
     let map = message
         .as_object_mut()
         .ok_or_else(|| invalid(index, "must be an object"))?;
+    // transformers 5 (`_normalize_chat_messages`) drops the message's own null-valued keys, not
+    // those nested inside its values: a null tool-call argument still prints `null`. Dropped
+    // before the renaming, so that `toolCalls: [...]` is not hidden by `tool_calls: null`.
+    map.retain(|_, value| !value.is_null());
     rename_camel_keys(map);
     match map.get("role") {
         Some(Json::String(_)) => {}
@@ -58,7 +63,7 @@ pub fn normalize_message(index: usize, message: &mut Json) -> SftResult<()> {
         None => return Err(invalid(index, "role is missing")),
     }
     match map.get("tool_calls") {
-        None | Some(Json::Null) | Some(Json::Array(_)) => {}
+        None | Some(Json::Array(_)) => {}
         Some(_) => return Err(invalid(index, "tool_calls must be an array")),
     }
     Ok(())
@@ -139,6 +144,34 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&m).unwrap(),
             r#"{"role":"assistant","tool_calls":[],"content":"x","reasoning_content":"r"}"#
+        );
+    }
+
+    #[test]
+    fn null_valued_keys_are_dropped_and_nested_nulls_kept() {
+        let mut m = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"type": "function", "function": {"name": "f", "arguments": {"a": null, "b": [null]}}}
+        ], "name": null, "reasoning_content": null});
+        normalize_message(0, &mut m).unwrap();
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            r#"{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":{"a":null,"b":[null]}}}]}"#
+        );
+    }
+
+    #[test]
+    fn a_null_snake_case_key_does_not_hide_its_camel_case_twin() {
+        let mut m =
+            json!({"role": "assistant", "tool_calls": null, "toolCalls": [], "content": "x"});
+        normalize_message(0, &mut m).unwrap();
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            r#"{"role":"assistant","tool_calls":[],"content":"x"}"#
+        );
+        let mut m = json!({"role": null, "content": "x"});
+        assert_eq!(
+            normalize_message(2, &mut m).unwrap_err().message,
+            "message 2: role is missing"
         );
     }
 

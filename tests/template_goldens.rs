@@ -1,6 +1,8 @@
-//! Every chat-template golden written by `scripts/gen_template_goldens.py` (Python transformers)
-//! must render to the same text and the same ids. Read with serde_json so that floats such as
-//! `1.0` keep the spelling Python saw.
+//! Every chat-template golden written by `scripts/gen_template_goldens.py` (Python transformers
+//! 4.57) must render to the same text and the same ids. Read with serde_json so that floats such as
+//! `1.0` keep the spelling Python saw. Cases whose messages hold null-valued keys are left out:
+//! 4.57 renders them (as `None`), transformers 5 and this library drop them; their 5.x renders are
+//! in the differential goldens (`tests/render_diff_goldens.rs`).
 
 use std::path::Path;
 
@@ -8,6 +10,15 @@ use serde_json::Value;
 use sft_dataset::chat_template::RenderOptions;
 use sft_dataset::message::{normalize_messages, normalize_tools};
 use sft_dataset::tokenizer::ChatTokenizer;
+
+fn has_null_key(case: &Value) -> bool {
+    case["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_object)
+        .any(|m| m.values().any(Value::is_null))
+}
 
 fn check_family(family: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -22,7 +33,9 @@ fn check_family(family: &str) {
     let tokenizer = ChatTokenizer::load(&dir).unwrap();
     let mut failures = Vec::new();
     let cases = golden["cases"].as_array().unwrap();
-    for case in cases {
+    let mut checked = 0;
+    for case in cases.iter().filter(|c| !has_null_key(c)) {
+        checked += 1;
         let name = case["name"].as_str().unwrap();
         let mut messages = case["messages"].as_array().unwrap().clone();
         let mut tools = case["tools"].clone();
@@ -63,6 +76,7 @@ fn check_family(family: &str) {
             }
         }
     }
+    assert!(checked > 180, "{family}: only {checked} cases checked");
     assert!(
         failures.is_empty(),
         "{family}: {} of {} cases differ:\n{}",

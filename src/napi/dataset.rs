@@ -9,9 +9,9 @@ use napi::bindgen_prelude::{
 };
 use napi::Env;
 use napi_derive::napi;
-use serde_json::Value;
 
 use super::error::{run_sync, typed_arg, JsResult as Result};
+use super::json::JsJson;
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
@@ -821,8 +821,9 @@ impl JsSftDataset {
     ) -> Result<Self> {
         run_sync(|| {
             let what = |arg: &str| format!("{caller}: {arg}");
-            let examples: Vec<Value> =
+            let examples: Vec<JsJson> =
                 typed_arg(&examples, &what("examples"), "an array of examples")?;
+            let examples = JsJson::list(examples);
             let tokenizer = tokenizer_arg(&tokenizer)?;
             let config: Option<SftDatasetConfig> = match config {
                 Some(c) => typed_arg(&c, &what("config"), "a valid SFTDatasetConfig")?,

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
 use super::ids::{mask_values, token_ids, IdsInput};
+use super::json::JsJson;
 use super::task::Job;
 use super::tokenizer::JsTokenizer;
 use crate::error::SftResult;
@@ -27,7 +28,8 @@ pub struct TrainerTokenizeOptions {
     /// on).
     pub enable_thinking: Option<bool>,
     /// OpenAI-style tool definitions passed to every render.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
 }
 
 /// Options of `tokenizeConversationForTrainer`.
@@ -37,7 +39,8 @@ pub struct ConversationTokenizeOptions {
     /// Sets `enable_thinking`; left undefined in the template when not given.
     pub enable_thinking: Option<bool>,
     /// OpenAI-style tool definitions passed to every render.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
     /// Default false, the reference's behaviour: an assistant message is everything its prefix
     /// render adds, role header (`<|im_start|>assistant\n`) included, so the header is trained.
     /// True masks the part of the message that the conversation before it, rendered with a
@@ -56,7 +59,8 @@ pub struct MaskCheckOptions {
     /// For `fixHistoricalMasks`' re-tokenization; see `TrainerTokenizeOptions.enableThinking`.
     pub enable_thinking: Option<bool>,
     /// For `fixHistoricalMasks`' re-tokenization: tool definitions passed to every render.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
 }
 
 /// Token ids and labels of one conversation: `masks` holds -100 where no loss is taken and the
@@ -100,10 +104,10 @@ fn convert(r: TokenizationResult) -> TrainerTokenization {
 
 fn for_trainer(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Value>,
+    messages: Vec<JsJson>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
-    let (messages, tools) = prepare_chat(messages, options.tools)?;
+    let (messages, tools) = prepare_chat(JsJson::list(messages), options.tools.map(JsJson::list))?;
     let tok = template(tokenizer, &tools, options.enable_thinking);
     grpo::tokenize_for_trainer(
         &tok,
@@ -114,10 +118,10 @@ fn for_trainer(
 
 fn conversation_for_trainer(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Value>,
+    messages: Vec<JsJson>,
     options: ConversationTokenizeOptions,
 ) -> SftResult<TokenizationResult> {
-    let (messages, tools) = prepare_chat(messages, options.tools)?;
+    let (messages, tools) = prepare_chat(JsJson::list(messages), options.tools.map(JsJson::list))?;
     let tok = template(tokenizer, &tools, options.enable_thinking);
     let conversation = ConversationOptions {
         mask_assistant_headers: options.mask_assistant_headers.unwrap_or(false),
@@ -127,15 +131,16 @@ fn conversation_for_trainer(
 
 fn batch_for_trainer(
     tokenizer: &ChatTokenizer,
-    conversations: Vec<Vec<Value>>,
+    conversations: Vec<Vec<JsJson>>,
     options: TrainerTokenizeOptions,
 ) -> SftResult<Vec<TokenizationResult>> {
     let add_generation_prompt = options.add_generation_prompt.unwrap_or(false);
-    let (_, tools) = prepare_chat(Vec::new(), options.tools)?;
+    let (_, tools) = prepare_chat(Vec::new(), options.tools.map(JsJson::list))?;
     conversations
         .into_par_iter()
         .enumerate()
-        .map(|(i, mut messages)| {
+        .map(|(i, messages)| {
+            let mut messages = JsJson::list(messages);
             normalize_messages(&mut messages)
                 .map_err(|e| e.context(format!("conversation {i}")))?;
             let tok = template(tokenizer, &tools, options.enable_thinking);
@@ -150,7 +155,7 @@ fn batch_for_trainer(
 #[napi(ts_return_type = "Promise<TokenizationResult>")]
 pub fn tokenize_for_trainer(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<TrainerTokenizeOptions>,
 ) -> AsyncTask<Job<TokenizationResult, TrainerTokenization>> {
     let t = tokenizer.inner.clone();
@@ -163,7 +168,7 @@ pub fn tokenize_for_trainer(
 #[napi]
 pub fn tokenize_for_trainer_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<TrainerTokenizeOptions>,
 ) -> Result<TrainerTokenization> {
     run_sync(|| for_trainer(&tokenizer.inner, messages, options.unwrap_or_default()).map(convert))
@@ -174,7 +179,7 @@ pub fn tokenize_for_trainer_sync(
 #[napi(ts_return_type = "Promise<TokenizationResult>")]
 pub fn tokenize_conversation_for_trainer(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<ConversationTokenizeOptions>,
 ) -> AsyncTask<Job<TokenizationResult, TrainerTokenization>> {
     let t = tokenizer.inner.clone();
@@ -187,7 +192,7 @@ pub fn tokenize_conversation_for_trainer(
 #[napi]
 pub fn tokenize_conversation_for_trainer_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<ConversationTokenizeOptions>,
 ) -> Result<TrainerTokenization> {
     run_sync(|| {
@@ -200,7 +205,7 @@ pub fn tokenize_conversation_for_trainer_sync(
 #[napi(ts_return_type = "Promise<TokenizationResult[]>")]
 pub fn tokenize_for_trainer_batch(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Value>>,
+    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<JsJson>>,
     options: Option<TrainerTokenizeOptions>,
 ) -> AsyncTask<Job<Vec<TokenizationResult>, Vec<TrainerTokenization>>> {
     let t: Arc<ChatTokenizer> = tokenizer.inner.clone();
@@ -213,7 +218,7 @@ pub fn tokenize_for_trainer_batch(
 #[napi]
 pub fn tokenize_for_trainer_batch_sync(
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<Value>>,
+    #[napi(ts_arg_type = "ChatMessage[][]")] conversations: Vec<Vec<JsJson>>,
     options: Option<TrainerTokenizeOptions>,
 ) -> Result<Vec<TrainerTokenization>> {
     run_sync(|| {
@@ -276,7 +281,7 @@ pub fn fix_historical_masks(
     tokens: IdsInput,
     masks: IdsInput,
     tokenizer: &JsTokenizer,
-    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<Value>,
+    #[napi(ts_arg_type = "ChatMessage[]")] messages: Vec<JsJson>,
     options: Option<MaskCheckOptions>,
 ) -> AsyncTask<Job<Vec<i32>, Int32Array>> {
     let t = tokenizer.inner.clone();
@@ -285,7 +290,8 @@ pub fn fix_historical_masks(
         move || {
             let (tokens, masks) = inputs?;
             let o = options.unwrap_or_default();
-            let (messages, tools) = prepare_chat(messages, o.tools)?;
+            let (messages, tools) =
+                prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
             let tok = template(&t, &tools, o.enable_thinking);
             let strict = o.strict_legacy_detection.unwrap_or(false);
             grpo::fix_historical_masks(&tok, &tokens, &masks, &messages, strict)

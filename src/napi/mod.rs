@@ -5,6 +5,7 @@ pub mod distill;
 pub mod error;
 pub mod grpo;
 pub mod ids;
+pub mod json;
 pub mod path;
 pub mod task;
 pub mod token_cache;

@@ -8,10 +8,11 @@ use napi::bindgen_prelude::{AsyncTask, ClassInstance, FromNapiValue, Uint32Array
 use napi::{JsValue, ValueType};
 use napi_derive::napi;
 use rayon::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::{run_sync, to_js, JsResult as Result};
 use super::ids::{token_ids, IdsInput};
+use super::json::JsJson;
 use super::task::{job, Job};
 use crate::chat_template::RenderOptions;
 use crate::error::{ErrorCode, SftError, SftResult};
@@ -24,14 +25,16 @@ pub struct RenderChatTemplateOptions {
     /// Append the assistant header so the model writes the next turn. Default false.
     pub add_generation_prompt: Option<bool>,
     /// OpenAI-style tool definitions; `parameters.properties` may be a JSON string.
-    pub tools: Option<Vec<Value>>,
+    #[napi(ts_type = "Array<any>")]
+    pub tools: Option<Vec<JsJson>>,
     /// Sets `enable_thinking`; left undefined in the template when not given.
     pub enable_thinking: Option<bool>,
     /// End the text right after the last message's content, so the model continues it.
     /// Default false.
     pub continue_final_message: Option<bool>,
     /// Extra template variables (keyword arguments of `apply_chat_template`).
-    pub template_kwargs: Option<Map<String, Value>>,
+    #[napi(ts_type = "Record<string, any>")]
+    pub template_kwargs: Option<JsJson>,
 }
 
 /// Options of `fromPretrained`.
@@ -99,12 +102,12 @@ pub fn tokenizer_arg(value: &Unknown) -> SftResult<Arc<ChatTokenizer>> {
 
 fn apply_template(
     tokenizer: &ChatTokenizer,
-    messages: Vec<Value>,
+    messages: Vec<JsJson>,
     add_generation_prompt: Option<bool>,
-    tools: Option<Vec<Value>>,
+    tools: Option<Vec<JsJson>>,
     enable_thinking: Option<bool>,
 ) -> SftResult<Vec<u32>> {
-    let (messages, tools) = prepare_chat(messages, tools)?;
+    let (messages, tools) = prepare_chat(JsJson::list(messages), tools.map(JsJson::list))?;
     tokenizer.apply_chat_template(
         &messages,
         &RenderOptions {
@@ -262,9 +265,9 @@ impl JsTokenizer {
     #[napi(ts_return_type = "Promise<Uint32Array>")]
     pub fn apply_chat_template(
         &self,
-        messages: Vec<Value>,
+        #[napi(ts_arg_type = "Array<any>")] messages: Vec<JsJson>,
         add_generation_prompt: Option<bool>,
-        tools: Option<Vec<Value>>,
+        #[napi(ts_arg_type = "Array<any> | undefined | null")] tools: Option<Vec<JsJson>>,
         enable_thinking: Option<bool>,
     ) -> AsyncTask<Job<Vec<u32>, Uint32Array>> {
         let t = self.inner.clone();
@@ -277,9 +280,9 @@ impl JsTokenizer {
     #[napi]
     pub fn apply_chat_template_sync(
         &self,
-        messages: Vec<Value>,
+        #[napi(ts_arg_type = "Array<any>")] messages: Vec<JsJson>,
         add_generation_prompt: Option<bool>,
-        tools: Option<Vec<Value>>,
+        #[napi(ts_arg_type = "Array<any> | undefined | null")] tools: Option<Vec<JsJson>>,
         enable_thinking: Option<bool>,
     ) -> Result<Uint32Array> {
         run_sync(|| {
@@ -298,7 +301,7 @@ impl JsTokenizer {
     #[napi]
     pub fn render_chat_template(
         &self,
-        messages: Vec<Value>,
+        #[napi(ts_arg_type = "Array<any>")] messages: Vec<JsJson>,
         options: Option<RenderChatTemplateOptions>,
     ) -> Result<String> {
         run_sync(|| {
@@ -309,7 +312,17 @@ impl JsTokenizer {
                 continue_final_message: None,
                 template_kwargs: None,
             });
-            let (messages, tools) = prepare_chat(messages, o.tools)?;
+            let (messages, tools) =
+                prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
+            let template_kwargs = match o.template_kwargs.map(|k| k.0) {
+                None => None,
+                Some(Value::Object(map)) => Some(map),
+                Some(_) => {
+                    return Err(SftError::invalid_argument(
+                        "templateKwargs must be an object of template variables",
+                    ))
+                }
+            };
             self.inner.render(
                 &messages,
                 &RenderOptions {
@@ -317,7 +330,7 @@ impl JsTokenizer {
                     add_generation_prompt: o.add_generation_prompt.unwrap_or(false),
                     enable_thinking: o.enable_thinking,
                     continue_final_message: o.continue_final_message.unwrap_or(false),
-                    template_kwargs: o.template_kwargs.as_ref(),
+                    template_kwargs: template_kwargs.as_ref(),
                 },
             )
         })

@@ -1,0 +1,156 @@
+//! JS values as JSON: the one conversion of messages, tools, template arguments and created
+//! examples, so that numbers reach the template as `json_value` says (napi's own conversion makes
+//! every integer beyond 32 bits a float and a `BigInt` beyond 64 bits a string).
+
+use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, Object, ToNapiValue, Unknown};
+use napi::{sys, JsValue, Status, ValueType};
+use serde_json::{Map, Value as Json};
+
+use crate::json_value::{from_js_bigint, from_js_number};
+
+/// A JS value converted to JSON. Takes the place of `serde_json::Value` in exported signatures
+/// (with `ts_type`/`ts_arg_type` keeping `any` in `index.d.ts`).
+pub struct JsJson(pub Json);
+
+impl JsJson {
+    pub fn list(values: Vec<JsJson>) -> Vec<Json> {
+        values.into_iter().map(|v| v.0).collect()
+    }
+}
+
+/// As napi's conversion: deeper values are refused before they can exhaust the stack, and one
+/// value may expand to at most this many nodes (a shared object counts once per reference).
+const MAX_DEPTH: usize = 128;
+const MAX_NODES: usize = 1_000_000;
+
+enum Step {
+    Index(u32),
+    Key(String),
+}
+
+struct Walk {
+    env: sys::napi_env,
+    nodes_left: usize,
+    path: Vec<Step>,
+}
+
+impl Walk {
+    /// Where the walk is, relative to the argument: `[1].tool_calls[0].function`.
+    fn at(&self) -> String {
+        if self.path.is_empty() {
+            return "the value".to_string();
+        }
+        let mut out = String::new();
+        for step in &self.path {
+            match step {
+                Step::Index(i) => out.push_str(&format!("[{i}]")),
+                Step::Key(k) if !out.is_empty() => out.push_str(&format!(".{k}")),
+                Step::Key(k) => out.push_str(k),
+            }
+        }
+        out
+    }
+
+    fn refuse(&self, what: &str) -> napi::Error {
+        napi::Error::new(Status::InvalidArg, format!("{} is {what}", self.at()))
+    }
+
+    /// # Safety
+    /// `raw` is a live value of the current call in `self.env`.
+    unsafe fn value(&mut self, raw: sys::napi_value) -> napi::Result<Json> {
+        if self.nodes_left == 0 {
+            return Err(napi::Error::new(
+                Status::InvalidArg,
+                "Exceeded maximum JSON value count".to_string(),
+            ));
+        }
+        self.nodes_left -= 1;
+        let env = self.env;
+        let unknown = unsafe { Unknown::from_napi_value(env, raw)? };
+        Ok(match unknown.get_type()? {
+            ValueType::Null => Json::Null,
+            ValueType::Boolean => Json::Bool(unsafe { bool::from_napi_value(env, raw)? }),
+            ValueType::String => Json::String(unsafe { String::from_napi_value(env, raw)? }),
+            ValueType::Number => {
+                let n = unsafe { f64::from_napi_value(env, raw)? };
+                match from_js_number(n) {
+                    Some(json) => json,
+                    None => {
+                        return Err(self.refuse(&format!(
+                            "{}, which JSON cannot hold: only finite numbers reach a chat template",
+                            crate::error::js_number(n)
+                        )))
+                    }
+                }
+            }
+            ValueType::BigInt => {
+                let n = unsafe { BigInt::from_napi_value(env, raw)? };
+                match from_js_bigint(n.sign_bit, &n.words) {
+                    Some(json) => json,
+                    None => {
+                        return Err(self.refuse(
+                            "a BigInt beyond 128 bits: a chat template holds integers from -2^127 to 2^128-1",
+                        ))
+                    }
+                }
+            }
+            ValueType::Object => {
+                if self.path.len() >= MAX_DEPTH {
+                    return Err(napi::Error::new(
+                        Status::InvalidArg,
+                        "Exceeded maximum JSON nesting depth".to_string(),
+                    ));
+                }
+                if unknown.is_array()? {
+                    let array = unsafe { Array::from_napi_value(env, raw)? };
+                    let mut items = Vec::with_capacity(array.len() as usize);
+                    for i in 0..array.len() {
+                        let item: Unknown = array.get(i)?.ok_or_else(|| self.refuse("missing"))?;
+                        self.path.push(Step::Index(i));
+                        items.push(unsafe { self.value(item.value().value)? });
+                        self.path.pop();
+                    }
+                    Json::Array(items)
+                } else {
+                    let object = unsafe { Object::from_napi_value(env, raw)? };
+                    let mut map = Map::new();
+                    for key in Object::keys(&object)? {
+                        // `undefined` properties are left out, as JSON.stringify does.
+                        let Some(item) = object.get::<Unknown>(&key)? else {
+                            continue;
+                        };
+                        self.path.push(Step::Key(key));
+                        let json = unsafe { self.value(item.value().value)? };
+                        if let Some(Step::Key(key)) = self.path.pop() {
+                            map.insert(key, json);
+                        }
+                    }
+                    Json::Object(map)
+                }
+            }
+            ValueType::Undefined => return Err(self.refuse("undefined")),
+            ValueType::Function => return Err(self.refuse("a function")),
+            ValueType::Symbol => return Err(self.refuse("a symbol")),
+            _ => return Err(self.refuse("not a JSON value")),
+        })
+    }
+}
+
+impl FromNapiValue for JsJson {
+    unsafe fn from_napi_value(env: sys::napi_env, raw: sys::napi_value) -> napi::Result<Self> {
+        let mut walk = Walk {
+            env,
+            nodes_left: MAX_NODES,
+            path: Vec::new(),
+        };
+        unsafe { walk.value(raw) }.map(JsJson)
+    }
+}
+
+/// napi's `#[napi(object)]` structs convert both ways; options are only read, but a value written
+/// back is plain JSON (a wide integer shows as its carrier object).
+impl ToNapiValue for JsJson {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        unsafe { Json::to_napi_value(env, value.0) }
+    }
+}
