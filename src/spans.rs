@@ -297,7 +297,9 @@ pub const RENDER_BUDGET_PER_MESSAGE: u64 = 64;
 /// A window for message `i` is the leading system messages, then the messages from an anchor
 /// `s` to `i` (then the part's own ending). Anchors are user messages whose content was found
 /// in the full text; the first anchor must be the first message after the system messages.
-/// With `t` the last anchor before `i` and `s` the one before `t`, the render of the part is
+/// With `t` the last anchor before `i` and `s` an earlier one (not the first: that window would
+/// be the whole prefix) such that the warm-up `s..t` holds every kind of message (`Shape`) of
+/// `t..=i`, the nearest within `WARM_UP_ANCHORS` user turns, the render of the part is
 /// taken to be the full text up to `s`'s content, then the window's render from `s`'s content
 /// on. That is trusted only when the window proves itself on the turns it shares with the full
 /// text:
@@ -344,6 +346,10 @@ impl<'a> Windows<'a> {
         }
     }
 
+    fn messages(&self) -> &'a [Json] {
+        self.whole.messages
+    }
+
     fn windowed(&mut self, i: usize, part: Part) -> Option<Probe> {
         let k = self.anchors.partition_point(|(a, _)| *a < i);
         // With `s` the first anchor the window is the whole prefix.
@@ -351,8 +357,20 @@ impl<'a> Windows<'a> {
             return None;
         }
         let first = self.anchors[0].1.start;
-        let (s, s_content) = self.anchors[k - 2].clone();
-        let t_content = self.anchors[k - 1].1.start;
+        let (t, t_content) = (self.anchors[k - 1].0, self.anchors[k - 1].1.start);
+        let end = if part == Part::Through { i + 1 } else { i };
+        let later: Vec<Shape> = self.messages()[t..end].iter().map(shape).collect();
+        // The warm-up must hold every kind of message the rest of the window holds, so that a
+        // template keeping state about the first of a kind (DeepSeek's first tool call) shows
+        // it there; up to `WARM_UP_ANCHORS` user turns back.
+        let (s, s_content) = (1..=k - 2)
+            .rev()
+            .take(WARM_UP_ANCHORS)
+            .map(|j| self.anchors[j].clone())
+            .find(|(s, _)| {
+                let warm: Vec<Shape> = self.messages()[*s..t].iter().map(shape).collect();
+                later.iter().all(|kind| warm.contains(kind))
+            })?;
         let list = self.whole.list(self.head, s, i, part);
         let window = self.whole.render(&list, part)?;
         let (w, f) = (window.as_bytes(), self.whole.full.as_bytes());
@@ -370,6 +388,30 @@ impl<'a> Windows<'a> {
             len: s_content.start + window.len() - first,
         })
     }
+}
+
+/// How many user turns back a window may start.
+const WARM_UP_ANCHORS: usize = 4;
+
+/// The kind of a message as a template may tell it apart: role, tool calls, what the content is
+/// (missing or null, empty, text, other) and whether it has reasoning.
+type Shape = (String, bool, u8, bool);
+
+fn shape(message: &Json) -> Shape {
+    let calls = message
+        .get("tool_calls")
+        .and_then(Json::as_array)
+        .is_some_and(|c| !c.is_empty());
+    let content = match message.get("content") {
+        None | Some(Json::Null) => 0,
+        Some(Json::String(s)) if s.is_empty() => 1,
+        Some(Json::String(_)) => 2,
+        Some(_) => 3,
+    };
+    let reasoning = message
+        .get("reasoning_content")
+        .is_some_and(|r| !r.is_null());
+    (role_of(message), calls, content, reasoning)
 }
 
 impl Prober for Windows<'_> {
