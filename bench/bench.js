@@ -142,6 +142,7 @@ async function benchFile(label, file, opts) {
 const f = (x, d = 2) => x.toFixed(d)
 
 async function main() {
+  if (process.argv.includes('--spans')) return require('./spans.js') // issue 17: node bench/spans.js
   const { values } = parseArgs({
     options: {
       data: { type: 'string' },
