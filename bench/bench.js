@@ -197,6 +197,7 @@ async function epochsByBatching(label, file, tok, opts) {
 }
 
 async function main() {
+  if (process.argv.includes('--spans')) return require('./spans.js') // issue 17: node bench/spans.js
   const { values } = parseArgs({
     options: {
       data: { type: 'string' },

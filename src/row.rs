@@ -488,7 +488,7 @@ fn span_row(
         &text,
         &encoded,
         settings.turn_end,
-    );
+    )?;
     // The dataset's policy trains roles; a prompt-completion row trains its last message.
     let policy = if messages.completion {
         Cow::Owned(SpanPolicy {

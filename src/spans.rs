@@ -2,6 +2,9 @@
 //!
 //! The full conversation is rendered and tokenized once. Every position below is a byte offset
 //! in that one text; extra renders of parts of the conversation are only compared with it.
+//! Those renders are defined on prefixes of the conversation (below) but computed from short
+//! windows of it wherever a window proves to render like the prefix (see `Windows`), so that
+//! locating is linear in the length of the conversation, not quadratic.
 //!
 //! For message `i`:
 //! - **header end** `h`: for an assistant, the longest common prefix of the full text and
@@ -34,6 +37,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
+use crate::error::{ErrorCode, SftError, SftResult};
 use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
 
 const THINK_OPEN: &str = "<think>";
@@ -185,8 +189,269 @@ fn with_empty_content(message: &Json) -> Json {
     emptied
 }
 
+/// What rendering part of the conversation gives, compared with the full text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Probe {
+    /// The longest common prefix with the full text, at a character boundary of the part.
+    shared: usize,
+    /// The length of the part's render.
+    len: usize,
+}
+
+/// The parts of the conversation the locator compares with the full text, for message `i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// `messages[..i]` with the generation prompt (an assistant's header).
+    Prompt,
+    /// `messages[..i]` and message `i` with its content emptied (any other role's header).
+    Emptied,
+    /// `messages[..=i]` (where an assistant's turn ends without an end-of-turn token).
+    Through,
+}
+
+/// Where the locator gets its prefix renders from.
+trait Prober {
+    /// The render of `part` for message `i` compared with the full text; `None` when the
+    /// template cannot render it.
+    fn probe(&mut self, i: usize, part: Part) -> SftResult<Option<Probe>>;
+    /// Message `i` was located: its content is at `content` in the full text.
+    fn located(&mut self, _i: usize, _content: Option<&Range<usize>>) {}
+}
+
+/// Every part rendered as it is: the definition of the spans, quadratic in the number of
+/// messages.
+struct PrefixRenders<'a> {
+    tokenizer: &'a ChatTokenizer,
+    messages: &'a [Json],
+    opts: &'a RenderOptions<'a>,
+    with_prompt: RenderOptions<'a>,
+    full: &'a str,
+    /// Messages rendered so far, for the render budget.
+    rendered: u64,
+}
+
+impl<'a> PrefixRenders<'a> {
+    fn new(
+        tokenizer: &'a ChatTokenizer,
+        messages: &'a [Json],
+        opts: &'a RenderOptions<'a>,
+        full: &'a str,
+    ) -> Self {
+        PrefixRenders {
+            tokenizer,
+            messages,
+            opts,
+            with_prompt: RenderOptions {
+                add_generation_prompt: true,
+                enable_thinking: opts.enable_thinking,
+                ..Default::default()
+            },
+            full,
+            rendered: 0,
+        }
+    }
+
+    /// Renders `list`, the part of message `i` given by `part` (whole or windowed).
+    fn render(&mut self, list: &[Json], part: Part) -> Option<String> {
+        self.rendered += list.len() as u64;
+        let opts = if part == Part::Prompt {
+            &self.with_prompt
+        } else {
+            self.opts
+        };
+        self.tokenizer.render(list, opts).ok()
+    }
+
+    /// `messages[from..end]` after the leading `head` messages, then message `i` emptied for
+    /// `Part::Emptied`.
+    fn list(&self, head: usize, from: usize, i: usize, part: Part) -> Vec<Json> {
+        let end = if part == Part::Through { i + 1 } else { i };
+        let mut list = Vec::with_capacity(head + end - from + 1);
+        list.extend_from_slice(&self.messages[..head]);
+        list.extend_from_slice(&self.messages[from..end]);
+        if part == Part::Emptied {
+            list.push(with_empty_content(&self.messages[i]));
+        }
+        list
+    }
+}
+
+impl Prober for PrefixRenders<'_> {
+    fn probe(&mut self, i: usize, part: Part) -> SftResult<Option<Probe>> {
+        let list = self.list(0, 0, i, part);
+        Ok(self.render(&list, part).map(|text| Probe {
+            shared: common_prefix(&text, self.full),
+            len: text.len(),
+        }))
+    }
+}
+
+/// Messages a conversation may render in total while its spans are located, beyond
+/// `RENDER_BUDGET_PER_MESSAGE` a message: about ten seconds of rendering on one core. Only a
+/// template whose renders of earlier turns change as the conversation grows gets near it.
+pub const RENDER_BUDGET_BASE: u64 = 2_000_000;
+pub const RENDER_BUDGET_PER_MESSAGE: u64 = 64;
+
+/// Prefix renders computed from short windows of the conversation: linear in its length.
+///
+/// A window for message `i` is the leading system messages, then the messages from an anchor
+/// `s` to `i` (then the part's own ending). Anchors are user messages whose content was found
+/// in the full text; the first anchor must be the first message after the system messages.
+/// With `t` the last anchor before `i` and `s` an earlier one (not the first: that window would
+/// be the whole prefix) such that the warm-up `s..t` holds every kind of message (`Shape`) of
+/// `t..=i`, the nearest within `WARM_UP_ANCHORS` user turns, the render of the part is
+/// taken to be the full text up to `s`'s content, then the window's render from `s`'s content
+/// on. That is trusted only when the window proves itself on the turns it shares with the full
+/// text:
+/// - the window's render up to `s`'s content is exactly the full text up to the first
+///   anchor's content (same system prompt, same preamble, same user header: nothing before
+///   the window depends on what follows it, as DeepSeek's collected system prompts would);
+/// - from `s`'s content, the window's render agrees with the full text at least up to `t`'s
+///   content: the whole warm-up turn `s..t` renders the same with the conversation cut after
+///   `i` as in the full text, at a different position and index. A template that renders a
+///   turn differently once later turns exist (Qwen3 drops reasoning before the last query,
+///   numbered turns, length-dependent text) or that needs more history than one turn fails
+///   here.
+///
+/// Whatever the window does after `t`'s content (`loop.last`, look-ahead to the next message,
+/// the generation prompt, Qwen3's reasoning kept after the last query) is the render's own: it
+/// is compared with the full text byte by byte, as the prefix render would be. Where a window
+/// cannot be built or fails a check, the part is rendered whole, and every render counts
+/// against the example's render budget.
+struct Windows<'a> {
+    whole: PrefixRenders<'a>,
+    /// The leading system messages.
+    head: usize,
+    /// User messages located in the full text, in order: index and content.
+    anchors: Vec<(usize, Range<usize>)>,
+    budget: u64,
+}
+
+impl<'a> Windows<'a> {
+    fn new(
+        tokenizer: &'a ChatTokenizer,
+        messages: &'a [Json],
+        opts: &'a RenderOptions<'a>,
+        full: &'a str,
+    ) -> Self {
+        let head = messages
+            .iter()
+            .position(|m| role_of(m) != "system")
+            .unwrap_or(messages.len());
+        Windows {
+            whole: PrefixRenders::new(tokenizer, messages, opts, full),
+            head,
+            anchors: Vec::new(),
+            budget: RENDER_BUDGET_BASE + RENDER_BUDGET_PER_MESSAGE * messages.len() as u64,
+        }
+    }
+
+    fn messages(&self) -> &'a [Json] {
+        self.whole.messages
+    }
+
+    fn windowed(&mut self, i: usize, part: Part) -> Option<Probe> {
+        let k = self.anchors.partition_point(|(a, _)| *a < i);
+        // With `s` the first anchor the window is the whole prefix.
+        if k < 3 {
+            return None;
+        }
+        let first = self.anchors[0].1.start;
+        let (t, t_content) = (self.anchors[k - 1].0, self.anchors[k - 1].1.start);
+        let end = if part == Part::Through { i + 1 } else { i };
+        let later: Vec<Shape> = self.messages()[t..end].iter().map(shape).collect();
+        // The warm-up must hold every kind of message the rest of the window holds, so that a
+        // template keeping state about the first of a kind (DeepSeek's first tool call) shows
+        // it there; up to `WARM_UP_ANCHORS` user turns back.
+        let (s, s_content) = (1..=k - 2)
+            .rev()
+            .take(WARM_UP_ANCHORS)
+            .map(|j| self.anchors[j].clone())
+            .find(|(s, _)| {
+                let warm: Vec<Shape> = self.messages()[*s..t].iter().map(shape).collect();
+                later.iter().all(|kind| warm.contains(kind))
+            })?;
+        let list = self.whole.list(self.head, s, i, part);
+        let window = self.whole.render(&list, part)?;
+        let (w, f) = (window.as_bytes(), self.whole.full.as_bytes());
+        let printed = &f[s_content.clone()];
+        if w.len() < first || w[..first] != f[..first] || !w[first..].starts_with(printed) {
+            return None;
+        }
+        let agreed = common_prefix_len(&w[first..], &f[s_content.start..]);
+        if agreed < t_content - s_content.start {
+            return None;
+        }
+        let cut = char_floor(&window, first + agreed);
+        Some(Probe {
+            shared: s_content.start + cut - first,
+            len: s_content.start + window.len() - first,
+        })
+    }
+}
+
+/// How many user turns back a window may start.
+const WARM_UP_ANCHORS: usize = 4;
+
+/// The kind of a message as a template may tell it apart: role, tool calls, what the content is
+/// (missing or null, empty, text, other) and whether it has reasoning.
+type Shape = (String, bool, u8, bool);
+
+fn shape(message: &Json) -> Shape {
+    let calls = message
+        .get("tool_calls")
+        .and_then(Json::as_array)
+        .is_some_and(|c| !c.is_empty());
+    let content = match message.get("content") {
+        None | Some(Json::Null) => 0,
+        Some(Json::String(s)) if s.is_empty() => 1,
+        Some(Json::String(_)) => 2,
+        Some(_) => 3,
+    };
+    let reasoning = message
+        .get("reasoning_content")
+        .is_some_and(|r| !r.is_null());
+    (role_of(message), calls, content, reasoning)
+}
+
+impl Prober for Windows<'_> {
+    fn probe(&mut self, i: usize, part: Part) -> SftResult<Option<Probe>> {
+        let probe = match self.windowed(i, part) {
+            Some(p) => Some(p),
+            None => self.whole.probe(i, part)?,
+        };
+        if self.whole.rendered > self.budget {
+            return Err(SftError::new(
+                ErrorCode::TemplateRender,
+                format!(
+                    "locating the spans of {} messages exceeded the render budget of {} message renders (the chat template renders earlier turns differently as the conversation grows, so turns need whole prefix renders); shorten the conversation or use completionOnly: false",
+                    self.whole.messages.len(),
+                    self.budget
+                ),
+            ));
+        }
+        Ok(probe)
+    }
+
+    fn located(&mut self, i: usize, content: Option<&Range<usize>>) {
+        let first_or_next = if self.anchors.is_empty() {
+            i == self.head
+        } else {
+            i > self.head
+        };
+        if let Some(c) = content.filter(|_| first_or_next) {
+            if role_of(&self.whole.messages[i]) == "user" {
+                self.anchors.push((i, c.clone()));
+            }
+        }
+    }
+}
+
 /// Locates every message of `messages` in `full`, the render of all of them without a
-/// generation prompt, whose tokens are `encoded`.
+/// generation prompt, whose tokens are `encoded`. The prefix renders the layout is defined by
+/// come from short windows of the conversation where those prove exact (see `Windows`): time
+/// linear in the conversation for the templates in use. Fails with `TEMPLATE_RENDER` when a
+/// template forces more whole renders than the render budget allows.
 pub fn locate_messages(
     tokenizer: &ChatTokenizer,
     messages: &[Json],
@@ -194,12 +459,34 @@ pub fn locate_messages(
     full: &str,
     encoded: &EncodedText,
     turn_end: Option<&TurnEnd>,
+) -> SftResult<Vec<MessageLayout>> {
+    let mut prober = Windows::new(tokenizer, messages, opts, full);
+    locate_with(&mut prober, messages, full, encoded, turn_end)
+}
+
+/// `locate_messages` by its definition: every prefix rendered whole. Quadratic in the number of
+/// messages; the differential tests and the fuzz target compare the two.
+#[doc(hidden)]
+pub fn locate_messages_by_prefix_renders(
+    tokenizer: &ChatTokenizer,
+    messages: &[Json],
+    opts: &RenderOptions,
+    full: &str,
+    encoded: &EncodedText,
+    turn_end: Option<&TurnEnd>,
 ) -> Vec<MessageLayout> {
-    let with_prompt = RenderOptions {
-        add_generation_prompt: true,
-        enable_thinking: opts.enable_thinking,
-        ..Default::default()
-    };
+    let mut prober = PrefixRenders::new(tokenizer, messages, opts, full);
+    // Whole renders never exceed a budget.
+    locate_with(&mut prober, messages, full, encoded, turn_end).unwrap_or_default()
+}
+
+fn locate_with(
+    prober: &mut impl Prober,
+    messages: &[Json],
+    full: &str,
+    encoded: &EncodedText,
+    turn_end: Option<&TurnEnd>,
+) -> SftResult<Vec<MessageLayout>> {
     struct Found {
         start: usize,
         content: Option<Range<usize>>,
@@ -208,28 +495,18 @@ pub fn locate_messages(
     }
     let mut found = Vec::with_capacity(messages.len());
     let mut cursor = 0;
-    // `messages[..i]` at the start of each turn, so that a prefix is never copied again.
-    let mut earlier: Vec<Json> = Vec::with_capacity(messages.len() + 1);
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
         let (rendered, mismatch) = if assistant {
             // A template that cannot prompt here (no messages yet) gives no header either.
-            tokenizer
-                .render(&messages[..i], &with_prompt)
-                .map_or((cursor, true), |prompt| {
-                    let shared = common_prefix(&prompt, full);
-                    (shared, shared < prompt.len())
-                })
+            prober
+                .probe(i, Part::Prompt)?
+                .map_or((cursor, true), |p| (p.shared, p.shared < p.len))
         } else {
-            earlier.push(with_empty_content(message));
             // A template that rejects empty content gives no header: search from the cursor.
-            let shared = tokenizer
-                .render(&earlier, opts)
-                .map_or(cursor, |t| common_prefix(&t, full));
-            earlier.pop();
+            let shared = prober.probe(i, Part::Emptied)?.map_or(cursor, |p| p.shared);
             (shared, false)
         };
-        earlier.push(message.clone());
         let start = token_floor(encoded, full.len(), rendered).max(cursor);
         let (forms, may_vanish) = content_forms(message);
         let limit = turn_end
@@ -241,6 +518,7 @@ pub fn locate_messages(
         } else {
             cursor = start;
         }
+        prober.located(i, content.as_ref());
         found.push(Found {
             start,
             missing: content.is_none() && !forms.is_empty() && !may_vanish,
@@ -268,11 +546,12 @@ pub fn locate_messages(
         } else if let Some(t) = &turn_end {
             f.start..t.start
         } else {
-            let end = tokenizer
-                .render(&messages[..=i], opts)
-                .ok()
-                .filter(|alone| full.starts_with(alone.as_str()))
-                .map_or(content_end, |alone| alone.len().clamp(content_end, bound));
+            // Rendered alone, the turn is a prefix of the full text exactly when all of it is
+            // shared.
+            let end = prober
+                .probe(i, Part::Through)?
+                .filter(|p| p.shared == p.len)
+                .map_or(content_end, |p| p.len.clamp(content_end, bound));
             f.start..end
         };
         let reasoning = if assistant {
@@ -290,7 +569,7 @@ pub fn locate_messages(
             prefix_mismatch: f.mismatch,
         });
     }
-    layouts
+    Ok(layouts)
 }
 
 fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Option<Range<usize>> {
@@ -305,6 +584,9 @@ fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Optio
     }
     Some(start..end)
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {
@@ -332,6 +614,7 @@ mod tests {
             |r: &Option<Range<usize>>| r.clone().map_or("-".into(), |r| text[r].to_string());
         Some(
             locate_messages(&t, messages, &opts, &text, &encoded, end.as_ref())
+                .unwrap()
                 .iter()
                 .map(|l| {
                     [

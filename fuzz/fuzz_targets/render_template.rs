@@ -1,6 +1,6 @@
 //! The Qwen3 chat template over random messages and options, then tokenization and both row
-//! builders: never a panic, every error coded, and the prompt ids that reuse the full text's
-//! tokens always equal a fresh encoding of the prompt.
+//! builders: never a panic, every error coded, the prompt ids that reuse the full text's tokens
+//! always equal a fresh encoding of the prompt, and both span locators give the same layout.
 #![no_main]
 
 use std::path::PathBuf;
@@ -15,6 +15,7 @@ use sft_dataset::error::ErrorCode;
 use sft_dataset::example::SftExample;
 use sft_dataset::message::normalize_messages;
 use sft_dataset::row::{build_row, Masking};
+use sft_dataset::spans::{discover_turn_end, locate_messages, locate_messages_by_prefix_renders};
 use sft_dataset::tokenizer::ChatTokenizer;
 
 /// `SFT_FUZZ_TOKENIZER` or the Qwen3 tokenizer of the repository's node_modules, with the
@@ -118,6 +119,33 @@ fn message(u: &mut Unstructured) -> Result<Json> {
     Ok(Json::Object(m))
 }
 
+/// The windowed span locator gives the layout of the prefix-render locator, on the messages and
+/// on them three times over (windows start from the third user message).
+fn locators_agree(t: &ChatTokenizer, messages: &[Json], enable_thinking: Option<bool>) {
+    let opts = RenderOptions {
+        enable_thinking,
+        ..Default::default()
+    };
+    let turn_end = discover_turn_end(t, &opts);
+    let long: Vec<Json> = messages
+        .iter()
+        .chain(messages)
+        .chain(messages)
+        .cloned()
+        .collect();
+    for list in [messages, &long[..]] {
+        let Ok(full) = t.render(list, &opts) else {
+            continue;
+        };
+        let encoded = t.encode_with_offsets(&full).expect("rendered text encodes");
+        let windows = locate_messages(t, list, &opts, &full, &encoded, turn_end.as_ref())
+            .expect("a few messages stay within the render budget");
+        let prefixes =
+            locate_messages_by_prefix_renders(t, list, &opts, &full, &encoded, turn_end.as_ref());
+        assert_eq!(windows, prefixes, "{list:?}");
+    }
+}
+
 fn run(u: &mut Unstructured) -> Result<()> {
     let (t, reference, spans) = tokenizer();
     let mut messages = (0..u.int_in_range(0..=5)?)
@@ -172,6 +200,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 );
                 assert_eq!(full_ids, full.ids, "prompt {prompt:?}");
             }
+            locators_agree(t, &messages, opts.enable_thinking);
         }
         Err(e) => assert!(
             matches!(
