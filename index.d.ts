@@ -70,6 +70,8 @@ export declare class SFTDataset {
   constructor(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null)
   /** *(addition)* The format every example shares, as detected from the first one. */
   get format(): 'prompt-completion' | 'conversation'
+  /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */
+  get cache(): TokenCacheUse | null
   /** Number of examples. */
   get length(): number
   /**
@@ -87,14 +89,45 @@ export declare class SFTDataset {
    * example are fetched for exactly this sequence.
    */
   tokenizeExample(index: number): Promise<TokenizedExample>
-  /** `ceil(length / batchSize)`. */
+  /**
+   * Exactly the number of batches `batches(batchSize)` yields this epoch: `ceil(length /
+   * batchSize)` under `'reference'` batching without a shard, the plan's count otherwise.
+   */
   numBatches(batchSize: number): number
+  /**
+   * *(addition)* Tokens computed per epoch and padding share of every batching strategy,
+   * side by side, over the current order (all ranks together), with the dataset's
+   * `maxBatchTokens` and `padToMultipleOf` unless `options` overrides them. `'packed'` is
+   * left out when `maxBatchTokens` is below `maxSeqLength`. Builds every row not built yet.
+   */
+  batchingStats(batchSize: number, options?: BatchingStatsOptions | undefined | null): Promise<BatchingStats[]>
+  /**
+   * `collateBatch(indices)` done on the JS thread when every row is built (a copy costs less
+   * than a trip to the thread pool), else `null`; used by the JS generator.
+   */
+  _collateBuilt(indices: Array<number>): SFTBatch | null
+  /** `_plannedBatch` done on the JS thread when the plan's rows are built, else `null`. */
+  _plannedBatchBuilt(batchSize: number, index: number): SFTBatch | null
+  /**
+   * Whether `batches()` follows a plan (any batching but `'reference'`, or a shard); used by
+   * the JS generator.
+   */
+  _usesPlan(): boolean
+  /** Batch `index` of the current epoch's plan for `batchSize`; used by the JS generator. */
+  _plannedBatch(batchSize: number, index: number): Promise<SFTBatch>
   /**
    * Per example and in total: tokens, trained tokens, truncation, drops, prefix and content
    * mismatches, straddling tokens, trained end-of-turn tokens and leading BOS tokens. Builds
    * every row not built yet (off the JS thread, on all cores).
    */
   report(): Promise<DatasetReport>
+  /**
+   * *(addition)* Writes the rows that take part in training as Apache Parquet (columns
+   * `example_index`, `input_ids`, `labels` with -100 where no loss is taken, `num_tokens`,
+   * `num_trained_tokens`), untruncated and in example order, exactly as `tokenizeExample`
+   * gives them. Written to a temporary file beside `outPath`, then renamed.
+   */
+  exportParquet(outPath: string): Promise<ParquetExport>
   /** Checks a `batches()` batch size; used by the JS generator before it starts. */
   _checkBatchSize(batchSize: number): void
 }
@@ -113,9 +146,15 @@ export declare class Tokenizer {
   encodeSync(text: string, addSpecialTokens?: boolean | undefined | null): Uint32Array
   /** Encodes every text on all cores. */
   encodeBatch(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array[]>
-  decode(tokenIds: Uint32Array, skipSpecialTokens?: boolean | undefined | null): Promise<string>
-  decodeSync(tokenIds: Uint32Array, skipSpecialTokens?: boolean | undefined | null): string
-  decodeBatch(tokenIdsBatch: Array<Uint32Array>, skipSpecialTokens?: boolean | undefined | null): Promise<string[]>
+  /**
+   * Text of token ids (`Int32Array`, `Uint32Array` or `number[]`); an id that is negative
+   * (such as a `-100` label) or not an integer is an `INVALID_ARGUMENT` naming its position.
+   */
+  decode(tokenIds: IdsInput, skipSpecialTokens?: boolean | undefined | null): Promise<string>
+  /** `decode` on the JS thread. */
+  decodeSync(tokenIds: IdsInput, skipSpecialTokens?: boolean | undefined | null): string
+  /** `decode` of every row, on all cores. */
+  decodeBatch(tokenIdsBatch: Array<IdsInput>, skipSpecialTokens?: boolean | undefined | null): Promise<string[]>
   /**
    * Renders the chat template and encodes the text without adding special tokens.
    * `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
@@ -147,6 +186,27 @@ export declare class Tokenizer {
   get hasChatTemplate(): boolean
 }
 export type JsTokenizer = Tokenizer
+
+/** What one epoch costs the trainer under one batching strategy. */
+export interface BatchingStats {
+  batching: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /** Batches per epoch (all ranks together). */
+  batches: number
+  /** Rows of all batches (packed rows under `'packed'`). */
+  rows: number
+  /** Tokens of the examples after truncation. */
+  tokens: number
+  /** Tokens the trainer computes on: rows x padded length, summed over batches. */
+  computedTokens: number
+  /** `(computedTokens - tokens) / computedTokens`. */
+  paddingShare: number
+}
+
+/** Overrides for `batchingStats`; absent fields take the dataset's settings. */
+export interface BatchingStatsOptions {
+  maxBatchTokens?: number
+  padToMultipleOf?: number
+}
 
 /**
  * Internal step of `attachDistillation`: the warning that drops the group's payload, or null
@@ -308,6 +368,9 @@ export declare function fixHistoricalMasks(tokens: IdsInput, masks: IdsInput, to
 
 export declare function getAllowedRoot(options?: PathValidationOptions | undefined | null): string
 
+/** *(addition)* The entries of a token cache directory, least recently used first. */
+export declare function listTokenCache(dir: string): Array<TokenCacheEntry>
+
 /**
  * `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and
  * tokenizes the file on all cores.
@@ -338,6 +401,14 @@ export interface LoadSFTDatasetOptions {
   truncation?: 'keepEnd' | 'keepStart' | 'turns'
   /** See `SFTDatasetConfig.dropUntrainable`. Default false. */
   dropUntrainable?: boolean
+  /** See `SFTDatasetConfig.batching`. Default `'reference'`. */
+  batching?: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /** See `SFTDatasetConfig.maxBatchTokens`. Default `maxSeqLength`. */
+  maxBatchTokens?: number
+  /** See `SFTDatasetConfig.padToMultipleOf`. Default 1. */
+  padToMultipleOf?: number
+  /** See `SFTDatasetConfig.shard`. */
+  shard?: SFTShard
   /** See `SFTDatasetConfig.format`. Default `'reference'`. */
   format?: 'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'
   /** See `SFTDatasetConfig.columns`. */
@@ -358,6 +429,14 @@ export interface LoadSFTDatasetOptions {
    * Default: symlinks are not examined, as in the reference.
    */
   followSymlinks?: boolean
+  /**
+   * *(addition)* Token cache directory (created if missing), or `{dir, mode}`. A later load
+   * of the same file content, tokenizer, chat template and row-changing settings maps the
+   * rows from the cache instead of rendering and tokenizing them: same batches, warnings and
+   * `report()`. A damaged entry is rebuilt and a cache that cannot be written leaves an
+   * uncached load, both with a `console.warn`. Default: no cache.
+   */
+  cache?: string | TokenCacheOptions
 }
 
 /** Options of `validateMasks` and `fixHistoricalMasks`. */
@@ -405,6 +484,15 @@ export interface PackedDistillation {
   shape: [number, number, number]
 }
 
+/** What `exportParquet` wrote. */
+export interface ParquetExport {
+  file: string
+  /** Records written: the examples that take part in training. */
+  rows: number
+  tokens: number
+  trainedTokens: number
+}
+
 /** The outcome of a containment check: the resolved path, or the traversal message. */
 export interface PathCheck {
   resolvedPath: string
@@ -427,6 +515,24 @@ export interface PathValidationOptions {
 
 /** Internal step of `attachDistillation`: the group's fate and its requests. */
 export declare function planDistillationRequests(tokens: any, overrides: any, groupOverrides: any, config?: DistillationConfig | undefined | null): DistillationPlan
+
+/**
+ * *(addition)* Removes entries older than `maxAgeSeconds`, then the least recently used ones
+ * beyond `maxBytes`, plus files that are not entries and writers' leftovers older than an hour.
+ * Returns what it removed.
+ */
+export declare function pruneTokenCache(dir: string, options?: PruneTokenCacheOptions | undefined | null): Array<TokenCacheEntry>
+
+/** What `pruneTokenCache` removes. */
+export interface PruneTokenCacheOptions {
+  /** Remove entries not loaded or written for longer than this many seconds. */
+  maxAgeSeconds?: number
+  /**
+   * Then remove the least recently used entries until the directory holds at most this many
+   * bytes.
+   */
+  maxBytes?: number
+}
 
 /** Options of `renderChatTemplate`, named as in `apply_chat_template`. */
 export interface RenderChatTemplateOptions {
@@ -481,6 +587,18 @@ export interface SFTBatch {
   distillLogprobs?: Float32Array
   /** `[batch, seqLen, k]` of the distillation tensors. */
   distillShape?: [number, number, number]
+  /**
+   * Every batching but `'reference'` (and any sharded dataset): the example index of each
+   * row; of a packed row, its first example.
+   */
+  indices?: Uint32Array
+  /**
+   * `'packed'`: each token's position within its own example, restarting at 0 for every
+   * example (0 on padding), `[batch, seqLen]`.
+   */
+  positionIds?: Int32Array
+  /** `'packed'`: the example index of each token, -1 on padding, `[batch, seqLen]`. */
+  exampleIds?: Int32Array
 }
 
 export interface SFTDatasetConfig {
@@ -565,6 +683,38 @@ export interface SFTDatasetConfig {
    * (default, the reference) does not, and validation reports such examples.
    */
   tools?: 'example' | 'ignore'
+  /**
+   * How batches are formed. `'reference'`: consecutive positions of the shuffled order,
+   * each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
+   * shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
+   * into batches, the batches shuffled. `'tokenBudget'`: the same, but a batch holds only as
+   * many rows (up to batchSize) as fit in `maxBatchTokens` padded. `'packed'`: rows packed
+   * best-fit decreasing into rows of `maxBatchTokens` tokens, shuffled, batchSize packed rows
+   * per batch, with `positionIds` and `exampleIds`. Default `'reference'`.
+   */
+  batching?: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /**
+   * `'tokenBudget'`: rows x padded length of a batch (of one rank's share) at most this; a
+   * row longer alone gets a batch of its own. `'packed'`: tokens of a packed row (at least
+   * `maxSeqLength`). Default `maxSeqLength`.
+   */
+  maxBatchTokens?: number
+  /** The padded length of every batch is rounded up to a multiple of this. Default 1. */
+  padToMultipleOf?: number
+  /**
+   * Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
+   * `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
+   * of batches; rows from the start of the epoch fill the last batches. Default: no shard.
+   */
+  shard?: ShardConfig
+}
+
+/** One data-parallel rank of `worldSize`. */
+export interface SFTShard {
+  /** This process's rank, in `[0, worldSize)`. */
+  rank: number
+  /** Number of ranks. */
+  worldSize: number
 }
 
 /** Token ids the reference masking keys on; each one missing is derived from the tokenizer. */
@@ -578,6 +728,42 @@ export interface SpecialTokenIds {
    * `\n\n` (none for Qwen3, whose vocabulary spells `\n` as `Ċ`).
    */
   newlineTokens?: Array<number>
+}
+
+/** A file of a token cache directory. */
+export interface TokenCacheEntry {
+  file: string
+  bytes: number
+  /** When the entry was last written or loaded, in ms since the epoch. */
+  lastUsed: number
+  /** What the entry holds: data file, tokenizer, settings, rows, format, key parts. */
+  description?: any
+  /** Why the file is not a usable entry (checked from its header only). */
+  problem?: string
+}
+
+/** Where and how `loadSFTDataset` caches rows. */
+export interface TokenCacheOptions {
+  /** The cache directory (created if missing). */
+  dir: string
+  /**
+   * `'readwrite'` (default): map the entry if there is one, else build the rows and write it.
+   * `'read'`: never write. `'refresh'`: build the rows and replace the entry.
+   */
+  mode?: 'readwrite' | 'read' | 'refresh'
+}
+
+/** How a dataset loaded with `cache` got its rows. */
+export interface TokenCacheUse {
+  /**
+   * `'hit'`: mapped from an entry; `'stored'`: built and written; `'built'`: built, not
+   * written (mode `'read'`, or the cache could not be written: see the warning).
+   */
+  status: 'hit' | 'stored' | 'built'
+  /** The entry's file (absent when the data file could not be hashed). */
+  file?: string
+  /** The entry's key: blake3 of every input of a row, hex. */
+  key?: string
 }
 
 /**

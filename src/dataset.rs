@@ -128,8 +128,19 @@ impl DatasetConfig {
             reasoning,
             truncation,
             drop_untrainable,
+            // Which rows go together, never what a row holds.
+            batching: _,
+            max_batch_tokens: _,
+            pad_to_multiple_of: _,
+            shard: _,
+            input,
+            tools,
         } = self;
         let mut settings = serde_json::json!({
+            "format": format!("{:?}", input.format),
+            "columns": input.columns,
+            "roles": input.roles,
+            "tools": format!("{tools:?}"),
             "completionOnly": completion_only,
             "enableThinking": enable_thinking,
             "specialTokenIds": {
@@ -302,6 +313,9 @@ struct CachedPlan {
     batch_size: usize,
     plan: Arc<Plan>,
 }
+
+/// The rows of some examples, and the build errors of those that failed (example, message).
+type RowsOf<'a> = (Vec<RowView<'a>>, Vec<(u32, String)>);
 
 pub struct Dataset {
     tokenizer: Arc<ChatTokenizer>,
@@ -622,7 +636,7 @@ impl Dataset {
     }
 
     /// The rows of `examples`, in order, and the warnings of those seen for the first time.
-    fn rows_of(&self, examples: &[u32]) -> SftResult<(Vec<RowView<'_>>, Vec<(u32, String)>)> {
+    fn rows_of(&self, examples: &[u32]) -> SftResult<RowsOf<'_>> {
         let mut rows = Vec::with_capacity(examples.len());
         for &i in examples {
             match self.row(i as usize) {
@@ -740,7 +754,7 @@ impl Dataset {
 
     fn plan_settings(&self, batching: Batching, batch_size: usize) -> SftResult<PlanSettings> {
         if let Some(shard) = self.config.shard {
-            if batch_size % shard.world_size != 0 {
+            if !batch_size.is_multiple_of(shard.world_size) {
                 return Err(SftError::invalid_argument(format!(
                     "batchSize ({batch_size}) must be a multiple of shard.worldSize ({})",
                     shard.world_size

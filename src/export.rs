@@ -151,7 +151,10 @@ mod tests {
     use serde_json::json;
 
     /// Reads an export back: (example index, ids, labels, tokens, trained) per record.
-    fn read_back(path: &Path) -> Vec<(i64, Vec<i32>, Vec<i32>, i32, i32)> {
+    /// (example index, input ids, labels, tokens, trained tokens) of every row.
+    type ExportedRow = (i64, Vec<i32>, Vec<i32>, i32, i32);
+
+    fn read_back(path: &Path) -> Vec<ExportedRow> {
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
             .unwrap()
             .build()

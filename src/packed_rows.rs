@@ -52,7 +52,7 @@ impl<T: Plain> Slab<T> {
     pub fn mapped(map: &Arc<Mmap>, offset: usize, len: usize) -> Option<Self> {
         let bytes = len.checked_mul(std::mem::size_of::<T>())?;
         let end = offset.checked_add(bytes)?;
-        let aligned = (map.as_ptr() as usize + offset) % std::mem::align_of::<T>() == 0;
+        let aligned = (map.as_ptr() as usize + offset).is_multiple_of(std::mem::align_of::<T>());
         (end <= map.len() && aligned).then(|| Slab::Mapped {
             map: map.clone(),
             offset,
@@ -339,6 +339,7 @@ fn encode_rare(rare: &RareRows) -> Vec<u8> {
             content_mismatches,
             straddling,
             dropped,
+            losses,
         } = stats;
         e.u32(*local);
         match warning {
@@ -363,6 +364,7 @@ fn encode_rare(rare: &RareRows) -> Vec<u8> {
             Some(DropReason::TooLong) => 1,
             Some(DropReason::Untrainable) => 2,
         });
+        e.0.push(*losses);
         match distill {
             None => e.0.push(0),
             Some(RowDistill { k, ids, logprobs }) => {
@@ -424,7 +426,7 @@ impl<'a> Decoder<'a> {
 
 fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
     let mut d = Decoder(bytes);
-    let n = d.count(22)?;
+    let n = d.count(23)?;
     let mut extras = Vec::with_capacity(n);
     for _ in 0..n {
         let local = d.u32()?;
@@ -443,6 +445,7 @@ fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
             2 => Some(DropReason::Untrainable),
             other => return Err(format!("unknown drop reason {other}")),
         };
+        let losses = d.u8()?;
         let distill = match d.u8()? {
             0 => None,
             _ => {
@@ -463,6 +466,7 @@ fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
             content_mismatches,
             straddling,
             dropped,
+            losses,
         };
         extras.push((
             local,

@@ -40,7 +40,7 @@ use crate::tokenizer::ChatTokenizer;
 /// Version of the rows an entry holds and of its layout. Bump it whenever a row built from the
 /// same inputs could differ from before (masking, rendering, tokenizing, a new row field), so
 /// that older entries become misses.
-pub const ROW_FORMAT_VERSION: u32 = 1;
+pub const ROW_FORMAT_VERSION: u32 = 2;
 
 /// File name extension of an entry.
 pub const ENTRY_EXTENSION: &str = "sftrows";
@@ -413,7 +413,7 @@ pub fn open_entry(path: &Path, key: &[u8; 32]) -> Result<Option<Entry>, String> 
     let bytes: &[u8] = &map;
     let range = |r: Range<u64>| -> Result<Range<usize>, String> {
         (r.start <= r.end && r.end <= len && r.start >= HEADER_LEN as u64)
-            .then(|| r.start as usize..r.end as usize)
+            .then_some(r.start as usize..r.end as usize)
             .ok_or_else(|| "offsets outside the file".to_string())
     };
     let description: Json = serde_json::from_slice(&bytes[range(header.description)?])
@@ -718,9 +718,9 @@ pub fn prune(dir: &Path, limits: &PruneLimits, now: SystemTime) -> SftResult<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::truncation::Truncation;
     use crate::dataset::StrategyName;
     use crate::tokenizer::config::TokenizerConfig;
+    use crate::truncation::Truncation;
 
     fn manifest() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -23,11 +23,7 @@ fn batches(dataset: &Dataset) -> Vec<(Vec<i32>, Vec<i32>, Vec<u32>)> {
         let positions: Vec<f64> = (start..end).map(|p| p as f64).collect();
         let examples = dataset.resolve_positions(&positions).unwrap();
         let batch = dataset.collate_examples(&examples).unwrap().batch;
-        out.push((
-            batch.input_ids.iter().map(|&x| x as i32).collect(),
-            batch.labels.iter().map(|&x| x as i32).collect(),
-            Vec::new(),
-        ));
+        out.push((batch.input_ids.clone(), batch.labels.clone(), Vec::new()));
     }
     dataset.shuffle_for_epoch(1.0);
     out.push((Vec::new(), Vec::new(), dataset.order().to_vec()));

@@ -28,6 +28,12 @@ use crate::silent_loss::LossKind;
 use crate::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
 use crate::truncation::Truncation;
 
+/// Every strategy's cost for one epoch, side by side.
+type StrategyCosts = Vec<(Batching, PlanCost)>;
+
+/// A load and the data warnings (silent loss) to emit with it: (warning type, message).
+type LoadedWithWarnings = (CachedLoad, Vec<(&'static str, String)>);
+
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
 pub struct SpecialTokenIds {
@@ -944,7 +950,7 @@ impl JsSftDataset {
         &self,
         batch_size: f64,
         options: Option<BatchingStatsOptions>,
-    ) -> AsyncTask<Job<Vec<(Batching, PlanCost)>, Vec<BatchingStatsJs>>> {
+    ) -> AsyncTask<Job<StrategyCosts, Vec<BatchingStatsJs>>> {
         let dataset = self.inner.clone();
         AsyncTask::new(Job::new(
             move || {
@@ -1081,7 +1087,7 @@ pub fn load_sft_dataset_native(
     path: String,
     tokenizer: Unknown,
     config: Option<LoadSftDatasetOptions>,
-) -> AsyncTask<Job<(CachedLoad, Vec<(&'static str, String)>), JsSftDataset>> {
+) -> AsyncTask<Job<LoadedWithWarnings, JsSftDataset>> {
     // Checked now, reported by the Promise: an async entry point never throws.
     let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
@@ -1142,10 +1148,7 @@ pub fn load_sft_dataset_native(
 
 /// Emits the data warnings (silent loss) and prints the cache's, then wraps the dataset;
 /// `cache` stays null for an uncached load.
-fn finish_load(
-    env: &Env,
-    (loaded, data_warnings): (CachedLoad, Vec<(&'static str, String)>),
-) -> SftResult<JsSftDataset> {
+fn finish_load(env: &Env, (loaded, data_warnings): LoadedWithWarnings) -> SftResult<JsSftDataset> {
     emit_data_warnings(env, data_warnings).map_err(|e| {
         SftError::new(
             ErrorCode::Internal,
