@@ -706,7 +706,7 @@ export interface SFTDatasetConfig {
    * `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
    * of batches; rows from the start of the epoch fill the last batches. Default: no shard.
    */
-  shard?: ShardConfig
+  shard?: SFTShard
 }
 
 /** One data-parallel rank of `worldSize`. */

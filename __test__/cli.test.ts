@@ -45,8 +45,8 @@ const ESC = '\x1b['
 
 describe('usage errors exit 2 with one line on stderr', () => {
   const cases: Array<[string[], string]> = [
-    [[], 'sft-dataset: missing command (preview, stats or validate)\n'],
-    [['frobnicate', sample], 'sft-dataset: unknown command "frobnicate" (expected preview, stats or validate)\n'],
+    [[], 'sft-dataset: missing command (preview, stats, validate, export or cache)\n'],
+    [['frobnicate', sample], 'sft-dataset: unknown command "frobnicate" (expected preview, stats, validate, export or cache)\n'],
     [['stats'], 'sft-dataset: stats: missing <data>\n'],
     [['stats', 'nope.jsonl'], 'sft-dataset: data file not found: nope.jsonl\n'],
     [['stats', sample, '--tokenizer', 'no/such/dir'], 'sft-dataset: tokenizer not found: no/such/dir\n'],
@@ -74,7 +74,7 @@ describe('usage errors exit 2 with one line on stderr', () => {
   it('--help prints the usage and exits 0', () => {
     const r = run('--help')
     expect(r.status).toBe(0)
-    expect(r.stdout).toMatch(/^Usage: sft-dataset <command> <data.jsonl> \[options\]/)
+    expect(r.stdout).toMatch(/^Usage: sft-dataset <command> <data> \[options\]/)
   })
 })
 

@@ -137,6 +137,7 @@ async function preview(abs, tokenizer, choice, o, out) {
   const lines = meta.map(([k, v]) => `${k}: ${v}`)
   lines.push(legend(color), '')
   for (const view of views) lines.push(renderExample(view, { color }), '')
+  lines.push(...dataWarningLines())
   if (o.html !== undefined) lines.push(`wrote ${o.html}`)
   out.write(lines.join('\n') + '\n')
   return 0
@@ -202,9 +203,10 @@ async function stats(abs, tokenizer, choice, o, out) {
     batching: { chosen: o.batching, maxBatchTokens: o.maxBatchTokens ?? o.maxSeqLength, padToMultipleOf: o.padToMultipleOf, strategies: batching },
   })
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: batchingConfig(o), ...result }) + '\n')
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: batchingConfig(o), ...result, dataWarnings }) + '\n')
   } else {
-    out.write(`file: ${abs}\ntokenizer: ${choice.description}\nconfig: ${configLine(o)}\n\n${formatStats(result)}\n`)
+    const text = [formatStats(result), ...dataWarningLines()].join('\n')
+    out.write(`file: ${abs}\ntokenizer: ${choice.description}\nconfig: ${configLine(o)}\n\n${text}\n`)
   }
   return 0
 }
@@ -307,7 +309,27 @@ function cacheCommand(parsed, out) {
 }
 
 /** Runs the command line; returns the exit status. */
+// The library reports data that loses content silently as process warnings of type
+// SFTDataWarning (once per dataset and kind); the commands show them in their own output
+// rather than as Node's stderr lines. Other warnings keep Node's handling.
+const dataWarnings = []
+function captureDataWarnings() {
+  if (captureDataWarnings.done) return
+  captureDataWarnings.done = true
+  const others = process.listeners('warning')
+  process.removeAllListeners('warning')
+  process.on('warning', (warning) => {
+    if (warning.name === 'SFTDataWarning') dataWarnings.push(warning.message)
+    else for (const listener of others) listener(warning)
+  })
+}
+
+function dataWarningLines() {
+  return dataWarnings.map((w) => `data warning        ${w}`)
+}
+
 async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
+  captureDataWarnings()
   try {
     const parsed = parseCommandLine(argv)
     if (parsed.help) {

@@ -133,6 +133,7 @@ pub struct SftDatasetConfig {
     /// Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
     /// `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
     /// of batches; rows from the start of the epoch fill the last batches. Default: no shard.
+    #[napi(ts_type = "SFTShard")]
     pub shard: Option<ShardConfig>,
 }
 
@@ -182,6 +183,7 @@ pub struct LoadSftDatasetOptions {
     /// See `SFTDatasetConfig.padToMultipleOf`. Default 1.
     pub pad_to_multiple_of: Option<f64>,
     /// See `SFTDatasetConfig.shard`.
+    #[napi(ts_type = "SFTShard")]
     pub shard: Option<ShardConfig>,
     /// See `SFTDatasetConfig.format`. Default `'reference'`.
     #[napi(
