@@ -52,20 +52,27 @@ pub fn parse_error(path: &str, line: usize, message: impl std::fmt::Display) -> 
     )
 }
 
-/// A JSON syntax error as `path:line:column - what`, where `first_line` is the file's physical
-/// line on which the parsed text starts: serde's own "at line L column C" counts inside the text.
-pub fn json_error(path: &str, first_line: usize, e: &serde_json::Error) -> SftError {
+/// Where a serde_json syntax error is in the file, as `line:column` (or `line` when serde gives
+/// no column), and what it is without serde's own position: `first_line` is the file's physical
+/// line on which the parsed text starts, and serde's "at line L column C" counts inside the text.
+pub fn json_error_position(first_line: usize, e: &serde_json::Error) -> (String, String) {
     let text = e.to_string();
     let position = format!(" at line {} column {}", e.line(), e.column());
-    let what = text.strip_suffix(&position).unwrap_or(&text);
+    let what = text.strip_suffix(&position).unwrap_or(&text).to_string();
     let line = first_line + e.line().saturating_sub(1);
     let at = match e.column() {
-        0 => format!("{path}:{line}"),
-        column => format!("{path}:{line}:{column}"),
+        0 => line.to_string(),
+        column => format!("{line}:{column}"),
     };
+    (at, what)
+}
+
+/// A JSON syntax error as `Failed to parse JSONL at path:line:column - what`.
+pub fn json_error(path: &str, first_line: usize, e: &serde_json::Error) -> SftError {
+    let (at, what) = json_error_position(first_line, e);
     SftError::new(
         ErrorCode::JsonlParse,
-        format!("Failed to parse JSONL at {at} - {what}"),
+        format!("Failed to parse JSONL at {path}:{at} - {what}"),
     )
 }
 

@@ -113,8 +113,10 @@ impl RawRecord {
     pub fn parse(self, path: &str, container: Container) -> SftResult<Json> {
         match self.data {
             RecordData::Value(v) => Ok(v),
-            RecordData::Text(text) => serde_json::from_str(&text)
-                .map_err(|e| parse_error(path, container, self.at.number(), e)),
+            RecordData::Text(text) => serde_json::from_str(&text).map_err(|e| {
+                let (at, what) = crate::jsonl::json_error_position(self.at.number(), &e);
+                parse_error(path, container, at, what)
+            }),
         }
     }
 }
@@ -123,7 +125,7 @@ impl RawRecord {
 pub fn parse_error(
     path: &str,
     container: Container,
-    line: usize,
+    line: impl std::fmt::Display,
     message: impl std::fmt::Display,
 ) -> SftError {
     let what = if container == Container::JsonArray {
