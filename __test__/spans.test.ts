@@ -19,7 +19,13 @@ interface SpanGolden {
   }>
 }
 
-const COMPLETIONS: Record<Family, number> = { qwen3: 152, llama3_1: 141, gemma3: 144, deepseek_v3: 151 }
+// Rows compared per family: 6 settings per case plus the prompt-completion cases. The goldens come
+// from transformers 4.57, which renders null-valued message keys (as `None`); 5.x and this library
+// drop them, and DeepSeek V3's template then raises on a null `content`, as it does in Python 5.x.
+// Its 44 cases with null keys are left out here.
+const COMPARED: Record<Family, number> = { qwen3: 1112, llama3_1: 1101, gemma3: 1104, deepseek_v3: 805 }
+const noNullKeys = (c: { messages: unknown[] }) =>
+  !c.messages.some((m) => m !== null && typeof m === 'object' && Object.values(m as object).includes(null))
 
 function labelsFrom(ids: number[], spans: Array<[number, number]>): Int32Array {
   const out = new Int32Array(ids.length).fill(-100)
@@ -34,7 +40,7 @@ describe('span goldens through tokenizeExample', () => {
       let compared = 0
       for (const [name, combo] of Object.entries(golden.combos)) {
         for (const thinking of [false, true]) {
-          const cases = golden.cases.filter((c) => c.enableThinking === thinking)
+          const cases = golden.cases.filter((c) => c.enableThinking === thinking && noNullKeys(c))
           const ds = createSFTDataset(
             cases.map((c) => ({ messages: c.messages })) as any,
             tokenizer(family),
@@ -57,7 +63,7 @@ describe('span goldens through tokenizeExample', () => {
         }
       }
       for (const thinking of [false, true]) {
-        const cases = golden.cases.filter((c) => c.enableThinking === thinking && c.masks.completion)
+        const cases = golden.cases.filter((c) => c.enableThinking === thinking && c.masks.completion && noNullKeys(c))
         const examples = cases.map((c) => ({ prompt: c.messages.slice(0, -1), completion: c.messages[c.messages.length - 1] }))
         const ds = createSFTDataset(examples as any, tokenizer(family), {
           maskingStrategy: 'spans',
@@ -71,7 +77,7 @@ describe('span goldens through tokenizeExample', () => {
           compared++
         }
       }
-      expect(compared).toBe(960 + COMPLETIONS[family])
+      expect(compared).toBe(COMPARED[family])
     })
   }
 })
