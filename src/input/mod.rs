@@ -451,7 +451,7 @@ mod tests {
         // A multi-line value in JSONL is a parse error of its line, as before.
         let err = records(&temp("c.jsonl", JSONL.as_bytes())).unwrap_err();
         assert_eq!(err.code, ErrorCode::JsonlParse);
-        assert!(err.message.contains("c.jsonl:3 - "), "{}", err.message);
+        assert!(err.message.contains("c.jsonl:3:8 - EOF"), "{}", err.message);
     }
 
     #[test]
