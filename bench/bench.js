@@ -7,6 +7,7 @@
 //
 //   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
 //   npm run bench -- --padding-only      (only the padding table of the batching strategies)
+//   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
 const { readFileSync, readdirSync, statSync, existsSync } = require('node:fs')
@@ -248,6 +249,7 @@ async function main() {
     console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
   }
   await require('./cache.js').run(['--repeat', String(repeat)])
+  await require('./plan.js').run(['--repeat', String(repeat)])
 }
 
 main().catch((e) => {

@@ -5,7 +5,8 @@
 // (`completionOnly: true`, `maxSeqLength: 100000`), with the reference scan and the spans
 // strategy on Qwen3 and with spans (the default) on Llama 3.1. Prints the time of each and the
 // ratios the issue sets targets for: spans at most 10x the reference scan on Qwen3, and
-// 5,000 messages at most 3x the time of 2,000.
+// 5,000 messages at most 3x the time of 2,000. Then the GRPO conversation split of the same
+// conversations with `maskAssistantHeaders` (counted from one render) on Qwen3 and Llama 3.1.
 //
 //   node bench/spans.js [--sizes 500,2000,5000] [--repeat 3] [--lib path/to/lib]
 //   npm run bench -- --spans
@@ -60,6 +61,16 @@ async function timeOne(file, tok, maskingStrategy, repeat) {
   return { seconds: best, tokens }
 }
 
+async function timeGrpo(tok, messages, repeat) {
+  let best = Infinity
+  for (let r = 0; r < repeat; r++) {
+    const t0 = process.hrtime.bigint()
+    await lib.tokenizeConversationForTrainer(tok, messages, { maskAssistantHeaders: true })
+    best = Math.min(best, seconds(t0))
+  }
+  return { seconds: best }
+}
+
 const ms = (s) => (s < 1 ? `${(s * 1000).toFixed(0)} ms` : `${s.toFixed(2)} s`)
 
 async function main() {
@@ -78,7 +89,9 @@ async function main() {
       const reference = await timeOne(file, qwen3, 'reference', repeat)
       const spans = await timeOne(file, qwen3, 'spans', reps)
       const llamaSpans = await timeOne(file, llama, 'spans', reps)
-      rows.push({ n, tokens: reference.tokens, reference, spans, llamaSpans })
+      const grpo = await timeGrpo(qwen3, conversation(n), reps)
+      const llamaGrpo = await timeGrpo(llama, conversation(n), reps)
+      rows.push({ n, tokens: reference.tokens, reference, spans, llamaSpans, grpo, llamaGrpo })
       console.error(`${n} messages done`)
     }
   } finally {
@@ -97,6 +110,13 @@ async function main() {
     console.log(
       `\n5,000 vs 2,000 messages: Qwen3 spans ${growth('spans')}x, Llama 3.1 spans ${growth('llamaSpans')}x, reference scan ${growth('reference')}x (linear: 2.5x)`,
     )
+  }
+  console.log('\n| messages | GRPO maskAssistantHeaders, Qwen3 | Llama 3.1 |')
+  console.log('|---:|---:|---:|')
+  for (const r of rows) console.log(`| ${r.n.toLocaleString('en-US')} | ${ms(r.grpo.seconds)} | ${ms(r.llamaGrpo.seconds)} |`)
+  if (at(2000) && at(5000)) {
+    const growth = (k) => (at(5000)[k].seconds / at(2000)[k].seconds).toFixed(2)
+    console.log(`\n5,000 vs 2,000 messages, GRPO maskAssistantHeaders: Qwen3 ${growth('grpo')}x, Llama 3.1 ${growth('llamaGrpo')}x`)
   }
 }
 

@@ -32,8 +32,11 @@ export declare function validatePathContainment(resolvedPath: string, allowedRoo
 export declare function resolveAndValidatePath(userPath: string, allowedRoot: string, options?: PathValidationOptions): string
 /** Reads, validates and tokenizes a JSONL file (off the JS thread, on all cores). */
 export declare function loadSFTDataset(path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | null): Promise<SFTDataset>
-/** `loadSFTDataset` (through `config.cache` when given), then `exportParquet(outPath)`. */
-export declare function exportSFTParquet(path: string, tokenizer: Tokenizer, outPath: string, config?: LoadSFTDatasetOptions | null): Promise<ParquetExport>
+/**
+ * `loadSFTDataset` (through `config.cache` when given), then `exportParquet(outPath)`; with
+ * `options.batchSize`, `shuffleForEpoch(options.epoch ?? 0)` and the batch export.
+ */
+export declare function exportSFTParquet(path: string, tokenizer: Tokenizer, outPath: string, config?: LoadSFTDatasetOptions | null, options?: { batchSize?: number; epoch?: number } | null): Promise<ParquetExport>
 
 /** A scored group as the reference's distillation step sees it; other members pass through. */
 export interface DistillationGroup {

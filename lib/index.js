@@ -44,11 +44,16 @@ async function loadSFTDataset(filePath, tokenizer, config) {
   return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
 }
 
-/** Loads `filePath` (through `config.cache` when given) and writes its rows as Parquet. */
-async function exportSFTParquet(filePath, tokenizer, outPath, config) {
+/**
+ * Loads `filePath` (through `config.cache` when given) and writes its rows as Parquet; with
+ * `options.batchSize`, the batches of `options.epoch` (default 0) instead.
+ */
+async function exportSFTParquet(filePath, tokenizer, outPath, config, options) {
   if (typeof outPath !== 'string') throw invalidArgument('exportSFTParquet: outPath must be a string')
   const ds = await loadSFTDataset(filePath, tokenizer, config)
-  return ds.exportParquet(outPath)
+  if (options?.batchSize === undefined) return ds.exportParquet(outPath)
+  ds.shuffleForEpoch(options.epoch ?? 0)
+  return ds.exportParquet(outPath, { batchSize: options.batchSize })
 }
 
 SFTDataset.prototype.batches = async function* batches(batchSize) {

@@ -675,6 +675,20 @@ impl Dataset {
                 .all(|&i| self.rows.built(i as usize).is_some())
     }
 
+    /// Batch `index` of what `batches(batch_size)` yields this epoch, with the example index of
+    /// every row (of a packed row, its first example).
+    pub fn epoch_batch(&self, batch_size: usize, index: usize) -> SftResult<CollatedBatch> {
+        if self.config.uses_plan() {
+            return self.collate_planned(batch_size, index);
+        }
+        let order = self.order();
+        let start = (index * batch_size).min(order.len());
+        let examples = &order[start..(start + batch_size).min(order.len())];
+        let mut collated = self.collate_examples(examples)?;
+        collated.indices = Some(examples.to_vec());
+        Ok(collated)
+    }
+
     /// Batch `index` of the current epoch's plan for `batch_size`.
     pub fn collate_planned(&self, batch_size: usize, index: usize) -> SftResult<CollatedBatch> {
         let plan = self.plan_for(batch_size)?;
@@ -735,7 +749,9 @@ impl Dataset {
     }
 
     /// The length of every example's row after truncation, building the rows not built yet.
-    fn lengths(&self) -> &[u32] {
+    /// Length of every example's row after truncation (0 for dropped rows and rows that fail
+    /// to build); builds every row the first time.
+    pub fn lengths(&self) -> &[u32] {
         self.lengths.get_or_init(|| {
             (0..self.rows.len())
                 .into_par_iter()

@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 use crate::chat_template::RenderOptions;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::masking::{spans_from, write_labels, IGNORE_INDEX};
+use crate::spans::prefix_token_counts;
 use crate::tokenizer::ChatTokenizer;
 
 /// What the mask utilities need from a tokenizer: the reference's `ChatTokenizer` protocol.
@@ -24,6 +25,21 @@ pub trait TrainerTokenizer {
     fn chat_ids(&self, messages: &[Json], add_generation_prompt: bool) -> SftResult<Vec<u32>>;
     /// `encode(text, add_special_tokens=False)`.
     fn encode_text(&self, text: &str) -> SftResult<Vec<u32>>;
+    /// The prefix render lengths of `messages` (see `PrefixCounts`) computed without rendering
+    /// every prefix, where the tokenizer can; `None` leaves them to `chat_ids`.
+    fn prefix_counts(&self, _messages: &[Json]) -> SftResult<Option<PrefixCounts>> {
+        Ok(None)
+    }
+}
+
+/// The token counts a conversation split is made of: the full render's `tokens`, and for every
+/// message `i` the length of `messages[..=i]` rendered (`through[i]`) and, for assistants after
+/// the first message, of `messages[..i]` rendered with the generation prompt (`prompt[i]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixCounts {
+    pub tokens: Vec<u32>,
+    pub through: Vec<usize>,
+    pub prompt: Vec<Option<usize>>,
 }
 
 /// A `ChatTokenizer` with the template arguments every render of one call shares.
@@ -59,6 +75,28 @@ impl TrainerTokenizer for TemplateTokenizer<'_> {
 
     fn encode_text(&self, text: &str) -> SftResult<Vec<u32>> {
         self.tokenizer.encode(text, false)
+    }
+
+    fn prefix_counts(&self, messages: &[Json]) -> SftResult<Option<PrefixCounts>> {
+        if messages.is_empty() {
+            return Ok(None);
+        }
+        let opts = RenderOptions {
+            tools: self.tools,
+            enable_thinking: self.enable_thinking,
+            ..Default::default()
+        };
+        let full = self.tokenizer.render(messages, &opts)?;
+        let encoded = self.tokenizer.encode_with_offsets(&full)?;
+        let counts = prefix_token_counts(self.tokenizer, messages, &opts, &full, &encoded, |i| {
+            i > 0 && is_assistant(&messages[i])
+        })?;
+        let (through, prompt) = counts.into_iter().unzip();
+        Ok(Some(PrefixCounts {
+            tokens: encoded.ids,
+            through,
+            prompt,
+        }))
     }
 }
 
@@ -196,15 +234,31 @@ pub fn tokenize_conversation_for_trainer(
     if messages.is_empty() {
         return Ok(TokenizationResult::default());
     }
-    let tokens = tok.chat_ids(messages, false)?;
+    // The opt-in header masking takes its prefix lengths from one render where the tokenizer
+    // can (linear); the reference semantics keep the reference's prefix renders.
+    let counts = if options.mask_assistant_headers {
+        tok.prefix_counts(messages)?
+    } else {
+        None
+    };
+    let tokens = match &counts {
+        Some(c) => c.tokens.clone(),
+        None => tok.chat_ids(messages, false)?,
+    };
     let mut masks = Vec::with_capacity(tokens.len());
     let mut current = 0usize;
     for (i, message) in messages.iter().enumerate() {
-        let end = tok.chat_ids(&messages[..=i], false)?.len();
+        let end = match &counts {
+            Some(c) => c.through[i],
+            None => tok.chat_ids(&messages[..=i], false)?.len(),
+        };
         if is_assistant(message) {
             let mut body_start = current;
             if options.mask_assistant_headers && i > 0 {
-                let header_end = tok.chat_ids(&messages[..i], true)?.len();
+                let header_end = match counts.as_ref().and_then(|c| c.prompt[i]) {
+                    Some(n) => n,
+                    None => tok.chat_ids(&messages[..i], true)?.len(),
+                };
                 push_chunk(&mut masks, &tokens, current, header_end, false);
                 body_start = body_start.max(header_end);
             }

@@ -8,7 +8,8 @@
 //! - `TokenBudget`: the same grouping, but a batch closes when one more row would make
 //!   rows x padded length exceed the budget (or pass `batch_size` rows).
 //! - `Packed`: best-fit decreasing packing of the rows into rows of `max_batch_tokens` tokens,
-//!   the packed rows shuffled, then `batch_size` packed rows per batch.
+//!   the packed rows shuffled, then `batch_size` packed rows per batch; the final batch (the
+//!   remainder) takes the least-filled packed rows, so that their padding is not to a full row.
 //!
 //! With a shard of `W` ranks, `batch_size` counts the rows of a global batch, rank `r` takes
 //! rows `r, r + W, ...` of each, and the epoch's rows are first padded to a multiple of `W` with
@@ -132,6 +133,7 @@ pub fn plan(order: &[u32], lengths: &[u32], key: u64, settings: &PlanSettings) -
         Batching::Packed => {
             let mut rows = pack(order, lengths, settings.max_batch_tokens);
             rng.shuffle(&mut rows);
+            let rows = emptiest_last(rows, lengths, settings.batch_size.max(1));
             let rows = fill_to_multiple(rows, world);
             rows.chunks(settings.batch_size.max(1))
                 .map(<[Vec<u32>]>::to_vec)
@@ -246,6 +248,40 @@ fn pack(order: &[u32], lengths: &[u32], capacity: usize) -> Vec<Vec<u32>> {
         by_room.entry(room).or_default().push(Reverse(bin));
     }
     bins
+}
+
+/// The packed rows in their shuffled order, except that the rows of the final batch (the last
+/// `len % batch_size` rows, or a whole batch) are the least-filled ones, kept in shuffled order
+/// (ties: the earlier row). Best-fit decreasing fills all but a few rows to the brim; padded to
+/// its longest row, the final batch then costs the tokens of its rows instead of full rows.
+fn emptiest_last(rows: Vec<Vec<u32>>, lengths: &[u32], batch_size: usize) -> Vec<Vec<u32>> {
+    let n = rows.len();
+    if n <= batch_size {
+        return rows;
+    }
+    let tail = n - batch_size * ((n - 1) / batch_size);
+    let load = |row: &[u32]| -> u64 {
+        row.iter()
+            .map(|&e| u64::from(lengths.get(e as usize).copied().unwrap_or(0)))
+            .sum()
+    };
+    let mut by_load: Vec<(u64, usize)> =
+        rows.iter().enumerate().map(|(i, r)| (load(r), i)).collect();
+    by_load.select_nth_unstable(tail - 1);
+    let mut last = vec![false; n];
+    for &(_, i) in &by_load[..tail] {
+        last[i] = true;
+    }
+    let (mut front, mut back) = (Vec::with_capacity(n), Vec::with_capacity(tail));
+    for (row, is_last) in rows.into_iter().zip(last) {
+        if is_last {
+            back.push(row)
+        } else {
+            front.push(row)
+        }
+    }
+    front.extend(back);
+    front
 }
 
 /// What an epoch under a plan costs the trainer: tokens computed (rows x padded length, summed
@@ -435,6 +471,51 @@ mod tests {
         }
         assert_eq!(all_examples(&p), (0..n as u32).collect::<Vec<_>>());
         assert!(plan_cost(&p, &lengths, 1).padding_share() < 0.03);
+        // The final batch holds the least-filled packed rows.
+        let loads: Vec<Vec<u32>> = rows_of(&p)
+            .iter()
+            .map(|b| {
+                b.iter()
+                    .map(|r| r.iter().map(|&e| lengths[e as usize]).sum())
+                    .collect()
+            })
+            .collect();
+        let (last, rest) = loads.split_last().unwrap();
+        let fullest_last = *last.iter().max().unwrap();
+        let emptiest_rest = rest.iter().flatten().min().unwrap();
+        assert!(
+            fullest_last <= *emptiest_rest,
+            "{last:?} vs {emptiest_rest}"
+        );
+    }
+
+    #[test]
+    fn the_final_batch_takes_the_least_filled_packed_rows() {
+        // Rows of 10: 6 rows filled to the brim and two of 3 and 1 tokens.
+        let lengths = [10, 10, 10, 10, 10, 10, 3, 1];
+        let rows: Vec<Vec<u32>> = [7, 0, 1, 6, 2, 3, 4, 5].iter().map(|&e| vec![e]).collect();
+        let out = emptiest_last(rows.clone(), &lengths, 3);
+        assert_eq!(
+            out,
+            [0, 1, 2, 3, 4, 5, 7, 6]
+                .iter()
+                .map(|&e| vec![e])
+                .collect::<Vec<_>>()
+        );
+        // Padded to its longest row, the final batch costs 2 x 3 tokens instead of 2 x 10.
+        let p = Plan {
+            examples: out.concat(),
+            row_ends: (1..=8).collect(),
+            batch_ends: vec![3, 6, 8],
+        };
+        assert_eq!(plan_cost(&p, &lengths, 1).computed_tokens, 30 + 30 + 2 * 3);
+        // A whole final batch: its 4 rows are the least filled (equal loads: the earlier rows),
+        // in their shuffled order.
+        let out = emptiest_last(rows.clone(), &lengths, 4);
+        assert_eq!(out[4..], [vec![7], vec![0], vec![1], vec![6]]);
+        assert_eq!(out[..4], [vec![2], vec![3], vec![4], vec![5]]);
+        // One batch or less: nothing moves.
+        assert_eq!(emptiest_last(rows.clone(), &lengths, 8), rows);
     }
 
     #[test]

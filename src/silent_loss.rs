@@ -51,8 +51,23 @@ impl LossKind {
         matches!(self, LossKind::ContentNotRendered | LossKind::ToolsIgnored)
     }
 
-    /// What the class means, for the loader's warning.
-    pub fn summary(self) -> &'static str {
+    /// What the class means, for the loader's warning about `count` examples.
+    pub fn summary(self, count: usize) -> &'static str {
+        if count == 1 {
+            return match self {
+                LossKind::ContentNotRendered => {
+                    "has message content the chat template does not render"
+                }
+                LossKind::ToolsIgnored => {
+                    "has tools that are not passed to the template (tools: 'ignore')"
+                }
+                LossKind::ContentDroppedByTemplate => "has reasoning the template drops by design",
+                LossKind::DuplicateExample => "is an exact copy of an earlier example",
+                LossKind::ControlTokenInContent => {
+                    "has control-token strings inside its contents"
+                }
+            };
+        }
         match self {
             LossKind::ContentNotRendered => {
                 "have message content the chat template does not render"
@@ -277,7 +292,7 @@ impl LossSummary {
                     "[SFT Dataset] {}: {count} example{} of {file} {}, the first is example {first} (`sft-dataset validate` lists them)",
                     kind.code(),
                     if *count == 1 { "" } else { "s" },
-                    kind.summary()
+                    kind.summary(*count)
                 );
                 (kind.code(), message)
             })

@@ -241,10 +241,13 @@ impl<'a> PrefixRenders<'a> {
             tokenizer,
             messages,
             opts,
+            // The caller's tools and template arguments, as the full render has them.
             with_prompt: RenderOptions {
+                tools: opts.tools,
                 add_generation_prompt: true,
                 enable_thinking: opts.enable_thinking,
-                ..Default::default()
+                continue_final_message: false,
+                template_kwargs: opts.template_kwargs,
             },
             full,
             rendered: 0,
@@ -464,6 +467,57 @@ pub fn locate_messages(
     locate_with(&mut prober, messages, full, encoded, turn_end)
 }
 
+/// What the GRPO conversation split (`grpo::tokenize_conversation_for_trainer`) is defined by,
+/// for every message `i`: the number of tokens of `messages[..=i]` rendered without a
+/// generation prompt, and where `prompt_for(i)`, of `messages[..i]` rendered with it; each
+/// exactly what encoding that render gives. A render that the windows (see `Windows`) prove to
+/// be a prefix of `full` (whose tokens are `encoded`) is counted from `encoded` and a short tail
+/// (`ChatTokenizer::prefix_token_count`); any other is rendered and encoded whole. Linear in
+/// the conversation where the windows hold, as for `locate_messages`.
+pub fn prefix_token_counts(
+    tokenizer: &ChatTokenizer,
+    messages: &[Json],
+    opts: &RenderOptions,
+    full: &str,
+    encoded: &EncodedText,
+    prompt_for: impl Fn(usize) -> bool,
+) -> SftResult<Vec<(usize, Option<usize>)>> {
+    let turn_end = discover_turn_end(tokenizer, opts);
+    let mut windows = Windows::new(tokenizer, messages, opts, full);
+    // Locating the messages finds the anchors the windows start from.
+    locate_with(&mut windows, messages, full, encoded, turn_end.as_ref())?;
+    let cuts = tokenizer.added_token_cuts(full);
+    let mut count = |i: usize, part: Part| -> SftResult<usize> {
+        if let Some(cuts) = &cuts {
+            if let Some(p) = windows.probe(i, part)?.filter(|p| p.shared == p.len) {
+                return tokenizer.prefix_token_count(full, encoded, cuts, p.len);
+            }
+        }
+        let end = if part == Part::Through { i + 1 } else { i };
+        let render = RenderOptions {
+            tools: opts.tools,
+            add_generation_prompt: part == Part::Prompt,
+            enable_thinking: opts.enable_thinking,
+            continue_final_message: false,
+            template_kwargs: opts.template_kwargs,
+        };
+        Ok(tokenizer
+            .apply_chat_template(&messages[..end], &render)?
+            .len())
+    };
+    let mut out = Vec::with_capacity(messages.len());
+    for i in 0..messages.len() {
+        let through = count(i, Part::Through)?;
+        let prompt = if prompt_for(i) {
+            Some(count(i, Part::Prompt)?)
+        } else {
+            None
+        };
+        out.push((through, prompt));
+    }
+    Ok(out)
+}
+
 /// `locate_messages` by its definition: every prefix rendered whole. Quadratic in the number of
 /// messages; the differential tests and the fuzz target compare the two.
 #[doc(hidden)]
@@ -650,6 +704,31 @@ mod tests {
                 row(["yo", "yo", "<|eot_id|>", "-"]),
             ]
         );
+    }
+
+    #[test]
+    fn an_assistant_header_is_found_with_tools_in_the_render() {
+        // The generation-prompt render carries the tools too: without them it shares nothing
+        // past the tool preamble, and the header would end up in the trained body.
+        let Some(t) = load("qwen3") else {
+            return;
+        };
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {}}}]);
+        let opts = RenderOptions {
+            tools: Some(&tools),
+            ..Default::default()
+        };
+        let messages = [
+            json!({"role": "user", "content": "q"}),
+            json!({"role": "assistant", "content": "A"}),
+        ];
+        let text = t.render(&messages, &opts).unwrap();
+        let encoded = t.encode_with_offsets(&text).unwrap();
+        let end = discover_turn_end(&t, &opts);
+        let layouts = locate_messages(&t, &messages, &opts, &text, &encoded, end.as_ref()).unwrap();
+        assert!(text.contains("<tools>"));
+        assert_eq!(&text[layouts[1].body.clone()], "<think>\n\n</think>\n\nA");
+        assert!(!layouts[1].prefix_mismatch);
     }
 
     #[test]

@@ -16,7 +16,8 @@ Commands:
   preview    the token sequence of examples as the trainer gets it, with trained tokens highlighted
   stats      lengths, truncation, trained-token share, warnings and padding waste of a file
   validate   every problem of every line; exit status 1 when there is any
-  export     write the tokenized rows (input_ids, labels with -100, ...) as Parquet: --out <file>
+  export     write the tokenized rows (input_ids, labels with -100, ...) as Parquet: --out <file>;
+             with --batches, one epoch's batch rows as the trainer gets them
   cache ls   the entries of a token cache directory: data, settings, rows, size, last use
   cache prune  remove entries unused for --max-age (e.g. 7d, 12h) and the least recently
              used beyond --max-size (e.g. 20G, 500M), and damaged or leftover files
@@ -45,6 +46,9 @@ Options:
   --cache <dir>           token cache: a later run with the same data, tokenizer and settings
                           maps the rows instead of tokenizing again (created if missing)
   --out <file.parquet>    export: where to write the rows
+  --batches               export: write the batches of one epoch (--batching, --batch-size,
+                          --epoch), truncated, packed and padded, one record per batch row
+  --epoch <n>             export --batches: the epoch whose shuffled order is planned (default 0)
   --format <f>            dataset format: auto, reference, messages, prompt-completion, sharegpt,
                           alpaca, openai (default auto: detected from the first record)
   --tools <mode>          example: pass each example's tools to the template; ignore (default)
@@ -84,6 +88,8 @@ const OPTIONS = {
   limit: { type: 'string' },
   cache: { type: 'string' },
   out: { type: 'string' },
+  batches: { type: 'boolean' },
+  epoch: { type: 'string' },
   'max-age': { type: 'string' },
   'max-size': { type: 'string' },
   format: { type: 'string' },
@@ -148,6 +154,8 @@ function parseCommandLine(argv) {
   }
   if (command === 'export' && values.out === undefined) throw new UsageError('export: missing --out <file.parquet>')
   if (command !== 'export' && values.out !== undefined) throw new UsageError('--out applies only to export')
+  if (values.batches && command !== 'export') throw new UsageError('--batches applies only to export')
+  if (values.epoch !== undefined && !values.batches) throw new UsageError('--epoch applies only to export --batches')
   if (file === undefined) throw new UsageError(`${command}: missing <data>`)
   if (extra.length > 0) throw new UsageError(`${command}: unexpected argument "${extra[0]}"`)
 
@@ -176,7 +184,7 @@ function parseCommandLine(argv) {
     throw new UsageError(`--batching must be one of ${BATCHINGS.join(', ')}, got "${batching}"`)
   }
   for (const name of ['batching', 'max-batch-tokens', 'pad-to-multiple-of']) {
-    if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview and stats`)
+    if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview, stats and export`)
   }
   if (batching !== 'reference' && values.index !== undefined) {
     throw new UsageError('--index cannot be used with --batching (preview shows the rows of the batch plan)')
@@ -207,6 +215,8 @@ function parseCommandLine(argv) {
       limit: integer('limit', values.limit, 1),
       cache: values.cache,
       out: values.out,
+      batches: values.batches ?? false,
+      epoch: integer('epoch', values.epoch, 0) ?? 0,
       format: values.format ?? 'auto',
       tools: values.tools ?? 'ignore',
       strict: values.strict ?? false,

@@ -247,12 +247,15 @@ async function validate(abs, tokenizer, choice, o, out) {
 async function exportRows(abs, tokenizer, choice, o, out) {
   const progress = progressBar('export', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
   const ds = await loadDataset(abs, tokenizer, o, progress)
-  const written = await ds.exportParquet(path.resolve(o.out))
+  if (o.batches) ds.shuffleForEpoch(o.epoch)
+  const written = await ds.exportParquet(path.resolve(o.out), o.batches ? { batchSize: o.batchSize } : undefined)
+  const config = o.batches ? { ...batchingConfig(o), batchSize: o.batchSize, epoch: o.epoch } : datasetConfig(o)
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: datasetConfig(o), cache: ds.cache, ...written }) + '\n')
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config, cache: ds.cache, ...written }) + '\n')
   } else {
     const cached = ds.cache === null ? '' : ` (token cache: ${ds.cache.status})`
-    out.write(`wrote ${written.file}: ${written.rows} rows, ${written.tokens} tokens, ${written.trainedTokens} trained${cached}\n`)
+    const what = o.batches ? `batch rows of epoch ${o.epoch} (${ds.numBatches(o.batchSize)} batches, ${o.batching})` : 'rows'
+    out.write(`wrote ${written.file}: ${written.rows} ${what}, ${written.tokens} tokens, ${written.trainedTokens} trained${cached}\n`)
   }
   return 0
 }

@@ -18,7 +18,7 @@ use super::tokenizer::tokenizer_arg;
 use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
 use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
-use crate::export::{write_parquet, ExportSummary};
+use crate::export::{write_parquet, write_parquet_batches, ExportSummary};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::plan::{Batching, PlanCost, Shard};
@@ -306,6 +306,13 @@ pub struct BatchingStatsJs {
     pub computed_tokens: f64,
     /// `(computedTokens - tokens) / computedTokens`.
     pub padding_share: f64,
+}
+
+/// Options of `exportParquet`.
+#[napi(object, js_name = "ExportOptions")]
+pub struct ExportOptions {
+    /// Write the current epoch's batches of this many rows instead of one record per example.
+    pub batch_size: Option<f64>,
 }
 
 /// Overrides for `batchingStats`; absent fields take the dataset's settings.
@@ -1042,12 +1049,26 @@ impl JsSftDataset {
     /// *(addition)* Writes the rows that take part in training as Apache Parquet (columns
     /// `example_index`, `input_ids`, `labels` with -100 where no loss is taken, `num_tokens`,
     /// `num_trained_tokens`), untruncated and in example order, exactly as `tokenizeExample`
-    /// gives them. Written to a temporary file beside `outPath`, then renamed.
+    /// gives them. With `options.batchSize`, writes instead every batch of the current epoch
+    /// exactly as `batches(batchSize)` yields them (batching strategy, shard, truncation,
+    /// packing and padding included), one record per batch row: `batch_index`, `input_ids`,
+    /// `labels`, `position_ids`, `example_ids` (-1 on padding), `num_tokens` (not padding),
+    /// `num_trained_tokens`. Written to a temporary file beside `outPath`, then renamed.
     #[napi(ts_return_type = "Promise<ParquetExport>")]
-    pub fn export_parquet(&self, out_path: String) -> AsyncTask<Job<ExportSummary, ParquetExport>> {
+    pub fn export_parquet(
+        &self,
+        out_path: String,
+        options: Option<ExportOptions>,
+    ) -> AsyncTask<Job<ExportSummary, ParquetExport>> {
         let dataset = self.inner.clone();
+        let batch = options.and_then(|o| o.batch_size);
         AsyncTask::new(Job::new(
-            move || write_parquet(&dataset, Path::new(&out_path)),
+            move || match batch {
+                None => write_parquet(&dataset, Path::new(&out_path)),
+                Some(size) => {
+                    write_parquet_batches(&dataset, Path::new(&out_path), self::batch_size(size)?)
+                }
+            },
             |_, s| {
                 Ok(ParquetExport {
                     file: s.file.display().to_string(),

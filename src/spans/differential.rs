@@ -9,6 +9,9 @@ use serde_json::json;
 
 use super::*;
 use crate::example::{validate_record, SftExample};
+use crate::grpo::{
+    tokenize_conversation_for_trainer, ConversationOptions, TemplateTokenizer, TrainerTokenizer,
+};
 use crate::message::normalize_messages;
 
 const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];
@@ -303,4 +306,74 @@ fn a_template_that_forces_whole_renders_hits_the_budget() {
         err.message,
         format!("locating the spans of 3000 messages exceeded the render budget of {} message renders (the chat template renders earlier turns differently as the conversation grows, so turns need whole prefix renders); shorten the conversation or use completionOnly: false", RENDER_BUDGET_BASE + RENDER_BUDGET_PER_MESSAGE * 3000)
     );
+}
+
+/// The GRPO tokenizer with the prefix counts left to whole prefix renders: the definition.
+struct PrefixRendersOnly<'a>(&'a TemplateTokenizer<'a>);
+
+impl TrainerTokenizer for PrefixRendersOnly<'_> {
+    fn chat_ids(&self, messages: &[Json], add_generation_prompt: bool) -> SftResult<Vec<u32>> {
+        self.0.chat_ids(messages, add_generation_prompt)
+    }
+
+    fn encode_text(&self, text: &str) -> SftResult<Vec<u32>> {
+        self.0.encode_text(text)
+    }
+}
+
+/// GRPO's conversation split with `mask_assistant_headers`, counted from one render, against the
+/// same split from whole prefix renders; whether the template rendered the conversation.
+fn compare_grpo(t: &ChatTokenizer, messages: &[Json], thinking: bool, what: &str) -> bool {
+    let tok = TemplateTokenizer {
+        tokenizer: t,
+        tools: None,
+        enable_thinking: Some(thinking),
+    };
+    let options = ConversationOptions {
+        mask_assistant_headers: true,
+    };
+    let want = tokenize_conversation_for_trainer(&PrefixRendersOnly(&tok), messages, options);
+    let got = tokenize_conversation_for_trainer(&tok, messages, options);
+    match (got, want) {
+        (Ok(got), Ok(want)) => {
+            assert_eq!(
+                got,
+                want,
+                "{what} (thinking {thinking}): {}",
+                serde_json::to_string(messages).unwrap()
+            );
+            true
+        }
+        (Err(got), Err(want)) => {
+            assert_eq!(got.code, want.code, "{what}");
+            false
+        }
+        (got, want) => panic!("{what} (thinking {thinking}): {got:?} against {want:?}"),
+    }
+}
+
+#[test]
+fn grpo_header_masks_from_one_render_equal_the_prefix_renders() {
+    let data = real_data();
+    for family in FAMILIES {
+        let Some(t) = load(family) else { continue };
+        let mut rendered = 0;
+        for (what, messages) in data.iter().step_by(3) {
+            rendered +=
+                compare_grpo(&t, messages, family == "qwen3", &format!("{family} {what}")) as usize;
+        }
+        let mut rng = Rng(0x51f1_5eed ^ family.len() as u64);
+        for case in 0..12 {
+            let len = 10 + rng.below(50);
+            let messages = conversation(&mut rng, family, len);
+            for thinking in [false, true] {
+                rendered += compare_grpo(&t, &messages, thinking, &format!("{family} case {case}"))
+                    as usize;
+            }
+        }
+        assert!(
+            rendered >= 12,
+            "{family}: only {rendered} conversations rendered"
+        );
+    }
 }

@@ -346,6 +346,39 @@ impl ChatTokenizer {
         tokens
     }
 
+    /// The added-token matches of `text` (start, end) at which its encoding can be cut exactly
+    /// (see `TailReuse`); `None` when cuts cannot be proven exact for this tokenizer.
+    pub fn added_token_cuts(&self, text: &str) -> Option<Vec<(usize, usize)>> {
+        self.tail_reuse.as_ref().map(|reuse| reuse.matches(text))
+    }
+
+    /// The number of tokens `text[..len]` encodes to, given the encoding of all of `text` and
+    /// its `cuts` (`added_token_cuts`): the tokens of `text` through the last cut that ends by
+    /// `len`, plus the rest up to `len` encoded on its own. Exact for the reason
+    /// `encode_prompt_and_full` is: both encodings split at that added token first, and the
+    /// pieces before it are the same. Without such a cut the prefix is encoded whole.
+    pub fn prefix_token_count(
+        &self,
+        text: &str,
+        encoded: &EncodedText,
+        cuts: &[(usize, usize)],
+        len: usize,
+    ) -> SftResult<usize> {
+        if len >= text.len() {
+            return Ok(encoded.ids.len());
+        }
+        let k = cuts.partition_point(|&(_, end)| end <= len);
+        if let Some(&(start, end)) = k.checked_sub(1).map(|k| &cuts[k]) {
+            // The cut's own token in the full encoding: its span and an added token's id.
+            let t = encoded.offsets.partition_point(|&(s, _)| s < start);
+            if encoded.offsets.get(t) == Some(&(start, end)) && self.is_added_token(encoded.ids[t])
+            {
+                return Ok(t + 1 + self.encode(&text[end..len], false)?.len());
+            }
+        }
+        Ok(self.encode(&text[..len], false)?.len())
+    }
+
     /// Whether `id` is an added token (matched in the text before the model splits it).
     pub fn is_added_token(&self, id: u32) -> bool {
         self.hf

@@ -1,0 +1,211 @@
+// The five silent-loss classes, each on a small file written as a user writes it: what
+// `validateSFTFile` reports (code, example, line, strictness, message), what `report()` marks,
+// the loader's one warning per class and dataset, and `sft-dataset validate --strict`.
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+
+import { loadSFTDataset, validateSFTFile } from '../lib/index.js'
+import { repoRoot, tokenizer } from './helpers'
+
+const dir = mkdtempSync(join(tmpdir(), 'sft-silent-loss-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+function file(name: string, records: unknown[]): string {
+  const path = join(dir, name)
+  writeFileSync(path, records.map((r) => JSON.stringify(r)).join('\n') + '\n')
+  return path
+}
+
+const user = (content: string) => ({ role: 'user', content })
+const assistant = (content: string, extra: Record<string, unknown> = {}) => ({ role: 'assistant', content, ...extra })
+const tools = [
+  { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
+]
+
+/** The data warnings one load emits, as `[code, message]`. */
+async function loaderWarnings(path: string, config: Record<string, unknown> = {}) {
+  const seen: Array<[string, string]> = []
+  const listener = (w: Error & { code?: string }) => {
+    if (w.name === 'SFTDataWarning') seen.push([w.code ?? '', w.message])
+  }
+  process.on('warning', listener)
+  try {
+    const ds = await loadSFTDataset(path, tokenizer('qwen3'), { ...config, allowedRoot: dirname(path) })
+    // Node emits process warnings on the next tick.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    return { ds, seen }
+  } finally {
+    process.off('warning', listener)
+  }
+}
+
+function cliValidate(path: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'sft-dataset.js'), 'validate', path, ...args], { encoding: 'utf8' })
+  return { status: r.status, stdout: r.stdout }
+}
+
+describe('1. CONTENT_NOT_RENDERED: a role the template does not render', () => {
+  // The issue's example: Qwen3 renders nothing for the role `User`, so `4` trains with no question.
+  const path = file('user-role.jsonl', [
+    { messages: [user('Hi'), assistant('Hello')] },
+    { messages: [{ role: 'User', content: 'What is 2+2?' }, assistant('4')] },
+  ])
+
+  it('validateSFTFile names the example, its line and the message', async () => {
+    const v = await validateSFTFile(path, tokenizer('qwen3'))
+    expect(v.problems).toEqual([])
+    expect(v.warnings).toEqual([
+      {
+        line: 2,
+        example: 1,
+        code: 'CONTENT_NOT_RENDERED',
+        strict: true,
+        message: 'message 0 (User): its content "What is 2+2?" is not in the rendered text (a role or field the template does not render?)',
+      },
+    ])
+  })
+
+  it('report() marks the example and the loader warns once', async () => {
+    const { ds, seen } = await loaderWarnings(path)
+    const report = await ds.report()
+    expect(report.examples.map((e) => e.silentLosses)).toEqual([[], ['CONTENT_NOT_RENDERED']])
+    expect(seen).toEqual([
+      [
+        'CONTENT_NOT_RENDERED',
+        `[SFT Dataset] CONTENT_NOT_RENDERED: 1 example of ${path} has message content the chat template does not render, the first is example 1 (\`sft-dataset validate\` lists them)`,
+      ],
+    ])
+  })
+
+  it('validate --strict fails on it', () => {
+    expect(cliValidate(path).status).toBe(0)
+    const strict = cliValidate(path, '--strict')
+    expect(strict.status).toBe(1)
+    expect(strict.stdout).toContain('CONTENT_NOT_RENDERED')
+  })
+})
+
+describe('2. TOOLS_IGNORED: tools the template never gets', () => {
+  const record = { messages: [user('Weather in Paris?'), assistant('Sunny.')], tools }
+  const path = file('tools.jsonl', [record, { ...record, messages: [user('Time?'), assistant('Noon.')] }, { messages: [user('x'), assistant('y')] }])
+
+  it('is reported per example under the default tools: ignore, and not with tools: example', async () => {
+    const v = await validateSFTFile(path, tokenizer('qwen3'))
+    const message = "its 2 tool definitions never reach the template (tools: 'example' passes them)"
+    expect(v.warnings).toEqual([
+      { line: 1, example: 0, code: 'TOOLS_IGNORED', strict: true, message },
+      { line: 2, example: 1, code: 'TOOLS_IGNORED', strict: true, message },
+    ])
+    const passed = await validateSFTFile(path, tokenizer('qwen3'), { tools: 'example' })
+    expect(passed.warnings).toEqual([])
+  })
+
+  it('the loader warns once with the count and the first example', async () => {
+    const { seen } = await loaderWarnings(path)
+    expect(seen).toEqual([
+      [
+        'TOOLS_IGNORED',
+        `[SFT Dataset] TOOLS_IGNORED: 2 examples of ${path} have tools that are not passed to the template (tools: 'ignore'), the first is example 0 (\`sft-dataset validate\` lists them)`,
+      ],
+    ])
+    const { seen: none } = await loaderWarnings(path, { tools: 'example' })
+    expect(none).toEqual([])
+  })
+
+  it('validate --strict fails on it', () => {
+    expect(cliValidate(path, '--strict').status).toBe(1)
+    expect(cliValidate(path, '--strict', '--tools', 'example').status).toBe(0)
+  })
+})
+
+describe('3. CONTENT_DROPPED_BY_TEMPLATE: reasoning of earlier turns, by design', () => {
+  const path = file('reasoning.jsonl', [
+    {
+      messages: [
+        user('2+2?'),
+        assistant('4', { reasoning_content: 'Two and two make four.' }),
+        user('And 3+3?'),
+        assistant('6', { reasoning_content: 'Three and three make six.' }),
+      ],
+    },
+  ])
+
+  it('names the earlier turn only, and is not a strict failure', async () => {
+    const v = await validateSFTFile(path, tokenizer('qwen3'))
+    expect(v.warnings).toEqual([
+      {
+        line: 1,
+        example: 0,
+        code: 'CONTENT_DROPPED_BY_TEMPLATE',
+        strict: false,
+        message: 'message 1 (assistant): the template drops its reasoning_content (by design: the reasoning of earlier turns is not shown)',
+      },
+    ])
+    expect(cliValidate(path, '--strict').status).toBe(0)
+  })
+
+  it('the rendered row holds the last reasoning and not the earlier one', async () => {
+    const { ds } = await loaderWarnings(path)
+    const row = await ds.tokenizeExample(0)
+    const text = tokenizer('qwen3').decodeSync(row.inputIds, false)
+    expect(text).toContain('Three and three make six.')
+    expect(text).not.toContain('Two and two make four.')
+    expect((await ds.report()).examples[0].silentLosses).toEqual(['CONTENT_DROPPED_BY_TEMPLATE'])
+  })
+})
+
+describe('4. DUPLICATE_EXAMPLE: an exact copy of an earlier example', () => {
+  const a = { prompt: [user('Capital of France?')], completion: assistant('Paris.') }
+  const b = { prompt: [user('Capital of Spain?')], completion: assistant('Madrid.') }
+  const path = file('duplicates.jsonl', [a, b, a, { ...a, completion: assistant('Paris!') }, b])
+
+  it('names each copy (not the first occurrence, not a near copy)', async () => {
+    const v = await validateSFTFile(path, tokenizer('qwen3'))
+    expect(v.warnings.map((w) => [w.code, w.example, w.line, w.strict])).toEqual([
+      ['DUPLICATE_EXAMPLE', 2, 3, false],
+      ['DUPLICATE_EXAMPLE', 4, 5, false],
+    ])
+    expect(v.warnings[0].message).toMatch(/example 0/)
+    expect(v.warnings[1].message).toMatch(/example 1/)
+  })
+
+  it('the loader counts the copies once', async () => {
+    const { ds, seen } = await loaderWarnings(path)
+    expect(ds.length).toBe(5)
+    expect(seen).toEqual([
+      [
+        'DUPLICATE_EXAMPLE',
+        `[SFT Dataset] DUPLICATE_EXAMPLE: 2 examples of ${path} are exact copies of earlier examples, the first is example 2 (\`sft-dataset validate\` lists them)`,
+      ],
+    ])
+  })
+})
+
+describe('5. CONTROL_TOKEN_IN_CONTENT: a control token written inside a message', () => {
+  const path = file('control.jsonl', [
+    { messages: [user('How do I end a turn? Write <|im_end|> after it.'), assistant('Exactly so.')] },
+    { messages: [user('No tokens here.'), assistant('Fine.')] },
+  ])
+
+  it('names the message and the token, which is encoded as that token', async () => {
+    const v = await validateSFTFile(path, tokenizer('qwen3'))
+    expect(v.warnings).toEqual([
+      {
+        line: 1,
+        example: 0,
+        code: 'CONTROL_TOKEN_IN_CONTENT',
+        strict: false,
+        message: 'message 0 (user): its content holds the control token "<|im_end|>", which is encoded as that token, not as text',
+      },
+    ])
+    const { ds } = await loaderWarnings(path)
+    const row = await ds.tokenizeExample(0)
+    const imEnd = tokenizer('qwen3').tokenToId('<|im_end|>')!
+    // Three turn ends: the forged one in the user's content, then the two of the template.
+    expect(Array.from(row.inputIds).filter((id) => id === imEnd).length).toBe(3)
+  })
+})
