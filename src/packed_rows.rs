@@ -84,8 +84,77 @@ impl<T: Plain> Deref for Slab<T> {
 struct RareRows {
     /// Local row index and its extra part, sorted by index.
     extras: Box<[(u32, RowExtra)]>,
+    /// Rows whose extra part holds nothing but silent-loss bits (a duplicate example, a control
+    /// token in a content): local row index and the bits, sorted by index. A file of many copies
+    /// of a few examples then costs 8 bytes a copy here instead of a whole extra part.
+    losses: Box<[(u32, u8)]>,
     /// Local row index and why it could not be built, sorted by index.
     failures: Box<[(u32, SftError)]>,
+}
+
+impl RareRows {
+    /// Sorts `extras` (in local order) into full extra parts and loss bits.
+    fn new(extras: Vec<(u32, RowExtra)>, failures: Vec<(u32, SftError)>) -> Self {
+        let (mut full, mut losses) = (Vec::new(), Vec::new());
+        for (local, extra) in extras {
+            match only_losses(&extra) {
+                Some(bits) => losses.push((local, bits)),
+                None => full.push((local, extra)),
+            }
+        }
+        RareRows {
+            extras: full.into(),
+            losses: losses.into(),
+            failures: failures.into(),
+        }
+    }
+
+    fn extra(&self, local: u32) -> Option<&RowExtra> {
+        if let Ok(k) = self.extras.binary_search_by_key(&local, |(i, _)| *i) {
+            return Some(&self.extras[k].1);
+        }
+        self.losses
+            .binary_search_by_key(&local, |(i, _)| *i)
+            .ok()
+            .map(|k| loss_extra(self.losses[k].1))
+    }
+
+    /// Every row's extra part, full or loss bits alone, in local order.
+    fn all_extras(&self) -> impl Iterator<Item = (u32, &RowExtra)> {
+        let mut full = self.extras.iter().map(|(i, e)| (*i, e)).peekable();
+        let mut bits = self
+            .losses
+            .iter()
+            .map(|&(i, b)| (i, loss_extra(b)))
+            .peekable();
+        std::iter::from_fn(move || match (full.peek(), bits.peek()) {
+            (Some(f), Some(b)) if b.0 < f.0 => bits.next(),
+            (Some(_), _) => full.next(),
+            (None, _) => bits.next(),
+        })
+    }
+}
+
+/// The loss bits of an extra part that holds nothing else.
+fn only_losses(extra: &RowExtra) -> Option<u8> {
+    let bits = extra.stats.losses;
+    (bits != 0 && *extra == *loss_extra(bits)).then_some(bits)
+}
+
+/// The extra part of a row with loss bits `bits` and nothing else, shared by all such rows.
+fn loss_extra(bits: u8) -> &'static RowExtra {
+    static TABLE: OnceLock<Vec<RowExtra>> = OnceLock::new();
+    &TABLE.get_or_init(|| {
+        (0..=u8::MAX)
+            .map(|losses| RowExtra {
+                stats: RowStats {
+                    losses,
+                    ..RowStats::NONE
+                },
+                ..RowExtra::default()
+            })
+            .collect()
+    })[bits as usize]
 }
 
 enum Rare {
@@ -139,11 +208,7 @@ impl RowBlock {
             let start = if local == 0 { 0 } else { ends[local - 1] };
             start as usize..ends[local] as usize
         };
-        let extra = rare
-            .extras
-            .binary_search_by_key(&key, |(i, _)| *i)
-            .ok()
-            .map(|k| &rare.extras[k].1);
+        let extra = rare.extra(key);
         Ok(RowView {
             ids: &self.ids[range(&self.id_ends)],
             spans: &self.spans[range(&self.span_ends)],
@@ -223,10 +288,7 @@ impl PackedRows {
             id_ends: Slab::Owned(id_ends.into()),
             spans: Slab::Owned(block_spans.into()),
             span_ends: Slab::Owned(span_ends.into()),
-            rare: Rare::Built(RareRows {
-                extras: extras.into(),
-                failures: failures.into(),
-            }),
+            rare: Rare::Built(RareRows::new(extras, failures)),
         };
         self.len += block.rows();
         self.blocks.push(block);
@@ -323,8 +385,8 @@ impl Encoder {
 
 fn encode_rare(rare: &RareRows) -> Vec<u8> {
     let mut e = Encoder(Vec::new());
-    e.len(rare.extras.len());
-    for (local, extra) in rare.extras.iter() {
+    e.len(rare.extras.len() + rare.losses.len());
+    for (local, extra) in rare.all_extras() {
         // Destructured in full: a field added to a row's extra part must be cached too (and
         // `token_cache::ROW_FORMAT_VERSION` bumped), or this stops compiling.
         let RowExtra {
@@ -341,7 +403,7 @@ fn encode_rare(rare: &RareRows) -> Vec<u8> {
             dropped,
             losses,
         } = stats;
-        e.u32(*local);
+        e.u32(local);
         match warning {
             None => e.0.push(0),
             Some(w) => {
@@ -489,10 +551,7 @@ fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
     if !d.0.is_empty() {
         return Err("rare rows have trailing bytes".to_string());
     }
-    Ok(RareRows {
-        extras: extras.into(),
-        failures: failures.into(),
-    })
+    Ok(RareRows::new(extras, failures))
 }
 
 #[cfg(test)]
@@ -536,6 +595,45 @@ mod tests {
         assert_eq!(view.warning(), Some("careful"));
         assert_eq!(view.stats(), &RowStats::NONE);
         assert_eq!(packed.get(0).unwrap().extra, None);
+    }
+
+    #[test]
+    fn rows_with_loss_bits_alone_share_one_extra_part_and_encode_as_before() {
+        let with = |losses: u8, warning: Option<&str>| {
+            let stats = RowStats {
+                losses,
+                ..RowStats::NONE
+            };
+            TokenizedRow::new([5, 6].into(), [0..1].into(), warning.map(Into::into), stats)
+        };
+        let built = vec![
+            Ok(with(0b1000, None)),
+            Ok(with(0b1000, Some("w"))),
+            Ok(with(0, None)),
+            Ok(with(0b10001, None)),
+            Err(SftError::new(ErrorCode::TemplateRender, "boom")),
+        ];
+        let mut packed = PackedRows::default();
+        packed.push_rows(built.clone());
+        let Rare::Built(rare) = &packed.blocks[0].rare else {
+            unreachable!()
+        };
+        assert_eq!(rare.extras.len(), 1);
+        assert_eq!(&rare.losses[..], &[(0, 0b1000), (3, 0b10001)]);
+        for (i, expected) in built.iter().enumerate() {
+            match (packed.get(i), expected) {
+                (Ok(view), Ok(row)) => assert_eq!(view.to_row(), *row, "row {i}"),
+                (Err(e), Err(x)) => assert_eq!(e, x),
+                (got, _) => panic!("row {i}: {got:?}"),
+            }
+        }
+        // The cache encoding lists every extra part in row order, as a full one.
+        let bytes = encode_rare(rare);
+        let back = decode_rare(&bytes).unwrap();
+        assert_eq!(back.extras.len(), 1);
+        assert_eq!(&back.losses[..], &rare.losses[..]);
+        let all: Vec<u32> = back.all_extras().map(|(i, _)| i).collect();
+        assert_eq!(all, vec![0, 1, 3]);
     }
 
     #[test]

@@ -63,9 +63,7 @@ impl LossKind {
                 }
                 LossKind::ContentDroppedByTemplate => "has reasoning the template drops by design",
                 LossKind::DuplicateExample => "is an exact copy of an earlier example",
-                LossKind::ControlTokenInContent => {
-                    "has control-token strings inside its contents"
-                }
+                LossKind::ControlTokenInContent => "has control-token strings inside its contents",
             };
         }
         match self {
