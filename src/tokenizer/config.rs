@@ -16,6 +16,9 @@ pub struct TokenizerConfig {
     pub pad_token: Option<String>,
     pub unk_token: Option<String>,
     pub additional_special_tokens: Vec<String>,
+    /// The added tokens that `sanitizeControlTokens` treats as control tokens besides the
+    /// special ones; without this list they are inferred from the chat template.
+    pub chat_control_tokens: Option<Vec<String>>,
 }
 
 /// A special token may be spelled as a string or as an object with `content` (including the
@@ -68,6 +71,15 @@ impl TokenizerConfig {
             pad_token: token_string(obj.get("pad_token")),
             unk_token: token_string(obj.get("unk_token")),
             additional_special_tokens: additional,
+            chat_control_tokens: match obj.get("chat_control_tokens") {
+                Some(Json::Array(items)) => Some(
+                    items
+                        .iter()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect(),
+                ),
+                _ => None,
+            },
         })
     }
 
