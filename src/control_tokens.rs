@@ -67,7 +67,9 @@ impl ControlTokens {
 
     pub fn new(mut tokens: Vec<String>) -> Self {
         tokens.retain(|t| !t.is_empty());
-        tokens.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        // Longest first, as transformers lists them (in chars); matching is leftmost-longest
+        // whatever the order.
+        tokens.sort_by_cached_key(|t| (std::cmp::Reverse(t.chars().count()), t.clone()));
         tokens.dedup();
         // Leftmost-longest is what a regex of the tokens ordered longest first finds.
         let matcher = (!tokens.is_empty())

@@ -346,10 +346,11 @@ impl ChatTokenizer {
     fn sanitize(&self) -> &Sanitize {
         self.sanitize.get_or_init(|| {
             let decoder = self.hf.get_added_vocabulary().get_added_tokens_decoder();
+            let named = self.config.named_special_tokens();
             let control = ControlTokens::choose(
                 decoder.values().map(|t| AddedToken {
                     content: &t.content,
-                    special: t.special,
+                    special: t.special || named.contains(&t.content.as_str()),
                 }),
                 self.config.chat_control_tokens.as_deref(),
                 self.config.chat_template.as_deref().unwrap_or(""),
@@ -476,6 +477,13 @@ impl ChatTokenizer {
         messages: &[Json],
         opts: &RenderOptions,
     ) -> SftResult<Vec<u32>> {
+        let text = self.render_marked(messages, opts)?;
+        Ok(self.encode_marked(&text)?.ids)
+    }
+
+    /// The render of `messages`, tools and template variables with their control tokens
+    /// marked (see `ControlTokens::mark_json`).
+    pub fn render_marked(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
         let control = self.control_token_set();
         let mut messages = Json::Array(messages.to_vec());
         control.mark_json(&mut messages);
@@ -495,8 +503,7 @@ impl ChatTokenizer {
             continue_final_message: opts.continue_final_message,
         };
         let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
-        let text = self.render(list, &marked_opts)?;
-        Ok(self.encode_marked(&text)?.ids)
+        self.render(list, &marked_opts)
     }
 
     /// The ids of `prompt_text` and of `full_text`, two renders that share a prefix, with the
