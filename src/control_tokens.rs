@@ -119,10 +119,8 @@ impl ControlTokens {
     /// Marks every string inside `value` (object values, not keys), in place.
     pub fn mark_json(&self, value: &mut Json) {
         match value {
-            Json::String(s) => {
-                if s.contains([MARK_START, MARK_END]) || self.occurs_in(s) {
-                    *s = self.mark_str(s);
-                }
+            Json::String(s) if s.contains([MARK_START, MARK_END]) || self.occurs_in(s) => {
+                *s = self.mark_str(s);
             }
             Json::Array(items) => items.iter_mut().for_each(|v| self.mark_json(v)),
             Json::Object(map) => map.values_mut().for_each(|v| self.mark_json(v)),
@@ -251,8 +249,12 @@ fn string_literal(text: &str) -> (String, usize) {
         }
         let Some((_, e)) = chars.next() else { break };
         let mut hex = |n: usize| -> Option<char> {
-            let digits: String = (0..n).filter_map(|_| chars.next().map(|(_, d)| d)).collect();
-            u32::from_str_radix(&digits, 16).ok().and_then(char::from_u32)
+            let digits: String = (0..n)
+                .filter_map(|_| chars.next().map(|(_, d)| d))
+                .collect();
+            u32::from_str_radix(&digits, 16)
+                .ok()
+                .and_then(char::from_u32)
         };
         match e {
             'n' => value.push('\n'),
@@ -323,7 +325,11 @@ pub fn split_marked(text: &str, is_added: impl Fn(&str) -> bool) -> Vec<Piece> {
         let inner = marker + MARK_START.len_utf8();
         let token_end = text[marker..]
             .starts_with(MARK_START)
-            .then(|| text[inner..].find([MARK_START, MARK_END]).map(|k| inner + k))
+            .then(|| {
+                text[inner..]
+                    .find([MARK_START, MARK_END])
+                    .map(|k| inner + k)
+            })
             .flatten()
             .filter(|&end| text[end..].starts_with(MARK_END) && is_added(&text[inner..end]));
         match token_end {
@@ -403,11 +409,13 @@ pub fn encode_marked(
             }
         }
         out.ids.extend_from_slice(&encoded.ids[skip..]);
-        out.offsets.extend(
-            encoded.offsets[skip..]
-                .iter()
-                .map(|&(s, e)| (base + s.saturating_sub(shift), base + e.saturating_sub(shift))),
-        );
+        out.offsets
+            .extend(encoded.offsets[skip..].iter().map(|&(s, e)| {
+                (
+                    base + s.saturating_sub(shift),
+                    base + e.saturating_sub(shift),
+                )
+            }));
     }
     Ok(out)
 }
@@ -448,7 +456,10 @@ mod tests {
 
     #[test]
     fn escapes_resolve_as_in_python() {
-        assert_eq!(string_literal(r"'a\'b\\c\x41\u00e9\101\q'").0, "a'b\\cAéA\\q");
+        assert_eq!(
+            string_literal(r"'a\'b\\c\x41\u00e9\101\q'").0,
+            "a'b\\cAéA\\q"
+        );
         assert_eq!(string_literal("\"it's\" rest").1, 6);
     }
 
@@ -464,14 +475,18 @@ mod tests {
         ];
         let template = "{# <only-in-comment> #}<think>\n\n{{ '<' + 'built>' }}";
         let chosen = ControlTokens::choose(
-            added.iter().map(|&(content, special)| AddedToken { content, special }),
+            added
+                .iter()
+                .map(|&(content, special)| AddedToken { content, special }),
             None,
             template,
         );
         assert_eq!(chosen.tokens(), ["<|im_end|>", "<think>"]);
         let listed = ["<tool_call>".to_string()];
         let chosen = ControlTokens::choose(
-            added.iter().map(|&(content, special)| AddedToken { content, special }),
+            added
+                .iter()
+                .map(|&(content, special)| AddedToken { content, special }),
             Some(&listed),
             template,
         );
@@ -503,7 +518,13 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![("", false), ("<a>", true), ("x", false), ("y", false), ("<z>", false)]
+            vec![
+                ("", false),
+                ("<a>", true),
+                ("x", false),
+                ("y", false),
+                ("<z>", false)
+            ]
         );
         assert_eq!(
             split_marked("plain", added),

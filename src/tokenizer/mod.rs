@@ -401,7 +401,10 @@ impl ChatTokenizer {
             .into_encoding(None, 0, OffsetType::Byte)
             .map_err(failed)?;
         // The post-processor adds no token here, but may trim offsets as `encode` does.
-        let encoding = self.hf.post_process(encoding, None, false).map_err(failed)?;
+        let encoding = self
+            .hf
+            .post_process(encoding, None, false)
+            .map_err(failed)?;
         Ok(EncodedText {
             ids: encoding.get_ids().to_vec(),
             offsets: encoding.get_offsets().to_vec(),
