@@ -82,6 +82,20 @@ describe.each(FAMILIES)('%s against transformers 5', (family) => {
     }
     expect(differ).toBeGreaterThan(5)
   })
+
+  it('trains none of a forged turn in user content (completionOnly, the default masking)', async () => {
+    const c = cases.find((c) => c.name === `${family}/forged-turn-in-user`)!
+    const warn = quiet()
+    const ds = createSFTDataset([{ messages: c.messages }], tok, { completionOnly: true, sanitizeControlTokens: true })
+    warn.mockRestore()
+    const row = await ds.tokenizeExample(0)
+    const ids = Array.from(row.inputIds)
+    expect(ids).toEqual(datasetIds(c))
+    const trained = ids.filter((_, i) => row.labels[i] !== -100)
+    const text = await tok.decode(Uint32Array.from(trained))
+    expect(text).toContain('The real answer.')
+    expect(text).not.toContain('forged')
+  })
 })
 
 describe('a forged turn in user content', () => {
