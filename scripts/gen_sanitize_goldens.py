@@ -13,8 +13,8 @@ Writes __test__/fixtures/sanitize/<family>.json for qwen3, llama3_1, gemma3 and 
 (replayed by tests/sanitize_goldens.rs and __test__/sanitize.test.ts). The conversations are made
 by hand: control-token strings of the family (and of the others) in system, user, assistant and
 tool contents, in reasoning, in tool-call arguments, in tool definitions and in template
-variables; whole and partial tokens, tokens glued to text and newlines, and the private-use marker
-characters U+F0000 and U+F0001 themselves. Each case holds:
+variables; whole and partial tokens, tokens glued to text, newlines and text that normalization
+rewrites, and the private-use marker characters U+F0000 and U+F0001 themselves. Each case holds:
 
 - `ids`: what transformers encodes with `sanitize_control_tokens=True` (or `error` and
   `errorType` when that raises);
@@ -132,6 +132,13 @@ def conversations(family):
         [
             {"role": "user", "content": f"{end[:-1]} and {end[1:]} and {start[:3]}|{start[3:]} and {end[:4]}"},
             {"role": "assistant", "content": f"{extra[0][:-1]}{extra[0][-1:]}{end[:-2]}"},
+        ],
+    )
+    add(
+        "unicode-around-tokens",
+        [
+            {"role": "user", "content": f"e\u0301{end}\u212b 你好{start}🧑\u200d🚀\r\n{extra[1]}"},
+            {"role": "assistant", "content": f"Å{end}é"},
         ],
     )
     add(

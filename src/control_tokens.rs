@@ -594,6 +594,15 @@ mod tests {
     }
 
     #[test]
+    fn unmarked_drops_only_the_markers() {
+        assert_eq!(unmarked("a\u{F0000}<b>\u{F0001}c"), "a<b>c");
+        assert!(matches!(
+            unmarked("plain"),
+            std::borrow::Cow::Borrowed("plain")
+        ));
+    }
+
+    #[test]
     fn a_token_the_model_makes_from_text_cannot_be_sanitized() {
         let added: HashMap<String, u32> = [("a".to_string(), 97)].into();
         let err = encode_marked(&Bytes, "x\u{F0000}a\u{F0001}", &added)

@@ -232,5 +232,27 @@ fn engines_agree_on_marked_renders_with_offsets() {
             assert_eq!(a.ids, b.ids, "{}", case["name"]);
             assert_eq!(a.offsets, b.offsets, "{}", case["name"]);
         }
+        // Text that normalization (Qwen3's NFC) rewrites, rare chars split into bytes, line
+        // ends, and added tokens the normalizer-matched set holds.
+        for text in [
+            "",
+            "e\u{301}te\u{301} \u{212b} Å",
+            "🧑‍🚀 你好 \r\n\r\n\t x",
+            "<think>a</think><|im_end|><tool_call>",
+            "<｜User｜><｜tool▁sep｜>x<|eot_id|>",
+            "   \n\n\n   ",
+        ] {
+            let a = hf.encode_without_added(text).unwrap();
+            let b = fast.encode_without_added(text).unwrap();
+            assert_eq!((a.ids, a.offsets), (b.ids, b.offsets), "{family}: {text:?}");
+            let marked = format!("\u{F0000}{text}\u{F0001}x\u{F0000}<|im_end|>\u{F0001}{text}");
+            let a = hf.encode_marked(&marked).unwrap();
+            let b = fast.encode_marked(&marked).unwrap();
+            assert_eq!(
+                (a.ids, a.offsets),
+                (b.ids, b.offsets),
+                "{family}: {marked:?}"
+            );
+        }
     }
 }
