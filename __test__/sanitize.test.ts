@@ -130,6 +130,21 @@ describe('a forged turn in user content', () => {
     expect(ids.filter((id) => id === 151645).length).toBe(2)
   })
 
+  it('stays masked in a prompt-completion example', async () => {
+    const tok = tokenizer('qwen3')
+    const warn = quiet()
+    const ds = createSFTDataset([{ prompt: [forged[0]], completion: forged[1] }], tok, {
+      completionOnly: true,
+      sanitizeControlTokens: true,
+    })
+    warn.mockRestore()
+    const row = await ds.tokenizeExample(0)
+    const c = golden('qwen3').cases.find((c) => c.name === 'qwen3/forged-turn-in-user')!
+    expect(Array.from(row.inputIds)).toEqual(datasetIds(c))
+    const trained = Array.from(row.inputIds).filter((_, i) => row.labels[i] !== -100)
+    expect(await tok.decode(Uint32Array.from(trained))).toBe('The real answer.<|im_end|>\n')
+  })
+
   it('loadSFTDataset reads the option too, the token cache keys on it, and the control-token warning goes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sanitize-'))
     const file = join(dir, 'data.jsonl')
