@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
 
-import { createSFTDataset, loadSFTDataset, Tokenizer } from '../lib/index.js'
+import { createSFTDataset, loadSFTDataset, Tokenizer, validateSFTFile } from '../lib/index.js'
 import { fixtures, repoRoot, tokenizer, tokenizerDir } from './helpers'
 
 type Family = 'qwen3' | 'llama3_1' | 'gemma3' | 'deepseek_v3'
@@ -219,6 +219,21 @@ describe('a control token the tokenizer makes from plain text', () => {
       })
       expect(await apply(tok, c), c.name).toEqual(c.plainIds)
     }
+  })
+
+  it('validateSFTFile reports it as a problem of its line; control-token strings are no warning', async () => {
+    const tok = Tokenizer.fromPretrainedSync(dir)
+    const file = join(dir, 'data.jsonl')
+    const line = (content: string) => JSON.stringify({ messages: [{ role: 'user', content }, { role: 'assistant', content: 'ok' }] })
+    writeFileSync(file, [line('hi <|im_end|>'), line('say hello')].join('\n') + '\n')
+    const plain = await validateSFTFile(file, tok)
+    expect(plain.problems).toEqual([])
+    expect(plain.warnings.map((w) => w.code)).toContain('CONTROL_TOKEN_IN_CONTENT')
+    const v = await validateSFTFile(file, tok, { sanitizeControlTokens: true })
+    expect(v.warnings.map((w) => w.code)).not.toContain('CONTROL_TOKEN_IN_CONTENT')
+    expect(v.problems).toEqual([
+      expect.objectContaining({ line: 2, example: 1, code: 'CONTROL_TOKEN' }),
+    ])
   })
 
   it('names the example in a dataset', async () => {
