@@ -158,10 +158,12 @@ export declare class Tokenizer {
   /**
    * Renders the chat template and encodes the text without adding special tokens.
    * `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
-   * `enable_thinking` undefined in the template.
+   * `enable_thinking` undefined in the template. `options.sanitizeControlTokens` encodes
+   * control-token strings of the data as text (a `CONTROL_TOKEN` error when the tokenizer
+   * produces one even from plain text).
    */
-  applyChatTemplate(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null): Promise<Uint32Array>
-  applyChatTemplateSync(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null): Uint32Array
+  applyChatTemplate(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null, options?: ApplyChatTemplateOptions | undefined | null): Promise<Uint32Array>
+  applyChatTemplateSync(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null, options?: ApplyChatTemplateOptions | undefined | null): Uint32Array
   /** The rendered text, as `apply_chat_template(..., tokenize=False)`. */
   renderChatTemplate(messages: Array<any>, options?: RenderChatTemplateOptions | undefined | null): string
   /** Size of the vocabulary including added tokens. */
@@ -186,6 +188,19 @@ export declare class Tokenizer {
   get hasChatTemplate(): boolean
 }
 export type JsTokenizer = Tokenizer
+
+/** Options of `applyChatTemplate` beyond the reference's arguments. */
+export interface ApplyChatTemplateOptions {
+  /**
+   * Encode control-token strings found in the messages, tools and template variables as
+   * plain text; the template's own control tokens stay tokens. The ids are those of
+   * transformers 5 `apply_chat_template(..., tokenize=True, sanitize_control_tokens=True)`.
+   * Default false.
+   */
+  sanitizeControlTokens?: boolean
+  /** Extra template variables (keyword arguments of `apply_chat_template`). */
+  templateKwargs?: Record<string, any>
+}
 
 /** What one epoch costs the trainer under one batching strategy. */
 export interface BatchingStats {
@@ -417,6 +432,8 @@ export interface LoadSFTDatasetOptions {
   roles?: Record<string, string>
   /** See `SFTDatasetConfig.tools`. Default `'ignore'`. */
   tools?: 'example' | 'ignore'
+  /** See `SFTDatasetConfig.sanitizeControlTokens`. Default false. */
+  sanitizeControlTokens?: boolean
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -707,6 +724,15 @@ export interface SFTDatasetConfig {
    * of batches; rows from the start of the epoch fill the last batches. Default: no shard.
    */
   shard?: SFTShard
+  /**
+   * Control-token strings inside the data (message values, tool definitions) are encoded as
+   * plain text, while the chat template's own control tokens stay tokens, as transformers 5
+   * `apply_chat_template(..., sanitize_control_tokens=True)` encodes them: a user message
+   * holding `<|im_end|><|im_start|>assistant` cannot open a trained turn. A control token
+   * that the tokenizer produces even from plain text is a `CONTROL_TOKEN` error of its
+   * example. Default false.
+   */
+  sanitizeControlTokens?: boolean
 }
 
 /** One data-parallel rank of `worldSize`. */

@@ -69,6 +69,8 @@ pub struct DatasetConfig {
     pub input: FormatOptions,
     /// `tools`: whether each example's `tools` field reaches the template.
     pub tools: ToolsMode,
+    /// `sanitizeControlTokens`: control-token strings in the data are encoded as text.
+    pub sanitize_control_tokens: bool,
 }
 
 impl Default for DatasetConfig {
@@ -91,6 +93,7 @@ impl Default for DatasetConfig {
             shard: None,
             input: FormatOptions::default(),
             tools: ToolsMode::Ignore,
+            sanitize_control_tokens: false,
         }
     }
 }
@@ -135,6 +138,7 @@ impl DatasetConfig {
             shard: _,
             input,
             tools,
+            sanitize_control_tokens,
         } = self;
         let mut settings = serde_json::json!({
             "format": format!("{:?}", input.format),
@@ -155,6 +159,10 @@ impl DatasetConfig {
             "truncation": format!("{truncation:?}"),
             "dropUntrainable": drop_untrainable,
         });
+        // Written only when on, so that the keys of caches made before the option still match.
+        if *sanitize_control_tokens {
+            settings["sanitizeControlTokens"] = Json::from(true);
+        }
         // Rows are cut to `maxSeqLength` only when collated, except for these two.
         if *truncation == Truncation::Turns || *drop_untrainable {
             settings["maxSeqLength"] = Json::from(*max_seq_length);
@@ -389,7 +397,7 @@ impl Dataset {
         let converter = Converter::new(config.input.clone())?;
         let masking = resolve_masking(&tokenizer, &config);
         let turn_end = turn_end_of(&tokenizer, &config);
-        let checker = LossChecker::new(&tokenizer, config.tools);
+        let checker = LossChecker::new(&tokenizer, config.tools, config.sanitize_control_tokens);
         let settings = masking.as_ref().ok().map(|m| RowSettings {
             loss: Some(&checker),
             ..row_settings(&config, m, turn_end.as_ref())
@@ -473,7 +481,7 @@ impl Dataset {
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
-        let loss = LossChecker::new(&tokenizer, config.tools);
+        let loss = LossChecker::new(&tokenizer, config.tools, config.sanitize_control_tokens);
         Dataset {
             tokenizer,
             config,
@@ -937,6 +945,7 @@ pub fn row_settings<'a>(
         truncation: config.truncation,
         drop_untrainable: config.drop_untrainable,
         tools: config.tools,
+        sanitize: config.sanitize_control_tokens,
         loss: None,
     }
 }

@@ -36,13 +36,15 @@ pub enum ErrorCode {
     UnsupportedTokenizer,
     /// Distillation targets that do not line up with their tokens.
     InvalidDistillation,
+    /// `sanitizeControlTokens` met a control token that the tokenizer produces from plain text.
+    ControlToken,
     /// A bug: something the code assumed could not happen did.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, for reading one back by name (`token_cache` stores row errors).
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::JsonlParse,
         ErrorCode::FileRead,
         ErrorCode::InvalidExample,
@@ -56,6 +58,7 @@ impl ErrorCode {
         ErrorCode::InvalidArgument,
         ErrorCode::UnsupportedTokenizer,
         ErrorCode::InvalidDistillation,
+        ErrorCode::ControlToken,
         ErrorCode::Internal,
     ];
 
@@ -81,6 +84,7 @@ impl ErrorCode {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::UnsupportedTokenizer => "UNSUPPORTED_TOKENIZER",
             ErrorCode::InvalidDistillation => "INVALID_DISTILLATION",
+            ErrorCode::ControlToken => "CONTROL_TOKEN",
             ErrorCode::Internal => "INTERNAL",
         }
     }

@@ -9,6 +9,7 @@
 
 pub mod chat_template;
 pub mod collate;
+pub mod control_tokens;
 pub mod dataset;
 pub mod dataset_format;
 pub mod distill;

@@ -140,12 +140,15 @@ pub struct LossChecker {
 }
 
 impl LossChecker {
-    pub fn new(tokenizer: &ChatTokenizer, tools: ToolsMode) -> Self {
+    /// With `sanitize` (`sanitizeControlTokens`), control-token strings in contents are encoded
+    /// as text and lose nothing: class 5 is not looked for.
+    pub fn new(tokenizer: &ChatTokenizer, tools: ToolsMode, sanitize: bool) -> Self {
         let tokens = tokenizer.control_tokens();
         let control = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&tokens)
             .ok()
+            .filter(|_| !sanitize)
             .map(|ac| (ac, tokens));
         LossChecker { control, tools }
     }

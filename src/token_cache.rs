@@ -158,7 +158,7 @@ pub fn cache_key(
     limit: Option<usize>,
 ) -> CacheKey {
     let c = tokenizer.config();
-    let parts = json!({
+    let mut parts = json!({
         "rowFormat": ROW_FORMAT_VERSION,
         "library": env!("CARGO_PKG_VERSION"),
         "data": hex(&data.digest),
@@ -174,6 +174,11 @@ pub fn cache_key(
         "settings": config.row_settings_json(),
         "limit": limit,
     });
+    // What sanitizing treats as a control token also comes from `tokenizer_config.json` fields
+    // the key does not hold otherwise (`chat_control_tokens`, `mask_token`, the class).
+    if config.sanitize_control_tokens {
+        parts["controlTokens"] = json!(tokenizer.control_tokens());
+    }
     let digest = *blake3::hash(parts.to_string().as_bytes()).as_bytes();
     CacheKey { digest, parts }
 }
@@ -1139,6 +1144,13 @@ mod tests {
                 "dropUntrainable",
                 DatasetConfig {
                     drop_untrainable: true,
+                    ..base.clone()
+                },
+            ),
+            (
+                "sanitizeControlTokens",
+                DatasetConfig {
+                    sanitize_control_tokens: true,
                     ..base.clone()
                 },
             ),

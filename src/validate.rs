@@ -54,7 +54,7 @@ pub fn validate_file(
     tools: ToolsMode,
     tokenizer: Option<(&ChatTokenizer, &RowSettings)>,
 ) -> SftResult<ValidationReport> {
-    let checker = tokenizer.map(|(t, _)| LossChecker::new(t, tools));
+    let checker = tokenizer.map(|(t, s)| LossChecker::new(t, tools, s.sanitize));
     let settings = tokenizer.map(|(t, s)| {
         (
             t,

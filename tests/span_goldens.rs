@@ -61,6 +61,7 @@ fn check_completion(
         truncation: Truncation::KeepEnd,
         drop_untrainable: false,
         tools: ToolsMode::Ignore,
+        sanitize: false,
         loss: None,
     };
     let row = build_row(
@@ -141,6 +142,7 @@ fn check_family(family: &str) -> usize {
                 truncation: Truncation::KeepEnd,
                 drop_untrainable: false,
                 tools: ToolsMode::Ignore,
+                sanitize: false,
                 loss: None,
             };
             let example = SftExample::Conversation {

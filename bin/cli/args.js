@@ -52,6 +52,8 @@ Options:
   --format <f>            dataset format: auto, reference, messages, prompt-completion, sharegpt,
                           alpaca, openai (default auto: detected from the first record)
   --tools <mode>          example: pass each example's tools to the template; ignore (default)
+  --sanitize-control-tokens  control-token strings in the data are encoded as text, as
+                          transformers' sanitize_control_tokens=True (default off)
   --strict                validate: also exit 1 on warnings that lose data silently
   -n <n>                  preview: how many examples from the start (default 3)
   --index <i,j,...>       preview: these example indices instead
@@ -94,6 +96,7 @@ const OPTIONS = {
   'max-size': { type: 'string' },
   format: { type: 'string' },
   tools: { type: 'string' },
+  'sanitize-control-tokens': { type: 'boolean' },
   strict: { type: 'boolean' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
@@ -219,6 +222,7 @@ function parseCommandLine(argv) {
       epoch: integer('epoch', values.epoch, 0) ?? 0,
       format: values.format ?? 'auto',
       tools: values.tools ?? 'ignore',
+      sanitizeControlTokens: values['sanitize-control-tokens'],
       strict: values.strict ?? false,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),

@@ -17,10 +17,7 @@ pub(super) enum Piece {
 impl AddedMatcher {
     pub(super) fn new(patterns: Vec<(String, u32)>) -> Result<Self, String> {
         if patterns.is_empty() {
-            return Ok(Self {
-                automaton: None,
-                ids: Vec::new(),
-            });
+            return Ok(Self::none());
         }
         let automaton = AhoCorasickBuilder::new()
             .match_kind(MatchKind::LeftmostLongest)
@@ -30,6 +27,14 @@ impl AddedMatcher {
             automaton: Some(automaton),
             ids: patterns.into_iter().map(|(_, id)| id).collect(),
         })
+    }
+
+    /// A matcher of no tokens: the whole text is one piece.
+    pub(super) fn none() -> Self {
+        Self {
+            automaton: None,
+            ids: Vec::new(),
+        }
     }
 
     /// Calls `each` with the pieces of `text` in order; text pieces are never empty.

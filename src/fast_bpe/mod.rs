@@ -236,6 +236,19 @@ impl FastBpe {
         (ids, offsets)
     }
 
+    /// Ids and offsets of `text` as if the tokenizer had no added tokens, special or not: the
+    /// normalizer, pre-tokenizer and BPE alone (what `sanitizeControlTokens` encodes a control
+    /// token from the data with).
+    pub fn encode_without_added(&self, text: &str) -> (Vec<u32>, Vec<(usize, usize)>) {
+        let mut ids = Vec::new();
+        let mut offsets = Vec::new();
+        if !text.is_empty() {
+            let mut work = Work::default();
+            self.encode_segment(text, 0, false, &mut work, &mut ids, Some(&mut offsets));
+        }
+        (ids, offsets)
+    }
+
     fn encode_into(
         &self,
         text: &str,
@@ -253,6 +266,7 @@ impl FastBpe {
             Piece::Text(start, end) => self.encode_segment(
                 &text[start..end],
                 start,
+                true,
                 &mut work,
                 ids,
                 offsets.as_deref_mut(),
@@ -261,11 +275,13 @@ impl FastBpe {
     }
 
     /// Encodes a stretch of input free of raw-matched added tokens; `base` is where it
-    /// starts in the input.
+    /// starts in the input. Without `added`, the tokens matched on normalized text are not
+    /// looked for either.
     fn encode_segment(
         &self,
         segment: &str,
         base: usize,
+        added: bool,
         work: &mut Work,
         ids: &mut Vec<u32>,
         mut offsets: Option<&mut Vec<(usize, usize)>>,
@@ -290,7 +306,13 @@ impl FastBpe {
                 ),
             }
         };
-        self.normalized_added.split(text, |piece| match piece {
+        let no_added = AddedMatcher::none();
+        let matcher = if added {
+            &self.normalized_added
+        } else {
+            &no_added
+        };
+        matcher.split(text, |piece| match piece {
             Piece::Added(id, start, end) => {
                 ids.push(id);
                 if let Some(o) = offsets.as_deref_mut() {

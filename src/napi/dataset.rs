@@ -135,6 +135,13 @@ pub struct SftDatasetConfig {
     /// of batches; rows from the start of the epoch fill the last batches. Default: no shard.
     #[napi(ts_type = "SFTShard")]
     pub shard: Option<ShardConfig>,
+    /// Control-token strings inside the data (message values, tool definitions) are encoded as
+    /// plain text, while the chat template's own control tokens stay tokens, as transformers 5
+    /// `apply_chat_template(..., sanitize_control_tokens=True)` encodes them: a user message
+    /// holding `<|im_end|><|im_start|>assistant` cannot open a trained turn. A control token
+    /// that the tokenizer produces even from plain text is a `CONTROL_TOKEN` error of its
+    /// example. Default false.
+    pub sanitize_control_tokens: Option<bool>,
 }
 
 /// One data-parallel rank of `worldSize`.
@@ -197,6 +204,8 @@ pub struct LoadSftDatasetOptions {
     /// See `SFTDatasetConfig.tools`. Default `'ignore'`.
     #[napi(ts_type = "'example' | 'ignore'")]
     pub tools: Option<String>,
+    /// See `SFTDatasetConfig.sanitizeControlTokens`. Default false.
+    pub sanitize_control_tokens: Option<bool>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
@@ -340,6 +349,7 @@ struct Fields {
     pad_to_multiple_of: Option<f64>,
     shard: Option<ShardConfig>,
     input: InputFields,
+    sanitize_control_tokens: Option<bool>,
 }
 
 /// A positive integer setting.
@@ -515,6 +525,9 @@ fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
             ],
         )?
         .unwrap_or_default(),
+        sanitize_control_tokens: f
+            .sanitize_control_tokens
+            .unwrap_or(defaults.sanitize_control_tokens),
     })
 }
 
@@ -538,6 +551,7 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
             pad_to_multiple_of: c.pad_to_multiple_of,
             shard: c.shard,
             input: InputFields(c.format, c.columns, c.roles, c.tools),
+            sanitize_control_tokens: c.sanitize_control_tokens,
         }),
     }
 }
@@ -1141,6 +1155,7 @@ pub fn load_sft_dataset_native(
                         pad_to_multiple_of: c.pad_to_multiple_of,
                         shard: c.shard,
                         input: InputFields(c.format, c.columns, c.roles, c.tools),
+                        sanitize_control_tokens: c.sanitize_control_tokens,
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),

@@ -37,6 +37,19 @@ pub struct RenderChatTemplateOptions {
     pub template_kwargs: Option<JsJson>,
 }
 
+/// Options of `applyChatTemplate` beyond the reference's arguments.
+#[napi(object)]
+pub struct ApplyChatTemplateOptions {
+    /// Encode control-token strings found in the messages, tools and template variables as
+    /// plain text; the template's own control tokens stay tokens. The ids are those of
+    /// transformers 5 `apply_chat_template(..., tokenize=True, sanitize_control_tokens=True)`.
+    /// Default false.
+    pub sanitize_control_tokens: Option<bool>,
+    /// Extra template variables (keyword arguments of `apply_chat_template`).
+    #[napi(ts_type = "Record<string, any>")]
+    pub template_kwargs: Option<JsJson>,
+}
+
 /// Options of `fromPretrained`.
 #[napi(object)]
 pub struct TokenizerLoadOptions {
@@ -100,23 +113,45 @@ pub fn tokenizer_arg(value: &Unknown) -> SftResult<Arc<ChatTokenizer>> {
     }
 }
 
+fn kwargs_map(kwargs: Option<JsJson>) -> SftResult<Option<serde_json::Map<String, Value>>> {
+    match kwargs.map(|k| k.0) {
+        None => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map)),
+        Some(_) => Err(SftError::invalid_argument(
+            "templateKwargs must be an object of template variables",
+        )),
+    }
+}
+
 fn apply_template(
     tokenizer: &ChatTokenizer,
     messages: Vec<JsJson>,
     add_generation_prompt: Option<bool>,
     tools: Option<Vec<JsJson>>,
     enable_thinking: Option<bool>,
+    options: Option<ApplyChatTemplateOptions>,
 ) -> SftResult<Vec<u32>> {
     let (messages, tools) = prepare_chat(JsJson::list(messages), tools.map(JsJson::list))?;
-    tokenizer.apply_chat_template(
-        &messages,
-        &RenderOptions {
-            tools: tools.as_ref(),
-            add_generation_prompt: add_generation_prompt.unwrap_or(true),
-            enable_thinking,
-            ..Default::default()
-        },
-    )
+    let (sanitize, kwargs) = match options {
+        Some(o) => (
+            o.sanitize_control_tokens.unwrap_or(false),
+            o.template_kwargs,
+        ),
+        None => (false, None),
+    };
+    let kwargs = kwargs_map(kwargs)?;
+    let opts = RenderOptions {
+        tools: tools.as_ref(),
+        add_generation_prompt: add_generation_prompt.unwrap_or(true),
+        enable_thinking,
+        template_kwargs: kwargs.as_ref(),
+        ..Default::default()
+    };
+    if sanitize {
+        tokenizer.apply_chat_template_sanitized(&messages, &opts)
+    } else {
+        tokenizer.apply_chat_template(&messages, &opts)
+    }
 }
 
 fn to_u32_array(_: &napi::Env, ids: Vec<u32>) -> SftResult<Uint32Array> {
@@ -261,7 +296,9 @@ impl JsTokenizer {
 
     /// Renders the chat template and encodes the text without adding special tokens.
     /// `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
-    /// `enable_thinking` undefined in the template.
+    /// `enable_thinking` undefined in the template. `options.sanitizeControlTokens` encodes
+    /// control-token strings of the data as text (a `CONTROL_TOKEN` error when the tokenizer
+    /// produces one even from plain text).
     #[napi(ts_return_type = "Promise<Uint32Array>")]
     pub fn apply_chat_template(
         &self,
@@ -269,10 +306,20 @@ impl JsTokenizer {
         add_generation_prompt: Option<bool>,
         #[napi(ts_arg_type = "Array<any> | undefined | null")] tools: Option<Vec<JsJson>>,
         enable_thinking: Option<bool>,
+        options: Option<ApplyChatTemplateOptions>,
     ) -> AsyncTask<Job<Vec<u32>, Uint32Array>> {
         let t = self.inner.clone();
         AsyncTask::new(Job::new(
-            move || apply_template(&t, messages, add_generation_prompt, tools, enable_thinking),
+            move || {
+                apply_template(
+                    &t,
+                    messages,
+                    add_generation_prompt,
+                    tools,
+                    enable_thinking,
+                    options,
+                )
+            },
             to_u32_array,
         ))
     }
@@ -284,6 +331,7 @@ impl JsTokenizer {
         add_generation_prompt: Option<bool>,
         #[napi(ts_arg_type = "Array<any> | undefined | null")] tools: Option<Vec<JsJson>>,
         enable_thinking: Option<bool>,
+        options: Option<ApplyChatTemplateOptions>,
     ) -> Result<Uint32Array> {
         run_sync(|| {
             apply_template(
@@ -292,6 +340,7 @@ impl JsTokenizer {
                 add_generation_prompt,
                 tools,
                 enable_thinking,
+                options,
             )
             .map(Uint32Array::new)
         })
@@ -314,15 +363,7 @@ impl JsTokenizer {
             });
             let (messages, tools) =
                 prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
-            let template_kwargs = match o.template_kwargs.map(|k| k.0) {
-                None => None,
-                Some(Value::Object(map)) => Some(map),
-                Some(_) => {
-                    return Err(SftError::invalid_argument(
-                        "templateKwargs must be an object of template variables",
-                    ))
-                }
-            };
+            let template_kwargs = kwargs_map(o.template_kwargs)?;
             self.inner.render(
                 &messages,
                 &RenderOptions {

@@ -16,6 +16,12 @@ pub struct TokenizerConfig {
     pub pad_token: Option<String>,
     pub unk_token: Option<String>,
     pub additional_special_tokens: Vec<String>,
+    pub mask_token: Option<String>,
+    /// The Python class transformers builds (`GemmaTokenizer`, ...).
+    pub tokenizer_class: Option<String>,
+    /// The added tokens that `sanitizeControlTokens` treats as control tokens besides the
+    /// special ones; without this list they are inferred from the chat template.
+    pub chat_control_tokens: Option<Vec<String>>,
 }
 
 /// A special token may be spelled as a string or as an object with `content` (including the
@@ -41,7 +47,37 @@ fn template_from(value: Option<&Json>) -> Option<String> {
     }
 }
 
+/// The named special tokens a transformers tokenizer class has when its config names none.
+const CLASS_DEFAULTS: &[(&str, &[&str])] = &[(
+    "GemmaTokenizer",
+    &["<unk>", "<bos>", "<eos>", "<pad>", "<mask>"],
+)];
+
 impl TokenizerConfig {
+    /// Every token the config names (`bos_token`, ..., `additional_special_tokens`), and the
+    /// defaults of its tokenizer class: transformers makes these special added tokens whatever
+    /// `tokenizer.json` says.
+    pub fn named_special_tokens(&self) -> Vec<&str> {
+        let mut named: Vec<&str> = [
+            &self.bos_token,
+            &self.eos_token,
+            &self.unk_token,
+            &self.pad_token,
+            &self.mask_token,
+        ]
+        .into_iter()
+        .filter_map(|t| t.as_deref())
+        .chain(self.additional_special_tokens.iter().map(String::as_str))
+        .collect();
+        if let Some((_, defaults)) = CLASS_DEFAULTS
+            .iter()
+            .find(|(class, _)| self.tokenizer_class.as_deref() == Some(class))
+        {
+            named.extend_from_slice(defaults);
+        }
+        named
+    }
+
     pub fn from_json_text(text: &str, origin: &Path) -> SftResult<Self> {
         let json: Json = serde_json::from_str(text).map_err(|e| {
             SftError::new(
@@ -68,6 +104,20 @@ impl TokenizerConfig {
             pad_token: token_string(obj.get("pad_token")),
             unk_token: token_string(obj.get("unk_token")),
             additional_special_tokens: additional,
+            mask_token: token_string(obj.get("mask_token")),
+            tokenizer_class: obj
+                .get("tokenizer_class")
+                .and_then(Json::as_str)
+                .map(str::to_string),
+            chat_control_tokens: match obj.get("chat_control_tokens") {
+                Some(Json::Array(items)) => Some(
+                    items
+                        .iter()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect(),
+                ),
+                _ => None,
+            },
         })
     }
 

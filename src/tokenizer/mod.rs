@@ -3,15 +3,17 @@
 
 pub mod config;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use minijinja::value::Value;
 use serde_json::Value as Json;
 
 use crate::chat_template::{ChatTemplate, RenderOptions};
+use crate::control_tokens::{encode_marked, AddedToken, ControlTokens, PieceEncoder};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::fast_bpe::FastBpe;
 use config::TokenizerConfig;
@@ -103,6 +105,14 @@ pub struct ChatTokenizer {
     tail_reuse: Option<TailReuse>,
     /// blake3 of the `tokenizer.json` text: part of a token cache key.
     json_digest: [u8; 32],
+    /// What `sanitizeControlTokens` needs, built on first use.
+    sanitize: OnceLock<Sanitize>,
+}
+
+/// The control tokens of the chat template, and every added token by content.
+struct Sanitize {
+    control: ControlTokens,
+    added_ids: HashMap<String, u32>,
 }
 
 fn load_error(message: String) -> SftError {
@@ -173,6 +183,7 @@ impl ChatTokenizer {
             template: None,
             tail_reuse,
             json_digest: *blake3::hash(json_text.as_bytes()).as_bytes(),
+            sanitize: OnceLock::new(),
         };
         tokenizer.template = tokenizer
             .config
@@ -327,23 +338,77 @@ impl ChatTokenizer {
     }
 
     /// The control tokens of chat rendering, as transformers 5 defines them for
-    /// `sanitize_control_tokens`: the special added tokens, and the other added tokens that the
-    /// chat template writes (found in its source), except whitespace tokens. Longest first.
+    /// `sanitize_control_tokens` (see `ControlTokens::choose`). Longest first.
     pub fn control_tokens(&self) -> Vec<String> {
-        let source = self.config.chat_template.as_deref().unwrap_or("");
-        let mut tokens: Vec<String> = self
+        self.sanitize().control.tokens().to_vec()
+    }
+
+    fn sanitize(&self) -> &Sanitize {
+        self.sanitize.get_or_init(|| {
+            let decoder = self.hf.get_added_vocabulary().get_added_tokens_decoder();
+            let named = self.config.named_special_tokens();
+            let control = ControlTokens::choose(
+                decoder.values().map(|t| AddedToken {
+                    content: &t.content,
+                    special: t.special || named.contains(&t.content.as_str()),
+                }),
+                self.config.chat_control_tokens.as_deref(),
+                self.config.chat_template.as_deref().unwrap_or(""),
+            );
+            let added_ids = decoder
+                .iter()
+                .map(|(id, t)| (t.content.clone(), *id))
+                .collect();
+            Sanitize { control, added_ids }
+        })
+    }
+
+    /// The matcher of the chat template's control tokens, for marking data.
+    pub fn control_token_set(&self) -> &ControlTokens {
+        &self.sanitize().control
+    }
+
+    /// Encodes a render of data marked by `ControlTokens::mark_json`: control tokens from the
+    /// data become text, the template's stay tokens (see `control_tokens::encode_marked`).
+    pub fn encode_marked(&self, text: &str) -> SftResult<EncodedText> {
+        encode_marked(self, text, &self.sanitize().added_ids)
+    }
+
+    /// `text` encoded by the normalizer, pre-tokenizer and model of `tokenizer.json` alone,
+    /// without its added tokens, with byte offsets.
+    pub fn encode_without_added(&self, text: &str) -> SftResult<EncodedText> {
+        if let Some(fast) = &self.fast {
+            let (ids, offsets) = fast.encode_without_added(text);
+            return Ok(EncodedText { ids, offsets });
+        }
+        use tokenizers::{Model, Normalizer, OffsetType, PreTokenizer};
+        let failed = |e: tokenizers::Error| {
+            SftError::new(ErrorCode::Tokenize, format!("encode failed: {e}"))
+        };
+        let mut normalized = tokenizers::NormalizedString::from(text);
+        if let Some(normalizer) = self.hf.get_normalizer() {
+            normalizer.normalize(&mut normalized).map_err(failed)?;
+        }
+        let mut pieces = tokenizers::PreTokenizedString::from(normalized);
+        if let Some(pre_tokenizer) = self.hf.get_pre_tokenizer() {
+            pre_tokenizer.pre_tokenize(&mut pieces).map_err(failed)?;
+        }
+        let model = self.hf.get_model();
+        pieces
+            .tokenize(|piece| model.tokenize(piece.get()))
+            .map_err(failed)?;
+        let encoding = pieces
+            .into_encoding(None, 0, OffsetType::Byte)
+            .map_err(failed)?;
+        // The post-processor adds no token here, but may trim offsets as `encode` does.
+        let encoding = self
             .hf
-            .get_added_vocabulary()
-            .get_added_tokens_decoder()
-            .values()
-            .filter(|t| {
-                t.special || (!t.content.trim().is_empty() && source.contains(t.content.as_str()))
-            })
-            .map(|t| t.content.clone())
-            .collect();
-        tokens.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        tokens.dedup();
-        tokens
+            .post_process(encoding, None, false)
+            .map_err(failed)?;
+        Ok(EncodedText {
+            ids: encoding.get_ids().to_vec(),
+            offsets: encoding.get_offsets().to_vec(),
+        })
     }
 
     /// The added-token matches of `text` (start, end) at which its encoding can be cut exactly
@@ -440,6 +505,43 @@ impl ChatTokenizer {
         self.encode(&text, false)
     }
 
+    /// `applyChatTemplate` with `sanitizeControlTokens`: the strings of the messages, the tools
+    /// and the template variables have their control tokens marked before the render, and the
+    /// render is encoded with `encode_marked`.
+    pub fn apply_chat_template_sanitized(
+        &self,
+        messages: &[Json],
+        opts: &RenderOptions,
+    ) -> SftResult<Vec<u32>> {
+        let text = self.render_marked(messages, opts)?;
+        Ok(self.encode_marked(&text)?.ids)
+    }
+
+    /// The render of `messages`, tools and template variables with their control tokens
+    /// marked (see `ControlTokens::mark_json`).
+    pub fn render_marked(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
+        let control = self.control_token_set();
+        let mut messages = Json::Array(messages.to_vec());
+        control.mark_json(&mut messages);
+        let mut tools = opts.tools.cloned();
+        if let Some(tools) = &mut tools {
+            control.mark_json(tools);
+        }
+        let mut kwargs = opts.template_kwargs.cloned().map(Json::Object);
+        if let Some(kwargs) = &mut kwargs {
+            control.mark_json(kwargs);
+        }
+        let marked_opts = RenderOptions {
+            tools: tools.as_ref(),
+            template_kwargs: kwargs.as_ref().and_then(Json::as_object),
+            add_generation_prompt: opts.add_generation_prompt,
+            enable_thinking: opts.enable_thinking,
+            continue_final_message: opts.continue_final_message,
+        };
+        let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
+        self.render(list, &marked_opts)
+    }
+
     /// The ids of `prompt_text` and of `full_text`, two renders that share a prefix, with the
     /// shared part encoded once: both texts are cut after the last added token they share, the
     /// head is encoded once and each tail on its own. Identical to encoding each text whole
@@ -483,6 +585,16 @@ impl ChatTokenizer {
         let mut prompt = head;
         prompt.extend(self.encode(&prompt_text[end..], false)?);
         Ok((prompt, full))
+    }
+}
+
+impl PieceEncoder for ChatTokenizer {
+    fn encode_piece(&self, text: &str) -> SftResult<EncodedText> {
+        self.encode_with_offsets(text)
+    }
+
+    fn encode_piece_as_text(&self, text: &str) -> SftResult<EncodedText> {
+        self.encode_without_added(text)
     }
 }
 
