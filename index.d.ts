@@ -125,9 +125,13 @@ export declare class SFTDataset {
    * *(addition)* Writes the rows that take part in training as Apache Parquet (columns
    * `example_index`, `input_ids`, `labels` with -100 where no loss is taken, `num_tokens`,
    * `num_trained_tokens`), untruncated and in example order, exactly as `tokenizeExample`
-   * gives them. Written to a temporary file beside `outPath`, then renamed.
+   * gives them. With `options.batchSize`, writes instead every batch of the current epoch
+   * exactly as `batches(batchSize)` yields them (batching strategy, shard, truncation,
+   * packing and padding included), one record per batch row: `batch_index`, `input_ids`,
+   * `labels`, `position_ids`, `example_ids` (-1 on padding), `num_tokens` (not padding),
+   * `num_trained_tokens`. Written to a temporary file beside `outPath`, then renamed.
    */
-  exportParquet(outPath: string): Promise<ParquetExport>
+  exportParquet(outPath: string, options?: ExportOptions | undefined | null): Promise<ParquetExport>
   /** Checks a `batches()` batch size; used by the JS generator before it starts. */
   _checkBatchSize(batchSize: number): void
 }
@@ -322,6 +326,12 @@ export interface ExampleReport {
    * `CONTROL_TOKEN_IN_CONTENT`.
    */
   silentLosses: Array<string>
+}
+
+/** Options of `exportParquet`. */
+export interface ExportOptions {
+  /** Write the current epoch's batches of this many rows instead of one record per example. */
+  batchSize?: number
 }
 
 export interface FileProblem {
