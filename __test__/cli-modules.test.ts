@@ -31,6 +31,8 @@ describe('parseCommandLine', () => {
         limit: undefined,
         cache: undefined,
         out: undefined,
+        batches: false,
+        epoch: 0,
         format: 'auto',
         tools: 'ignore',
         strict: false,
@@ -42,6 +44,14 @@ describe('parseCommandLine', () => {
         quiet: false,
       },
     })
+  })
+
+  it('export --batches takes the batching flags and an epoch', () => {
+    const { options } = parseCommandLine(['export', 'd.jsonl', '--out', 'b.parquet', '--batches', '--batching', 'packed', '--batch-size', '4', '--epoch', '2'])
+    expect([options.batches, options.batching, options.batchSize, options.epoch, options.out]).toEqual([true, 'packed', 4, 2, 'b.parquet'])
+    expect(() => parseCommandLine(['stats', 'd.jsonl', '--batches'])).toThrow('--batches applies only to export')
+    expect(() => parseCommandLine(['export', 'd.jsonl', '--out', 'b.parquet', '--epoch', '1'])).toThrow('--epoch applies only to export --batches')
+    expect(() => parseCommandLine(['export', 'd.jsonl', '--out', 'b.parquet', '--batches', '--epoch=-1'])).toThrow('--epoch must be an integer >= 0, got "-1"')
   })
 
   it('reads every flag', () => {

@@ -251,7 +251,7 @@ describe('JSONL files', () => {
     expect(e.message).toBe(
       // The null-valued key is dropped before rendering (as transformers 5 does), so Qwen3's
       // template meets an undefined content, as it does in Python.
-      `SFT example 0: chat template failed to render: unknown method: undefined has no method named lstrip (\`message.content\` is undefined, from line 29) (line 41) (at ${p}:1)`,
+      `SFT example 0: chat template failed to render: unknown method: undefined has no method named lstrip (line 41) (at ${p}:1)`,
     )
   })
 

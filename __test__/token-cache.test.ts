@@ -377,6 +377,26 @@ describe('Parquet export', () => {
     expect(bytes.subarray(bytes.length - 4).toString()).toBe('PAR1')
     expect(readdirSync(scratch).filter((f) => f.endsWith('.tmp'))).toEqual([])
   })
+
+  it('writes one epoch of packed batches: the rows and tokens of batches()', async () => {
+    const file = join(edgeData, 'conv_edge.jsonl')
+    const out = join(scratch, 'batches.parquet')
+    const options = { allowedRoot: edgeData, completionOnly: true, batching: 'packed' as const, maxSeqLength: 256 }
+    const written = await exportSFTParquet(file, tokenizer('qwen3'), out, options, { batchSize: 2, epoch: 3 })
+    const ds = await loadSFTDataset(file, tokenizer('qwen3'), options)
+    ds.shuffleForEpoch(3)
+    let rows = 0
+    let tokens = 0
+    let trained = 0
+    for await (const b of ds.batches(2)) {
+      rows += b.shape[0]
+      tokens += b.exampleIds!.filter((e) => e >= 0).length
+      trained += b.labels.filter((l) => l !== -100).length
+    }
+    expect(written).toEqual({ file: out, rows, tokens, trainedTokens: trained })
+    expect(rows).toBeLessThan(ds.length)
+    expect(readFileSync(out).subarray(0, 4).toString()).toBe('PAR1')
+  })
 })
 
 describe('CLI', () => {

@@ -60,6 +60,9 @@ impl ChatTemplate {
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
         env.set_syntax(syntax);
         env.set_undefined_behavior(UndefinedBehavior::Lenient);
+        // Error messages are the same in every build (minijinja adds debug details by default
+        // only where debug assertions are on).
+        env.set_debug(false);
         env.set_fuel(Some(RENDER_FUEL));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.set_formatter(python_formatter);

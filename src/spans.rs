@@ -190,12 +190,14 @@ fn with_empty_content(message: &Json) -> Json {
 }
 
 /// What rendering part of the conversation gives, compared with the full text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Probe {
     /// The longest common prefix with the full text, at a character boundary of the part.
     shared: usize,
     /// The length of the part's render.
     len: usize,
+    /// `(at, text)`: the render from byte `at` (at most `shared`) to its end.
+    tail: (usize, String),
 }
 
 /// The parts of the conversation the locator compares with the full text, for message `i`.
@@ -285,6 +287,7 @@ impl Prober for PrefixRenders<'_> {
         Ok(self.render(&list, part).map(|text| Probe {
             shared: common_prefix(&text, self.full),
             len: text.len(),
+            tail: (0, text),
         }))
     }
 }
@@ -389,6 +392,7 @@ impl<'a> Windows<'a> {
         Some(Probe {
             shared: s_content.start + cut - first,
             len: s_content.start + window.len() - first,
+            tail: (s_content.start, window[first..].to_string()),
         })
     }
 }
@@ -488,9 +492,18 @@ pub fn prefix_token_counts(
     locate_with(&mut windows, messages, full, encoded, turn_end.as_ref())?;
     let cuts = tokenizer.added_token_cuts(full);
     let mut count = |i: usize, part: Part| -> SftResult<usize> {
-        if let Some(cuts) = &cuts {
-            if let Some(p) = windows.probe(i, part)?.filter(|p| p.shared == p.len) {
+        if let (Some(cuts), Some(p)) = (&cuts, windows.probe(i, part)?) {
+            if p.shared == p.len {
                 return tokenizer.prefix_token_count(full, encoded, cuts, p.len);
+            }
+            // A render that differs from the full one (Qwen3's empty reasoning block on the
+            // last assistant turn of a prefix) is counted from where they last split alike.
+            let (at, tail) = &p.tail;
+            let diverging = (*at, tail.as_str());
+            if let Some(n) =
+                tokenizer.diverging_prefix_token_count(full, encoded, cuts, p.shared, diverging)?
+            {
+                return Ok(n);
             }
         }
         let end = if part == Part::Through { i + 1 } else { i };

@@ -3,6 +3,7 @@
 
 pub mod config;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,8 @@ struct TailReuse {
     /// The ids of the added tokens, when the model's own vocabulary has none of them: then
     /// every one of these ids in an encoding is exactly one added-token match of the text.
     added_only_ids: Option<HashSet<u32>>,
+    /// The longest added token, in bytes.
+    longest: usize,
 }
 
 impl TailReuse {
@@ -226,7 +229,14 @@ impl ChatTokenizer {
                 .map(Some)
         };
         let normalized_after_normalizer = has_normalizer && !normalized.is_empty();
+        let longest = raw
+            .iter()
+            .chain(&normalized)
+            .map(String::len)
+            .max()
+            .unwrap_or(0);
         Some(TailReuse {
+            longest,
             raw: build(raw)?,
             normalized: if has_normalizer {
                 None
@@ -442,6 +452,42 @@ impl ChatTokenizer {
             }
         }
         Ok(self.encode(&text[..len], false)?.len())
+    }
+
+    /// The number of tokens of a text `P` that agrees with `text` (encoded as `encoded`, with
+    /// `cuts`) on its first `shared` bytes and then differs, given `P[at..]` as `tail` (`at` at
+    /// most `shared`): `text`'s tokens through the last cut that starts at least one added
+    /// token's length before `shared`, plus the rest of `P` encoded on its own. Every added
+    /// token that could match in `P` before that cut lies in the shared bytes, so `P` splits
+    /// there as `text` does. `None` when no such cut is found.
+    pub fn diverging_prefix_token_count(
+        &self,
+        text: &str,
+        encoded: &EncodedText,
+        cuts: &[(usize, usize)],
+        shared: usize,
+        (at, tail): (usize, &str),
+    ) -> SftResult<Option<usize>> {
+        let Some(reuse) = &self.tail_reuse else {
+            return Ok(None);
+        };
+        let k = cuts.partition_point(|&(start, _)| start + reuse.longest <= shared);
+        let Some(&(start, end)) = k.checked_sub(1).map(|k| &cuts[k]) else {
+            return Ok(None);
+        };
+        if at > shared || end > shared {
+            return Ok(None);
+        }
+        let t = encoded.offsets.partition_point(|&(s, _)| s < start);
+        if encoded.offsets.get(t) != Some(&(start, end)) || !self.is_added_token(encoded.ids[t]) {
+            return Ok(None);
+        }
+        let rest = if end >= at {
+            Cow::Borrowed(&tail[end - at..])
+        } else {
+            Cow::Owned(format!("{}{tail}", &text[end..at]))
+        };
+        Ok(Some(t + 1 + self.encode(&rest, false)?.len()))
     }
 
     /// Whether `id` is an added token (matched in the text before the model splits it).
