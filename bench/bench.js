@@ -7,6 +7,7 @@
 //
 //   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
 //   npm run bench -- --padding-only      (only the padding table of the batching strategies)
+//   npm run bench -- --epochs-only       (only epoch 1 / epoch 2 under each batching strategy)
 //   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
@@ -197,6 +198,15 @@ async function epochsByBatching(label, file, tok, opts) {
   console.log(`| ${label} (${path.basename(file)}) | ${cells.join(' | ')} |`)
 }
 
+async function epochsTable(pcFile, convFile, opts) {
+  console.log(`\n## Epoch 1 / epoch 2 seconds by batching (auto engine, completionOnly, maxSeqLength 2048, batch size ${opts.batchSize}, best of ${opts.repeat})`)
+  console.log(`| data | ${STRATEGIES.join(' | ')} |`)
+  console.log(`|---|${STRATEGIES.map(() => '---:').join('|')}|`)
+  const autoTok = await lib.Tokenizer.fromPretrained(qwen3)
+  await epochsByBatching('prompt-completion', pcFile, autoTok, opts)
+  if (convFile && convFile !== pcFile) await epochsByBatching('conversation', convFile, autoTok, opts)
+}
+
 async function main() {
   if (process.argv.includes('--spans')) return require('./spans.js') // issue 17: node bench/spans.js
   const { values } = parseArgs({
@@ -208,6 +218,7 @@ async function main() {
       worker: { type: 'boolean', default: false },
       engine: { type: 'string', default: 'auto' },
       'padding-only': { type: 'boolean', default: false },
+      'epochs-only': { type: 'boolean', default: false },
     },
   })
   const repeat = Number(values.repeat)
@@ -217,6 +228,7 @@ async function main() {
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
   const opts = { batchSize: Number(values['batch-size']), repeat }
   if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+  if (values['epochs-only']) return epochsTable(pcFile, convFile, opts)
   console.log(`sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat}`)
   const rows = [await benchFile('prompt-completion', pcFile, opts)]
   if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
@@ -232,12 +244,7 @@ async function main() {
 
   await paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
 
-  console.log('\n## Epoch 1 / epoch 2 seconds by batching (auto engine, completionOnly, maxSeqLength 2048)')
-  console.log(`| data | ${STRATEGIES.join(' | ')} |`)
-  console.log(`|---|${STRATEGIES.map(() => '---:').join('|')}|`)
-  const autoTok = await lib.Tokenizer.fromPretrained(qwen3)
-  await epochsByBatching('prompt-completion', pcFile, autoTok, opts)
-  if (convFile && convFile !== pcFile) await epochsByBatching('conversation', convFile, autoTok, opts)
+  await epochsTable(pcFile, convFile, opts)
 
   console.log('\n## Encoder engines: encodeBatch over the rendered texts, MB/s')
   console.log('| data | hf, 1 thread | fast, 1 thread | hf, 2 threads | fast, 2 threads | fast / hf (1 thread) |')

@@ -8,7 +8,8 @@
 //   node scripts/large-file-check.js [sizeMB=2048] [dir=os.tmpdir()] [--parquet]
 //
 // With --parquet, the records (without the invalid last line) are converted to Apache Parquet
-// (row groups of 65,536 records, nested prompt/completion columns) by `$PYTHON` (default
+// (row groups of 65,536 records, nested prompt/completion columns, plain encoding and no
+// compression, so the file is about as large as its text) by `$PYTHON` (default
 // python3, which needs pyarrow), and the Parquet file is loaded instead: peak memory then shows
 // that Parquet streams one row group at a time as JSONL streams its lines.
 const { execFileSync } = require('node:child_process')
@@ -78,7 +79,9 @@ async function loadParquet(jsonl, jsonlBytes, total, cacheBytes, tok, dir) {
   const file = jsonl.replace(/\.jsonl$/, '.parquet')
   const convert = [
     'import sys, pyarrow.json as pj, pyarrow.parquet as pq',
-    'pq.write_table(pj.read_json(sys.argv[1]), sys.argv[2], row_group_size=65536, compression="zstd")',
+    // Plain encoding, no compression: the file is as large as its text, like a hub dataset of
+    // distinct records (this one repeats a few records, which would otherwise compress to KBs).
+    'pq.write_table(pj.read_json(sys.argv[1]), sys.argv[2], row_group_size=65536, compression="none", use_dictionary=False)',
   ].join('\n')
   execFileSync(process.env.PYTHON ?? 'python3', ['-c', convert, jsonl, file], { stdio: 'inherit' })
   fs.unlinkSync(jsonl)
