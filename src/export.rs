@@ -179,8 +179,9 @@ fn write_batches_to(
                 .map_err(|e| e.context(format_args!("export of batch {b}")))?;
             let batch = &collated.batch;
             let width = batch.seq_len;
+            // The example of each row (of a packed row, its first one): one a row.
             let firsts = collated.indices.unwrap_or_default();
-            for r in 0..batch.rows {
+            for (r, &first) in firsts.iter().enumerate().take(batch.rows) {
                 let span = r * width..(r + 1) * width;
                 let (pos, ex) = match &batch.packing {
                     Some(p) => (
@@ -188,7 +189,7 @@ fn write_batches_to(
                         p.example_ids[span.clone()].to_vec(),
                     ),
                     None => {
-                        let e = firsts[r];
+                        let e = first;
                         let len = (lengths[e as usize] as usize).min(width);
                         let mut pos: Vec<i32> = (0..len as i32).collect();
                         pos.resize(width, 0);
