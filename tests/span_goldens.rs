@@ -3,6 +3,8 @@
 //! counts for every setting combination (and for the same data as prompt-completion), and the
 //! same prefix-mismatch and missing-content counts.
 
+mod common;
+
 use std::path::Path;
 
 use serde_json::Value;
@@ -95,7 +97,7 @@ fn has_null_key(case: &Value) -> bool {
         .any(|m| m.values().any(Value::is_null))
 }
 
-fn check_family(family: &str) -> usize {
+fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let golden: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join(format!("__test__/fixtures/spans/{family}.json")))
@@ -107,7 +109,6 @@ fn check_family(family: &str) -> usize {
         eprintln!("skipping {family}: run npm install first");
         return 0;
     }
-    let tokenizer = ChatTokenizer::load(&dir).unwrap();
     let combos = golden["combos"].as_object().unwrap();
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -192,11 +193,30 @@ fn check_family(family: &str) -> usize {
     }
     assert!(
         failures.is_empty(),
-        "{family}: {} of {checked} masks differ:\n{}",
+        "{family} ({combo}): {} of {checked} masks differ:\n{}",
         failures.len(),
         failures.join("\n")
     );
     checked
+}
+
+/// `check_with` under every engine and renderer.
+fn check_family(family: &str) -> usize {
+    let Some(dir) = common::tokenizer_dir(&format!("tokenizer-{family}")) else {
+        eprintln!("skipping {family}: run npm install first");
+        return 0;
+    };
+    let combos = common::tokenizer_combos(&dir);
+    assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
+    let counts: Vec<usize> = combos
+        .iter()
+        .map(|(combo, tokenizer)| check_with(family, tokenizer, combo))
+        .collect();
+    assert!(
+        counts.iter().all(|&n| n == counts[0]),
+        "{family}: {counts:?}"
+    );
+    counts[0]
 }
 
 #[test]
@@ -216,6 +236,6 @@ fn gemma3() {
 
 #[test]
 fn deepseek_v3() {
-    // 44 of its cases hold null-valued keys and are left out (see check_family).
+    // 44 of its cases hold null-valued keys and are left out (see check_with).
     assert_eq!(check_family("deepseek_v3"), 805);
 }

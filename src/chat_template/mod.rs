@@ -16,6 +16,13 @@ use crate::error::{ErrorCode, SftError, SftResult};
 use crate::json_dumps::{dumps, python_float_repr, DumpOptions};
 use crate::json_value::{list_to_template, to_template};
 
+pub mod compiled;
+#[cfg(test)]
+mod compiled_tests;
+pub mod python_str;
+
+use compiled::Compiled;
+
 const TEMPLATE_NAME: &str = "chat_template";
 
 /// A render that runs longer than this many template instructions is stopped: a template that
@@ -32,6 +39,38 @@ thread_local! {
 pub struct ChatTemplate {
     env: Environment<'static>,
     special_tokens: Vec<(String, Value)>,
+    /// The direct renderer of a known template (see `compiled`), when one is in use.
+    direct: Option<Compiled>,
+    /// The direct renderer the source has, in use or not.
+    available: Option<Compiled>,
+}
+
+/// Which renderer writes the text. Both write the same bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renderer {
+    /// minijinja interpreting the template.
+    Interpreter,
+    /// A direct renderer of a known template, with the interpreter for what it declines.
+    Compiled,
+}
+
+impl Renderer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Renderer::Interpreter => "interpreter",
+            Renderer::Compiled => "compiled",
+        }
+    }
+}
+
+/// The renderer a caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RendererChoice {
+    /// `Compiled` when the template has a direct renderer, `Interpreter` otherwise.
+    #[default]
+    Auto,
+    Interpreter,
+    Compiled,
 }
 
 /// What a single render needs besides the template.
@@ -64,9 +103,10 @@ impl ChatTemplate {
         // only where debug assertions are on).
         env.set_debug(false);
         env.set_fuel(Some(RENDER_FUEL));
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(python_method);
         env.set_formatter(python_formatter);
         env.add_filter("tojson", tojson_filter);
+        env.add_filter("trim", trim_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_test("iterable", is_iterable);
@@ -77,10 +117,69 @@ impl ChatTemplate {
                     format!("chat template does not compile: {}", describe(&e)),
                 )
             })?;
+        // Later entries win, as in the render context.
+        let bos = special_tokens
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "bos_token")
+            .map(|(_, v)| v);
+        let available = compiled::family_of(source).and_then(|f| Compiled::new(f, bos));
         Ok(ChatTemplate {
             env,
             special_tokens,
+            direct: available.clone(),
+            available,
         })
+    }
+
+    /// Chooses the renderer. `Compiled` fails for a template without a direct renderer.
+    pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
+        self.direct = match choice {
+            RendererChoice::Interpreter => None,
+            RendererChoice::Auto => self.available.clone(),
+            RendererChoice::Compiled => Some(self.available.clone().ok_or_else(|| {
+                SftError::new(
+                    ErrorCode::InvalidArgument,
+                    "renderer 'compiled': this chat template has no direct renderer (the known templates are Qwen3, Llama 3.x, Gemma 3, DeepSeek V3 and ChatML); use 'auto' or 'interpreter'",
+                )
+            })?),
+        };
+        Ok(())
+    }
+
+    /// The renderer in use.
+    pub fn renderer(&self) -> Renderer {
+        match self.direct {
+            Some(_) => Renderer::Compiled,
+            None => Renderer::Interpreter,
+        }
+    }
+
+    /// The family of the direct renderer in use.
+    pub fn compiled_family(&self) -> Option<compiled::Family> {
+        self.direct.as_ref().map(Compiled::family)
+    }
+
+    /// The direct renderer's text, `None` when there is none or it declines these messages.
+    pub fn render_direct(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> Option<SftResult<String>> {
+        let text = self.available.as_ref()?.render(messages, opts)?;
+        Some(self.finish(text, messages, opts))
+    }
+
+    fn finish(
+        &self,
+        text: String,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        if opts.continue_final_message {
+            return cut_after_final_message(text, messages);
+        }
+        Ok(text)
     }
 
     /// Renders `messages` (already in the shape the template expects) to text.
@@ -89,12 +188,24 @@ impl ChatTemplate {
         messages: &[serde_json::Value],
         opts: &RenderOptions,
     ) -> SftResult<String> {
-        if opts.continue_final_message && opts.add_generation_prompt {
-            return Err(SftError::new(
-                ErrorCode::InvalidArgument,
-                "continueFinalMessage and addGenerationPrompt cannot both be true",
-            ));
+        check_options(opts)?;
+        if let Some(text) = self.direct.as_ref().and_then(|d| d.render(messages, opts)) {
+            return self.finish(text, messages, opts);
         }
+        self.interpret(messages, opts)
+    }
+
+    /// Renders with the interpreter, whatever renderer is chosen.
+    pub fn render_interpreted(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        check_options(opts)?;
+        self.interpret(messages, opts)
+    }
+
+    fn interpret(&self, messages: &[serde_json::Value], opts: &RenderOptions) -> SftResult<String> {
         let template = self.env.get_template(TEMPLATE_NAME).map_err(|e| {
             SftError::new(
                 ErrorCode::Internal,
@@ -141,11 +252,57 @@ impl ChatTemplate {
                 ),
             }
         })?;
-        if opts.continue_final_message {
-            return cut_after_final_message(rendered, messages);
-        }
-        Ok(rendered)
+        self.finish(rendered, messages, opts)
     }
+}
+
+fn check_options(opts: &RenderOptions) -> SftResult<()> {
+    if opts.continue_final_message && opts.add_generation_prompt {
+        return Err(SftError::new(
+            ErrorCode::InvalidArgument,
+            "continueFinalMessage and addGenerationPrompt cannot both be true",
+        ));
+    }
+    Ok(())
+}
+
+/// jinja2's `trim`: Python's `str.strip`, whose whitespace includes U+001C..U+001F.
+fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {
+    let text = match value.as_str() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(value.to_string()),
+    };
+    Ok(Value::from(match chars {
+        Some(chars) => {
+            let set: Vec<char> = chars.chars().collect();
+            text.trim_matches(&set[..]).to_string()
+        }
+        None => python_str::python_strip(&text).to_string(),
+    }))
+}
+
+/// Python's string and dict methods (minijinja-contrib's pycompat), with `strip`, `lstrip` and
+/// `rstrip` without arguments stripping Python's whitespace.
+fn python_method(
+    state: &mut minijinja::State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    let no_chars = match args {
+        [] => true,
+        [arg] => arg.is_none() || arg.is_undefined(),
+        _ => false,
+    };
+    if let (Some(s), true) = (value.as_str(), no_chars) {
+        match method {
+            "strip" => return Ok(Value::from(python_str::python_strip(s))),
+            "lstrip" => return Ok(Value::from(python_str::python_lstrip(s))),
+            "rstrip" => return Ok(Value::from(python_str::python_rstrip(s))),
+            _ => {}
+        }
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
 
 /// minijinja's error text with the template location, on one line.

@@ -1,0 +1,62 @@
+//! Python's `str.strip` family, for templates and the direct renderers alike.
+//!
+//! jinja2's `trim` filter and the `strip`/`lstrip`/`rstrip` methods without arguments strip
+//! what Python calls whitespace. That set is Unicode's White_Space (what Rust's `trim` strips)
+//! plus the four information separators U+001C to U+001F, so a content that ends in one of those
+//! renders differently in Rust's trim and in transformers.
+
+/// Python's `str.isspace` for one character.
+pub fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// `s.strip()`.
+pub fn python_strip(s: &str) -> &str {
+    s.trim_matches(is_python_space)
+}
+
+/// `s.lstrip()`.
+pub fn python_lstrip(s: &str) -> &str {
+    s.trim_start_matches(is_python_space)
+}
+
+/// `s.rstrip()`.
+pub fn python_rstrip(s: &str) -> &str {
+    s.trim_end_matches(is_python_space)
+}
+
+/// `s.strip(c)` for a one-character argument.
+pub fn strip_chars(s: &str, c: char) -> &str {
+    s.trim_matches(c)
+}
+
+/// `s.lstrip(c)` for a one-character argument.
+pub fn lstrip_chars(s: &str, c: char) -> &str {
+    s.trim_start_matches(c)
+}
+
+/// `s.rstrip(c)` for a one-character argument.
+pub fn rstrip_chars(s: &str, c: char) -> &str {
+    s.trim_end_matches(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_whitespace_includes_the_information_separators() {
+        assert_eq!(python_strip("\u{1c}\u{1f} a\u{a0}\u{3000}\u{1d}"), "a");
+        assert_eq!(python_lstrip("\u{1e} a "), "a ");
+        assert_eq!(python_rstrip(" a \u{1f}"), " a");
+        // Not whitespace in Python either: the zero-width space and the BOM.
+        assert_eq!(python_strip("\u{200b}a\u{feff}"), "\u{200b}a\u{feff}");
+    }
+
+    #[test]
+    fn single_character_strips() {
+        assert_eq!(strip_chars("\n\nab\n", '\n'), "ab");
+        assert_eq!(lstrip_chars("\n a\n", '\n'), " a\n");
+        assert_eq!(rstrip_chars("\n a\n\n", '\n'), "\n a");
+    }
+}
