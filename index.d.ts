@@ -144,6 +144,11 @@ export declare class Tokenizer {
    */
   static fromPretrained(path: string, options?: TokenizerLoadOptions | undefined | null): Promise<Tokenizer>
   static fromPretrainedSync(path: string, options?: TokenizerLoadOptions | undefined | null): Tokenizer
+  /**
+   * The chat-template renderer in use: `'compiled'` (a direct renderer of a known template)
+   * or `'interpreter'`.
+   */
+  get renderer(): 'compiled' | 'interpreter'
   /** The active encoder: `'fast'` or `'hf'`. */
   get engine(): 'fast' | 'hf'
   encode(text: string, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array>
@@ -856,6 +861,14 @@ export interface TokenizerLoadOptions {
    * the fast engine or an error naming the unsupported component. Both give identical ids.
    */
   engine?: 'auto' | 'hf' | 'fast'
+  /**
+   * `'auto'` (default): a direct renderer when the chat template is one of the known
+   * templates (Qwen3, Llama 3.x, Gemma 3, DeepSeek V3, ChatML; matched byte for byte), the
+   * minijinja interpreter otherwise. `'interpreter'`: always the interpreter. `'compiled'`: the
+   * direct renderer or an error. Both write the same text; the direct renderer hands what it
+   * does not cover (tools, tool calls, non-string contents) to the interpreter.
+   */
+  renderer?: 'auto' | 'interpreter' | 'compiled'
 }
 
 /** Options of `tokenizeForTrainer` and `tokenizeForTrainerBatch`. */

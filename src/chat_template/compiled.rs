@@ -69,6 +69,9 @@ const FINGERPRINTS: [(&str, Family); 5] = [
     ),
 ];
 
+/// The generic ChatML template as hub models ship it.
+pub const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
 /// The hex blake3 fingerprint of a template source.
 pub fn fingerprint(source: &str) -> String {
     blake3::hash(source.as_bytes()).to_hex().to_string()

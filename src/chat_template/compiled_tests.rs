@@ -6,14 +6,11 @@ use std::path::Path;
 
 use serde_json::{json, Value as Json};
 
-use super::compiled::{family_of, fingerprint, Family};
+use super::compiled::{family_of, fingerprint, Family, CHATML};
 use super::*;
 use crate::message::normalize_messages;
 use crate::test_support::{family_dir, load_family, real_data, Rng, FAMILIES};
 use crate::tokenizer::ChatTokenizer;
-
-/// The generic ChatML template as hub models ship it.
-pub const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 fn family_of_dir(family: &str) -> Family {
     match family {

@@ -15,6 +15,7 @@ use super::ids::{token_ids, IdsInput};
 use super::json::JsJson;
 use super::task::{job, Job};
 use crate::chat_template::RenderOptions;
+use crate::chat_template::RendererChoice;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::message::prepare_chat;
 use crate::tokenizer::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
@@ -58,10 +59,17 @@ pub struct TokenizerLoadOptions {
     /// the fast engine or an error naming the unsupported component. Both give identical ids.
     #[napi(ts_type = "'auto' | 'hf' | 'fast'")]
     pub engine: Option<String>,
+    /// `'auto'` (default): a direct renderer when the chat template is one of the known
+    /// templates (Qwen3, Llama 3.x, Gemma 3, DeepSeek V3, ChatML; matched byte for byte), the
+    /// minijinja interpreter otherwise. `'interpreter'`: always the interpreter. `'compiled'`: the
+    /// direct renderer or an error. Both write the same text; the direct renderer hands what it
+    /// does not cover (tools, tool calls, non-string contents) to the interpreter.
+    #[napi(ts_type = "'auto' | 'interpreter' | 'compiled'")]
+    pub renderer: Option<String>,
 }
 
-fn engine_choice(options: Option<TokenizerLoadOptions>) -> SftResult<EngineChoice> {
-    match options.and_then(|o| o.engine).as_deref() {
+fn engine_choice(options: Option<&TokenizerLoadOptions>) -> SftResult<EngineChoice> {
+    match options.and_then(|o| o.engine.as_deref()) {
         None | Some("auto") => Ok(EngineChoice::Auto),
         Some("hf") => Ok(EngineChoice::Hf),
         Some("fast") => Ok(EngineChoice::Fast),
@@ -72,9 +80,24 @@ fn engine_choice(options: Option<TokenizerLoadOptions>) -> SftResult<EngineChoic
     }
 }
 
+fn renderer_choice(options: Option<&TokenizerLoadOptions>) -> SftResult<RendererChoice> {
+    match options.and_then(|o| o.renderer.as_deref()) {
+        None | Some("auto") => Ok(RendererChoice::Auto),
+        Some("interpreter") => Ok(RendererChoice::Interpreter),
+        Some("compiled") => Ok(RendererChoice::Compiled),
+        Some(other) => Err(SftError::new(
+            ErrorCode::InvalidArgument,
+            format!("renderer must be 'auto', 'interpreter' or 'compiled', got {other:?}"),
+        )),
+    }
+}
+
 fn load(path: String, options: Option<TokenizerLoadOptions>) -> SftResult<ChatTokenizer> {
-    let choice = engine_choice(options)?;
-    ChatTokenizer::load_with_engine(&PathBuf::from(path), choice)
+    let engine = engine_choice(options.as_ref())?;
+    let renderer = renderer_choice(options.as_ref())?;
+    let mut tokenizer = ChatTokenizer::load_with_engine(&PathBuf::from(path), engine)?;
+    tokenizer.set_renderer(renderer)?;
+    Ok(tokenizer)
 }
 
 #[napi(js_name = "Tokenizer")]
@@ -193,6 +216,13 @@ impl JsTokenizer {
                 inner: Arc::new(load(path, options)?),
             })
         })
+    }
+
+    /// The chat-template renderer in use: `'compiled'` (a direct renderer of a known template)
+    /// or `'interpreter'`.
+    #[napi(getter, ts_return_type = "'compiled' | 'interpreter'")]
+    pub fn renderer(&self) -> String {
+        self.inner.renderer().name().to_string()
     }
 
     /// The active encoder: `'fast'` or `'hf'`.

@@ -248,7 +248,7 @@ impl ChatTokenizer {
     }
 
     /// The variables transformers passes to every render from `special_tokens_map`.
-    pub(crate) fn special_tokens_map(&self) -> Vec<(String, Value)> {
+    pub fn special_tokens_map(&self) -> Vec<(String, Value)> {
         let c = &self.config;
         let mut map = Vec::new();
         for (name, token) in [

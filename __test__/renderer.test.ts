@@ -1,0 +1,98 @@
+// The two chat-template renderers through the public API: the direct renderer of a known template
+// (`renderer: 'compiled'`, chosen by 'auto') and the minijinja interpreter write the same text for
+// every template golden, and datasets built with either give the same batches.
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { Tokenizer, loadSFTDataset } from '../lib/index.js'
+import { fixtures, sharedParity, tokenizerDir } from './helpers'
+
+type Family = 'qwen3' | 'llama3_1' | 'gemma3' | 'deepseek_v3'
+const FAMILIES: Family[] = ['qwen3', 'llama3_1', 'gemma3', 'deepseek_v3']
+
+const load = (family: Family, renderer?: 'auto' | 'interpreter' | 'compiled') =>
+  Tokenizer.fromPretrainedSync(tokenizerDir(family), renderer ? { renderer } : undefined)
+
+describe('renderer choice', () => {
+  it('uses the direct renderer for the four known templates by default', () => {
+    for (const family of FAMILIES) {
+      expect(load(family).renderer).toBe('compiled')
+      expect(load(family, 'auto').renderer).toBe('compiled')
+      expect(load(family, 'interpreter').renderer).toBe('interpreter')
+      expect(load(family, 'compiled').renderer).toBe('compiled')
+    }
+  })
+  it('refuses an unknown renderer name', () => {
+    expect(() => load('qwen3', 'jit' as any)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: `renderer must be 'auto', 'interpreter' or 'compiled', got "jit"`,
+      }),
+    )
+  })
+})
+
+describe.each(FAMILIES)('%s goldens under both renderers', (family) => {
+  const cases: any[] = JSON.parse(readFileSync(join(fixtures, 'templates', `${family}.json`), 'utf8')).cases
+  const compiled = load(family, 'compiled')
+  const interpreter = load(family, 'interpreter')
+  it('renders the same text and ids as transformers with either renderer', () => {
+    let checked = 0
+    for (const c of cases) {
+      if (c.text === undefined || /\d\.0\b|\de[+-]\d/.test(c.text)) continue
+      if (c.messages.some((m: any) => m && typeof m === 'object' && Object.values(m).includes(null))) continue
+      const opts = { addGenerationPrompt: c.addGenerationPrompt, enableThinking: c.enableThinking ?? undefined, tools: c.tools ?? undefined }
+      const direct = compiled.renderChatTemplate(c.messages, opts)
+      const interpreted = interpreter.renderChatTemplate(c.messages, opts)
+      expect(direct, c.name).toBe(c.text)
+      expect(interpreted, c.name).toBe(c.text)
+      checked++
+    }
+    expect(checked).toBeGreaterThan(100)
+  })
+  it('trims contents as Python does (U+001C..U+001F are whitespace)', () => {
+    const messages = [
+      { role: 'user', content: '\u001cHi\u001f' },
+      { role: 'assistant', content: '\u001d Hello\u3000\u001e' },
+    ]
+    const direct = compiled.renderChatTemplate(messages, { addGenerationPrompt: false })
+    expect(interpreter.renderChatTemplate(messages, { addGenerationPrompt: false })).toBe(direct)
+    const want: Record<Family, string> = {
+      qwen3: '<|im_start|>user\n\u001cHi\u001f<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n\u001d Hello\u3000\u001e<|im_end|>\n',
+      llama3_1: '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello<|eot_id|>',
+      gemma3: '<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n',
+      deepseek_v3: '<｜begin▁of▁sentence｜><｜User｜>\u001cHi\u001f<｜Assistant｜>\u001d Hello\u3000\u001e<｜end▁of▁sentence｜>',
+    }
+    expect(direct).toBe(want[family])
+  })
+})
+
+const realData = join(sharedParity, 'real', 'data')
+describe.skipIf(!existsSync(realData))('datasets under both renderers', () => {
+  const files = ['pc_gsm8k_think.jsonl', 'conv_glaive_toolcall_en.jsonl', 'conv_fastchat_mtbench.jsonl']
+  it.each(files)('%s: the same epoch of batches', async (file) => {
+    const path = join(realData, file)
+    const epochs: { ids: number[][]; labels: number[][] }[] = []
+    for (const renderer of ['compiled', 'interpreter'] as const) {
+      const tok = Tokenizer.fromPretrainedSync(tokenizerDir('qwen3'), { renderer })
+      const warn = console.warn
+      console.warn = () => {}
+      try {
+        const ds = await loadSFTDataset(path, tok, { allowedRoot: realData, completionOnly: true, tools: 'example' })
+        const ids: number[][] = []
+        const labels: number[][] = []
+        for await (const b of ds.batches(8)) {
+          ids.push(Array.from(b.inputIds))
+          labels.push(Array.from(b.labels))
+        }
+        epochs.push({ ids, labels })
+      } finally {
+        console.warn = warn
+      }
+    }
+    expect(epochs[0].ids.length).toBeGreaterThan(30)
+    expect(epochs[0].ids).toEqual(epochs[1].ids)
+    expect(epochs[0].labels).toEqual(epochs[1].labels)
+  })
+})

