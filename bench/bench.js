@@ -3,11 +3,12 @@
 // Benchmark: this SFTDataset against a per-example implementation written the way the reference
 // works (one awaited applyChatTemplate per render, nothing cached), and against the tokenizer's
 // own limit (encodeBatch over the already-rendered texts). Also compares the two encoder engines
-// on 1 and 2 threads. Every figure comes from this one run.
+// on 1 and 2 threads and the two chat-template renderers on one. Every figure comes from this run.
 //
 //   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
 //   npm run bench -- --padding-only      (only the padding table of the batching strategies)
 //   npm run bench -- --epochs-only       (only epoch 1 / epoch 2 under each batching strategy)
+//   npm run bench -- --throughput-only   (only the epoch, render and encode tables)
 //   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
@@ -68,12 +69,15 @@ async function referenceStyleEpoch(examples, tok, batchSize) {
   return tokens
 }
 
-async function datasetEpochs(file, tok, batchSize, batching = 'reference') {
+async function datasetEpochs(file, tok, batchSize, batching = 'reference', examples = undefined) {
   const warn = console.warn
   console.warn = () => {}
   try {
     const t0 = now()
-    const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), completionOnly: true, batching })
+    const config = { completionOnly: true, batching }
+    const ds = examples
+      ? lib.createSFTDataset(examples, tok, config)
+      : await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), ...config })
     let tokens = 0
     for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
     const epoch1 = seconds(t0)
@@ -117,29 +121,50 @@ async function benchFile(label, file, opts) {
   const examples = readJsonl(file)
   const hf = await lib.Tokenizer.fromPretrained(qwen3, { engine: 'hf' })
   const auto = await lib.Tokenizer.fromPretrained(qwen3)
-  const ref = await best(1, () => referenceStyleEpoch(examples, hf, opts.batchSize))
-  const mine = { hf: [], auto: [] }
+  const interpreted = await lib.Tokenizer.fromPretrained(qwen3, { renderer: 'interpreter' })
+  // The realistic MLX Node setup: the reference's per-example algorithm on this project's tokenizer.
+  const ref = await best(1, () => referenceStyleEpoch(examples, auto, opts.batchSize))
+  const runs = { hf: [], auto: [], interpreted: [], create: [] }
   for (let i = 0; i < opts.repeat; i++) {
-    mine.hf.push(await datasetEpochs(file, hf, opts.batchSize))
-    mine.auto.push(await datasetEpochs(file, auto, opts.batchSize))
+    runs.hf.push(await datasetEpochs(file, hf, opts.batchSize))
+    runs.auto.push(await datasetEpochs(file, auto, opts.batchSize))
+    runs.interpreted.push(await datasetEpochs(file, interpreted, opts.batchSize))
+    runs.create.push(await datasetEpochs(file, auto, opts.batchSize, 'reference', readJsonl(file)))
   }
-  const pick = (runs, key) => Math.min(...runs.map((r) => r[key]))
-  const texts = fullTexts(examples, hf)
-  const enc = await best(opts.repeat, () => hf.encodeBatch(texts, false))
-  const row = {
+  const pick = (list, key) => Math.min(...list.map((r) => r[key]))
+  const texts = fullTexts(examples, auto)
+  const encAuto = await best(opts.repeat, () => auto.encodeBatch(texts, false))
+  return {
     label,
     file: path.basename(file),
     examples: examples.length,
     mb: texts.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6,
     referenceEpoch: ref.seconds,
-    hfEpoch1: pick(mine.hf, 'epoch1'),
-    hfEpoch2: pick(mine.hf, 'epoch2'),
-    autoEpoch1: pick(mine.auto, 'epoch1'),
-    autoEpoch2: pick(mine.auto, 'epoch2'),
-    encodeBatchHf: enc.seconds,
-    autoEngine: auto.engine,
+    hfEpoch1: pick(runs.hf, 'epoch1'),
+    autoEpoch1: pick(runs.auto, 'epoch1'),
+    interpretedEpoch1: pick(runs.interpreted, 'epoch1'),
+    createEpoch1: pick(runs.create, 'epoch1'),
+    autoEpoch2: pick(runs.auto, 'epoch2'),
+    encodeBatchAuto: encAuto.seconds,
+    autoEngine: `${auto.engine} engine, ${auto.renderer} renderer`,
   }
-  return row
+}
+
+/** Runs in a child on one thread: renderChatTemplate throughput of one renderer, MB/s. */
+async function renderWorker(file, renderer, repeat) {
+  const tok = await lib.Tokenizer.fromPretrained(qwen3, { renderer })
+  const examples = readJsonl(file)
+  const r = await best(repeat, () => fullTexts(examples, tok))
+  const bytes = r.value.reduce((n, t) => n + Buffer.byteLength(t), 0)
+  process.stdout.write(JSON.stringify({ mbPerSec: bytes / 1e6 / r.seconds }))
+}
+
+function renderInChild(file, renderer, repeat) {
+  const out = execFileSync(process.execPath, [__filename, '--render-worker', '--data', file, '--renderer', renderer, '--repeat', String(repeat)], {
+    env: { ...process.env, RAYON_NUM_THREADS: '1' },
+    encoding: 'utf8',
+  })
+  return JSON.parse(out)
 }
 
 const f = (x, d = 2) => x.toFixed(d)
@@ -216,13 +241,17 @@ async function main() {
       'batch-size': { type: 'string', default: '8' },
       repeat: { type: 'string', default: '3' },
       worker: { type: 'boolean', default: false },
+      'render-worker': { type: 'boolean', default: false },
+      renderer: { type: 'string', default: 'auto' },
       engine: { type: 'string', default: 'auto' },
       'padding-only': { type: 'boolean', default: false },
       'epochs-only': { type: 'boolean', default: false },
+      'throughput-only': { type: 'boolean', default: false },
     },
   })
   const repeat = Number(values.repeat)
   if (values.worker) return encodeWorker(values.data, values.engine, repeat)
+  if (values['render-worker']) return renderWorker(values.data, values.renderer, repeat)
   const pcFile = values.data ?? largest('pc_')
   const convFile = values['conv-data'] ?? largest('conv_')
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
@@ -234,27 +263,38 @@ async function main() {
   if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
 
   console.log('\n## SFTDataset (completionOnly: true), seconds')
-  console.log('| data | examples | reference-style epoch | epoch 1 (hf) | epoch 1 (auto) | epoch 2 | epoch 1 speed-up hf / auto | epoch 2 speed-up | epoch-1 throughput / encodeBatch (hf) |')
+  console.log('| data | examples | reference-style epoch (own tokenizer) | epoch 1: load, hf engine | epoch 1: load, interpreter | epoch 1: load (auto) | epoch 1: create (auto) | epoch 2 | epoch 2 speed-up |')
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
   for (const r of rows) {
     console.log(
-      `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1)} | ${f(r.autoEpoch1)} (${r.autoEngine}) | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.hfEpoch1, 1)}x / ${f(r.referenceEpoch / r.autoEpoch1, 1)}x | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x | ${f(r.encodeBatchHf / r.hfEpoch1, 2)} |`,
+      `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1, 3)} | ${f(r.interpretedEpoch1, 3)} | ${f(r.autoEpoch1, 3)} | ${f(r.createEpoch1, 3)} | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x |`,
     )
   }
+  console.log(`\nauto = ${rows[0].autoEngine}.`)
+  console.log('\n## Epoch 1 against the tokenizer: encodeBatch (auto, all cores) over the same rendered texts')
+  console.log('| data | rendered MB | encodeBatch s | load: epoch 1 throughput / encodeBatch | create: epoch 1 throughput / encodeBatch |')
+  console.log('|---|---:|---:|---:|---:|')
+  for (const r of rows) {
+    console.log(`| ${r.label} | ${f(r.mb, 2)} | ${f(r.encodeBatchAuto, 3)} | ${f(r.encodeBatchAuto / r.autoEpoch1)} | ${f(r.encodeBatchAuto / r.createEpoch1)} |`)
+  }
 
-  await paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+  if (!values['throughput-only']) {
+    await paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+    await epochsTable(pcFile, convFile, opts)
+  }
 
-  await epochsTable(pcFile, convFile, opts)
-
-  console.log('\n## Encoder engines: encodeBatch over the rendered texts, MB/s')
-  console.log('| data | hf, 1 thread | fast, 1 thread | hf, 2 threads | fast, 2 threads | fast / hf (1 thread) |')
-  console.log('|---|---:|---:|---:|---:|---:|')
+  console.log('\n## Render and encode, MB/s of rendered text (renderChatTemplate from JS on one thread, JS-to-Rust message conversion included; encodeBatch)')
+  console.log('| data | render: compiled, 1 core | render: interpreter, 1 core | encode: hf, 1 thread | encode: fast, 1 thread | encode: hf, 2 threads | encode: fast, 2 threads | fast / hf (1 thread) |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|')
   for (const r of rows) {
     const file = r.label === 'prompt-completion' ? pcFile : convFile
     const e = {}
     for (const engine of ['hf', 'fast']) for (const t of [1, 2]) e[`${engine}${t}`] = encodeInChild(file, engine, t, repeat).mbPerSec
-    console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
+    const compiled = renderInChild(file, 'compiled', repeat).mbPerSec
+    const interpreter = renderInChild(file, 'interpreter', repeat).mbPerSec
+    console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(compiled)} | ${f(interpreter)} | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
   }
+  if (values['throughput-only']) return
   await require('./cache.js').run(['--repeat', String(repeat)])
   await require('./plan.js').run(['--repeat', String(repeat)])
 }

@@ -98,20 +98,6 @@ pub struct Finding {
     pub message: String,
 }
 
-/// The messages of an example as the template gets them.
-pub fn chat_of(example: &SftExample) -> Vec<Json> {
-    match example {
-        SftExample::Conversation { messages, .. } => messages.clone(),
-        SftExample::PromptCompletion {
-            prompt, completion, ..
-        } => {
-            let mut all = prompt.clone();
-            all.push(completion.clone());
-            all
-        }
-    }
-}
-
 fn preview(text: &str) -> String {
     let short: String = text.chars().take(40).collect();
     if short.len() < text.len() {
@@ -157,14 +143,15 @@ impl LossChecker {
     /// field as given, `rendered` the template's text of the whole example.
     pub fn check(&self, messages: &[Json], tools: Option<&Json>, rendered: &str) -> Vec<Finding> {
         let mut found = Vec::new();
+        let mut within = Within::new(rendered);
         for (i, m) in messages.iter().enumerate() {
             let role = role_of(m);
             if let Some(content) = m.get("content").and_then(Json::as_str) {
                 let text = content.trim();
-                if !text.is_empty() && !rendered.contains(text) {
+                if !text.is_empty() && !within.contains(text) {
                     let answer = text.rsplit_once("</think>").map(|(_, a)| a.trim());
                     found.push(match answer {
-                        Some(a) if a.is_empty() || rendered.contains(a) => Finding {
+                        Some(a) if a.is_empty() || within.contains(a) => Finding {
                             kind: LossKind::ContentDroppedByTemplate,
                             message: format!(
                                 "message {i} ({role}): the template drops its <think> reasoning (by design: the reasoning of earlier turns is not shown)"
@@ -182,7 +169,7 @@ impl LossChecker {
             }
             if let Some(reasoning) = m.get("reasoning_content").and_then(Json::as_str) {
                 let text = reasoning.trim();
-                if !text.is_empty() && !rendered.contains(text) {
+                if !text.is_empty() && !within.contains(text) {
                     found.push(Finding {
                         kind: LossKind::ContentDroppedByTemplate,
                         message: format!(
@@ -216,6 +203,31 @@ impl LossChecker {
     }
 }
 
+/// Substring tests against one render, in time linear in the render for contents that appear
+/// in message order (as templates write them): each search starts where the previous find
+/// ended, and only a miss searches the whole text.
+struct Within<'a> {
+    text: &'a str,
+    from: usize,
+}
+
+impl<'a> Within<'a> {
+    fn new(text: &'a str) -> Self {
+        Within { text, from: 0 }
+    }
+
+    fn contains(&mut self, needle: &str) -> bool {
+        let hay = self.text.as_bytes();
+        if let Some(at) = memchr::memmem::find(&hay[self.from..], needle.as_bytes()) {
+            self.from += at + needle.len();
+            return true;
+        }
+        // A match that starts before `from` ends before `from + needle.len()`.
+        let end = (self.from + needle.len()).min(hay.len());
+        memchr::memmem::find(&hay[..end], needle.as_bytes()).is_some()
+    }
+}
+
 /// Class 2 alone: an example's tools that the template never gets.
 pub fn tools_finding(example: &SftExample, mode: ToolsMode) -> Option<Finding> {
     ignored_tools(example.tools(), mode)
@@ -240,24 +252,43 @@ fn role_of(m: &Json) -> &str {
 /// collision among 10 million examples has odds of about 3 in a million, and only costs a
 /// warning).
 pub fn duplicate_key(example: &SftExample) -> u64 {
-    let hash = blake3::hash(&example_bytes(example));
+    let mut hasher = blake3::Hasher::new();
+    write_example(example, &mut hasher);
     let mut first = [0u8; 8];
-    first.copy_from_slice(&hash.as_bytes()[..8]);
+    first.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
     u64::from_le_bytes(first)
 }
 
-/// The bytes that make an example: its messages, tools and format.
+/// The bytes that make an example: its format, messages and tools.
 pub fn example_bytes(example: &SftExample) -> Vec<u8> {
-    let (tag, chat) = match example {
-        SftExample::Conversation { .. } => (b'c', chat_of(example)),
-        SftExample::PromptCompletion { .. } => (b'p', chat_of(example)),
-    };
-    let mut bytes = vec![tag];
-    bytes.extend(serde_json::to_vec(&chat).unwrap_or_default());
-    if let Some(tools) = example.tools() {
-        bytes.extend(serde_json::to_vec(tools).unwrap_or_default());
-    }
+    let mut bytes = Vec::new();
+    write_example(example, &mut bytes);
     bytes
+}
+
+/// Writes the format tag, the messages as one JSON list and the tools as JSON, without copying
+/// the example.
+fn write_example(example: &SftExample, out: &mut impl std::io::Write) {
+    let mut messages: Vec<&Json> = Vec::new();
+    let tag = match example {
+        SftExample::Conversation { messages: list, .. } => {
+            messages.extend(list);
+            b'c'
+        }
+        SftExample::PromptCompletion {
+            prompt, completion, ..
+        } => {
+            messages.extend(prompt);
+            messages.push(completion);
+            b'p'
+        }
+    };
+    // Writing to memory or a hasher does not fail; a failure would only weaken a warning.
+    let _ = out.write_all(&[tag]);
+    let _ = serde_json::to_writer(&mut *out, &messages);
+    if let Some(tools) = example.tools() {
+        let _ = serde_json::to_writer(&mut *out, tools);
+    }
 }
 
 /// What the loader says once per dataset: per class, how many examples and the first one.
@@ -298,5 +329,43 @@ impl LossSummary {
                 (kind.code(), message)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_finds_contents_in_any_order() {
+        let mut w = Within::new("<a>first</a><b>second</b><c>first again</c>");
+        assert!(w.contains("second"));
+        // Before the cursor, and straddling it.
+        assert!(w.contains("first</a>"));
+        assert!(w.contains("first again"));
+        assert!(w.contains("<a>"));
+        assert!(!w.contains("third"));
+        assert!(!w.contains("second</b><c>first again</c>!"));
+    }
+
+    #[test]
+    fn duplicate_keys_tell_formats_contents_and_tools_apart() {
+        let conv = |content: &str| SftExample::Conversation {
+            messages: vec![serde_json::json!({"role": "user", "content": content})],
+            distill: None,
+            tools: None,
+        };
+        assert_eq!(duplicate_key(&conv("a")), duplicate_key(&conv("a")));
+        assert_ne!(duplicate_key(&conv("a")), duplicate_key(&conv("b")));
+        assert_eq!(
+            example_bytes(&conv("a")),
+            b"c[{\"role\":\"user\",\"content\":\"a\"}]".to_vec()
+        );
+        let with_tools = SftExample::Conversation {
+            messages: vec![serde_json::json!({"role": "user", "content": "a"})],
+            distill: None,
+            tools: Some(serde_json::json!([{"name": "f"}])),
+        };
+        assert_ne!(duplicate_key(&conv("a")), duplicate_key(&with_tools));
     }
 }
