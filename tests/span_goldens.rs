@@ -120,7 +120,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
         }
         let thinking = case["enableThinking"].as_bool().unwrap();
         let turn_end = discover_turn_end(
-            &tokenizer,
+            tokenizer,
             &RenderOptions {
                 enable_thinking: Some(thinking),
                 ..Default::default()
@@ -151,7 +151,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
                 distill: None,
                 tools: None,
             };
-            let row = build_row(&tokenizer, &settings, example).unwrap();
+            let row = build_row(tokenizer, &settings, example).unwrap();
             let want = &case["masks"][name];
             let want_spans: Vec<[u32; 2]> = serde_json::from_value(want["spans"].clone()).unwrap();
             let got_spans = spans_of(&row);
@@ -186,7 +186,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
             }
             checked += 1;
         }
-        if let Some(failure) = check_completion(&tokenizer, case, turn_end.as_ref()) {
+        if let Some(failure) = check_completion(tokenizer, case, turn_end.as_ref()) {
             failures.push(format!("case {n}: {failure}"));
         }
         checked += case["masks"].get("completion").is_some() as usize;
