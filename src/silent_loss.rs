@@ -252,11 +252,18 @@ fn role_of(m: &Json) -> &str {
 /// collision among 10 million examples has odds of about 3 in a million, and only costs a
 /// warning).
 pub fn duplicate_key(example: &SftExample) -> u64 {
-    let mut hasher = blake3::Hasher::new();
-    write_example(example, &mut hasher);
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
-    u64::from_le_bytes(first)
+    thread_local! {
+        /// The serialized example: one hash over a buffer beats many small hasher updates.
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with(|buffer| {
+        let mut bytes = buffer.borrow_mut();
+        bytes.clear();
+        write_example(example, &mut *bytes);
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&blake3::hash(&bytes).as_bytes()[..8]);
+        u64::from_le_bytes(first)
+    })
 }
 
 /// The bytes that make an example: its format, messages and tools.
