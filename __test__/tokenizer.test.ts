@@ -161,7 +161,7 @@ describe('Gemma 3 on the fast engine', () => {
     expect(Tokenizer.fromPretrainedSync(tokenizerDir('gemma3'), { engine: 'fast' }).engine).toBe('fast')
   })
   it('gives the ids and decoded text of the HF engine', () => {
-    expect(Array.from(auto.encodeSync('Hello world', true))).toEqual(GEMMA_HELLO_WORLD)
+    expect(Array.from(auto.encodeSync('Hello world', true))).toEqual([2, 9259, 1902])
     // A char missing from the vocabulary: byte fallback, and back.
     expect(Array.from(auto.encodeSync('\u{10ffff}', false)).map((id) => auto.idToToken(id))).toEqual(['<0xF4>', '<0x8F>', '<0xBF>', '<0xBF>'])
     for (const text of texts) {

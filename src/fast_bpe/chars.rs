@@ -99,7 +99,10 @@ impl CharSymbols {
             return Initial::Id(id);
         }
         if let Some(bytes) = &self.byte_ids {
-            if c.encode_utf8(buf).bytes().all(|b| bytes[usize::from(b)].is_some()) {
+            if c.encode_utf8(buf)
+                .bytes()
+                .all(|b| bytes[usize::from(b)].is_some())
+            {
                 return Initial::Bytes;
             }
         }
@@ -110,12 +113,7 @@ impl CharSymbols {
     /// start, as (symbol index, byte position in `word`), `(0, 0)` first. The two differ when
     /// HF drops a char (no vocabulary entry, no fallback, no unknown token): symbol offsets
     /// then run short of the text, as in HF.
-    pub(super) fn initials(
-        &self,
-        word: &str,
-        out: &mut Initials,
-        cuts: &mut Vec<(usize, usize)>,
-    ) {
+    pub(super) fn initials(&self, word: &str, out: &mut Initials, cuts: &mut Vec<(usize, usize)>) {
         out.clear();
         cuts.clear();
         cuts.push((0, 0));

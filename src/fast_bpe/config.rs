@@ -105,10 +105,20 @@ fn is_null_or_empty(v: Option<&Value>) -> bool {
 
 /// A literal (`{"String": ...}`) pattern; `component` names the refusal of a regex one.
 fn string_pattern(v: &Value, component: &'static str, what: &str) -> Result<String, Unsupported> {
-    match v.get("pattern").and_then(|p| p.get("String")).and_then(Value::as_str) {
-        Some("") => Err(not_supported(component, &format!("{what} with an empty pattern"))),
+    match v
+        .get("pattern")
+        .and_then(|p| p.get("String"))
+        .and_then(Value::as_str)
+    {
+        Some("") => Err(not_supported(
+            component,
+            &format!("{what} with an empty pattern"),
+        )),
         Some(s) => Ok(s.to_owned()),
-        None => Err(not_supported(component, &format!("{what} with a Regex pattern"))),
+        None => Err(not_supported(
+            component,
+            &format!("{what} with a Regex pattern"),
+        )),
     }
 }
 
@@ -202,7 +212,9 @@ fn parse_metaspace(v: &Value) -> Result<CharPreTokenizer, Unsupported> {
         .get("replacement")
         .and_then(Value::as_str)
         .filter(|r| r.chars().count() == 1)
-        .ok_or_else(|| not_supported("pre_tokenizer", "Metaspace without a one-char replacement"))?;
+        .ok_or_else(|| {
+            not_supported("pre_tokenizer", "Metaspace without a one-char replacement")
+        })?;
     Ok(CharPreTokenizer::Metaspace {
         replacement: replacement.to_owned(),
         prepend: prepend_scheme(v, "pre_tokenizer")?,
@@ -277,12 +289,7 @@ fn parse_pre_tokenizer(v: &Value) -> Result<PreTokenizerSpec, Unsupported> {
     Ok(PreTokenizerSpec::ByteLevel(patterns))
 }
 
-type Model = (
-    Vec<(String, u32)>,
-    Vec<(String, String)>,
-    bool,
-    CharModel,
-);
+type Model = (Vec<(String, u32)>, Vec<(String, String)>, bool, CharModel);
 
 fn parse_model(v: &Value) -> Result<Model, Unsupported> {
     let kind = type_of(v);
@@ -344,7 +351,10 @@ fn parse_model(v: &Value) -> Result<Model, Unsupported> {
     }
     let char_model = CharModel {
         byte_fallback: flag(v, "byte_fallback", false),
-        unk_token: v.get("unk_token").and_then(Value::as_str).map(str::to_owned),
+        unk_token: v
+            .get("unk_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         fuse_unk: flag(v, "fuse_unk", false),
     };
     Ok((vocab, merges, flag(v, "ignore_merges", false), char_model))
@@ -489,7 +499,11 @@ fn parse_decoder_step(v: &Value) -> Result<Step, Unsupported> {
         "ByteFallback" => Step::ByteFallback,
         "Fuse" => Step::Fuse,
         "Strip" => {
-            let mut content = v.get("content").and_then(Value::as_str).unwrap_or("").chars();
+            let mut content = v
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .chars();
             let (Some(c), None) = (content.next(), content.next()) else {
                 return Err(not_supported("decoder", "Strip without a one-char content"));
             };
@@ -509,7 +523,10 @@ fn parse_decoder_step(v: &Value) -> Result<Step, Unsupported> {
                 .unwrap_or("")
                 .chars();
             let (Some(r), None) = (replacement.next(), replacement.next()) else {
-                return Err(not_supported("decoder", "Metaspace without a one-char replacement"));
+                return Err(not_supported(
+                    "decoder",
+                    "Metaspace without a one-char replacement",
+                ));
             };
             Step::Metaspace {
                 replacement: r,
@@ -571,7 +588,10 @@ pub(super) fn parse(json: &str) -> Result<Spec, Unsupported> {
             ))
         }
         (PreTokenizerSpec::Chars(_), NormalizerSpec::Nfc, _) => {
-            return Err(not_supported("normalizer", "NFC without a ByteLevel pre-tokenizer"))
+            return Err(not_supported(
+                "normalizer",
+                "NFC without a ByteLevel pre-tokenizer",
+            ))
         }
         (PreTokenizerSpec::Chars(_), _, DecoderSpec::ByteLevel) => {
             return Err(not_supported(

@@ -8,10 +8,7 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Step {
     /// A literal pattern, replaced in every token.
-    Replace {
-        pattern: String,
-        content: String,
-    },
+    Replace { pattern: String, content: String },
     /// Runs of `<0xNN>` tokens become the text of their bytes, or one U+FFFD per byte when
     /// they are not UTF-8.
     ByteFallback,

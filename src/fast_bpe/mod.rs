@@ -49,8 +49,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use added::{AddedMatcher, Piece};
 use bytes::ByteAlphabet;
 use chars::CharSymbols;
-use config::{DecoderSpec, NormalizerSpec, PreTokenizerSpec};
 pub use config::Unsupported;
+use config::{DecoderSpec, NormalizerSpec, PreTokenizerSpec};
 use model::{Alphabet, BpeModel, Scratch};
 use normalize::{apply_edits, identity_align};
 use pretokenize::PreTokenizer;
@@ -510,10 +510,12 @@ impl FastBpe {
     /// Like HF `decode`: unknown ids are skipped, and with `skip_special_tokens` so are
     /// tokens whose text is a special added token's.
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
-        let kept = ids.iter().filter_map(|&id| match self.tokens.get(id as usize) {
-            Some(Some(entry)) if !(skip_special_tokens && entry.special) => Some(entry),
-            _ => None,
-        });
+        let kept = ids
+            .iter()
+            .filter_map(|&id| match self.tokens.get(id as usize) {
+                Some(Some(entry)) if !(skip_special_tokens && entry.special) => Some(entry),
+                _ => None,
+            });
         match &self.decoder {
             DecoderSpec::ByteLevel => {
                 let mut bytes = Vec::with_capacity(ids.len() * 4);

@@ -81,7 +81,7 @@ impl BpeModel {
             .iter()
             .filter(|(bytes, id)| {
                 ids.clear();
-                model.encode_bytes(bytes, &mut scratch, &mut ids, None);
+                model.encode_entry(bytes, &mut scratch, &mut ids);
                 ids == [*id]
             })
             .map(|(bytes, id)| (bytes.clone().into_boxed_slice(), *id))
@@ -117,11 +117,40 @@ impl BpeModel {
         ids: &mut Vec<u32>,
         spans: Option<&mut Vec<(usize, usize)>>,
     ) {
-        self.encode_bytes(word.as_bytes(), scratch, ids, spans);
+        match &self.alphabet {
+            Alphabet::Bytes(_) => self.encode_bytes(word.as_bytes(), scratch, ids, spans),
+            Alphabet::Chars(chars) => self.encode_chars(chars, word, scratch, ids, spans),
+        }
     }
 
-    /// `encode_word` on bytes; for `Alphabet::Chars` they must be UTF-8 (they are cut from a
-    /// `str`, or are vocabulary entries).
+    /// `encode_word` on a vocabulary entry as `new` holds it (bytes, or UTF-8 text).
+    fn encode_entry(&self, entry: &[u8], scratch: &mut Scratch, ids: &mut Vec<u32>) {
+        match &self.alphabet {
+            Alphabet::Bytes(_) => self.encode_bytes(entry, scratch, ids, None),
+            Alphabet::Chars(chars) => {
+                if let Ok(text) = std::str::from_utf8(entry) {
+                    self.encode_chars(chars, text, scratch, ids, None);
+                }
+            }
+        }
+    }
+
+    fn exact_word(
+        &self,
+        word: &[u8],
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) -> bool {
+        let Some(id) = self.exact_words.as_ref().and_then(|w| w.get(word)) else {
+            return false;
+        };
+        ids.push(*id);
+        if let Some(spans) = spans {
+            spans.push((0, word.len()));
+        }
+        true
+    }
+
     fn encode_bytes(
         &self,
         word: &[u8],
@@ -129,37 +158,38 @@ impl BpeModel {
         ids: &mut Vec<u32>,
         mut spans: Option<&mut Vec<(usize, usize)>>,
     ) {
-        if word.is_empty() {
-            return;
-        }
-        if let Some(id) = self.exact_words.as_ref().and_then(|w| w.get(word)) {
-            ids.push(*id);
-            if let Some(spans) = spans {
-                spans.push((0, word.len()));
-            }
-            return;
-        }
-        let chars = match &self.alphabet {
-            Alphabet::Bytes(byte_ids) => {
-                scratch.symbols.clear();
-                scratch
-                    .symbols
-                    .extend(word.iter().enumerate().map(|(i, &b)| Symbol {
-                        id: byte_ids[usize::from(b)],
-                        start: i as u32,
-                        len: 1,
-                    }));
-                self.merge_chunk(word, 0, word.len() as u32, scratch, ids, spans);
-                return;
-            }
-            Alphabet::Chars(chars) => chars,
-        };
-        let Ok(text) = std::str::from_utf8(word) else {
+        let Alphabet::Bytes(byte_ids) = &self.alphabet else {
             return;
         };
+        if word.is_empty() || self.exact_word(word, ids, spans.as_deref_mut()) {
+            return;
+        }
+        scratch.symbols.clear();
+        scratch
+            .symbols
+            .extend(word.iter().enumerate().map(|(i, &b)| Symbol {
+                id: byte_ids[usize::from(b)],
+                start: i as u32,
+                len: 1,
+            }));
+        self.merge_chunk(word, 0, word.len() as u32, scratch, ids, spans);
+    }
+
+    /// Char-level BPE of `word`, chunk by chunk (see `chars`).
+    fn encode_chars(
+        &self,
+        chars: &CharSymbols,
+        word: &str,
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        mut spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        if word.is_empty() || self.exact_word(word.as_bytes(), ids, spans.as_deref_mut()) {
+            return;
+        }
         let mut initials = std::mem::take(&mut scratch.initials);
         let mut cuts = std::mem::take(&mut scratch.cuts);
-        chars.initials(text, &mut initials, &mut cuts);
+        chars.initials(word, &mut initials, &mut cuts);
         cuts.push((initials.len(), word.len()));
         let mut at = 0u32;
         for chunk in cuts.windows(2) {
@@ -174,7 +204,7 @@ impl BpeModel {
                     s
                 }));
             self.merge_chunk(
-                &word[text_from..text_to],
+                &word.as_bytes()[text_from..text_to],
                 begin,
                 at - begin,
                 scratch,
