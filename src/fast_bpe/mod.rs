@@ -134,7 +134,7 @@ impl FastBpe {
                 .filter_map(|(t, id)| Some((alphabet.decode_token(t)?, *id)))
                 .collect();
             BpeModel::new(
-                Alphabet::Bytes(byte_ids),
+                Alphabet::Bytes(Box::new(byte_ids)),
                 merges,
                 byte_vocab,
                 spec.ignore_merges,
@@ -171,7 +171,7 @@ impl FastBpe {
                 .map(|(t, id)| (t.as_bytes().to_vec(), *id))
                 .collect();
             BpeModel::new(
-                Alphabet::Chars(symbols),
+                Alphabet::Chars(Box::new(symbols)),
                 merges,
                 text_vocab,
                 spec.ignore_merges,

@@ -22,8 +22,8 @@ const NO_MERGE: u32 = u32::MAX;
 /// What a word's symbols start as.
 pub(super) enum Alphabet {
     /// One symbol per byte, by its id.
-    Bytes([u32; 256]),
-    Chars(CharSymbols),
+    Bytes(Box<[u32; 256]>),
+    Chars(Box<CharSymbols>),
 }
 
 pub(super) struct BpeModel {

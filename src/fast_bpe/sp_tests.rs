@@ -252,9 +252,12 @@ const SAMPLES: &[&str] = &[
     "\u{10ffff}\u{0}",
 ];
 
+/// Ids and byte offsets.
+type Encoded = (Vec<u32>, Vec<(usize, usize)>);
+
 /// HF's normalizer, pre-tokenizer and model alone (what `ChatTokenizer::encode_without_added`
 /// runs on the HF engine): ids and offsets.
-fn hf_without_added(hf: &Tokenizer, text: &str) -> Option<(Vec<u32>, Vec<(usize, usize)>)> {
+fn hf_without_added(hf: &Tokenizer, text: &str) -> Option<Encoded> {
     let mut normalized = tokenizers::NormalizedString::from(text);
     if let Some(normalizer) = hf.get_normalizer() {
         tokenizers::Normalizer::normalize(normalizer, &mut normalized).ok()?;
