@@ -9,6 +9,7 @@ use super::tests::{check, corpus_strings, load, random_string, root, Rng};
 use super::FastBpe;
 use crate::chat_template::RenderOptions;
 use crate::message::normalize_messages;
+use crate::tokenizer::config::TokenizerConfig;
 use crate::tokenizer::{ChatTokenizer, Engine, EngineChoice};
 
 #[test]
@@ -515,5 +516,44 @@ fn gemma3_corpus_strings_are_cut_into_chunks() {
     ];
     for text in &long {
         check(&hf, &fast, text, "gemma3");
+    }
+}
+
+#[test]
+fn metaspace_first_tails_are_not_reused() {
+    // Inside "hello</s>world" the piece "world" gets no "▁" (it does not start the input); on
+    // its own it would, so the prompt/full encoding must not reuse a cut after "</s>".
+    let parts = json!({
+        "normalizer": null,
+        "pre_tokenizer": metaspace("first", false),
+        "decoder": llama2_decoder(),
+    });
+    let json = synthetic(&parts, true, false);
+    for engine in [EngineChoice::Hf, EngineChoice::Fast] {
+        let Ok(chat) = ChatTokenizer::from_parts(
+            &json,
+            TokenizerConfig::default(),
+            "synthetic/tokenizer.json".into(),
+            engine,
+        ) else {
+            panic!("the synthetic tokenizer should load");
+        };
+        let (prompt, full) = ("hello</s>wor", "hello</s>world");
+        let whole = (
+            chat.encode(prompt, false).ok(),
+            chat.encode(full, false).ok(),
+        );
+        let reused = chat.encode_prompt_and_full(prompt, full).ok();
+        assert_eq!(reused.map(|(p, f)| (Some(p), Some(f))), Some(whole));
+        let after_eos = chat.encode(full, false).ok().and_then(|ids| {
+            let at = ids.iter().position(|&id| id == 2)?;
+            Some(ids[at + 1..].to_vec())
+        });
+        assert!(after_eos.is_some());
+        assert_ne!(
+            chat.encode("world", false).ok(),
+            after_eos,
+            "the case must exercise the prefix"
+        );
     }
 }
