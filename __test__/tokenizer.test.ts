@@ -146,6 +146,51 @@ describe('Qwen3 tokenizer', () => {
   })
 })
 
+describe('Gemma 3 on the fast engine', () => {
+  const hf = Tokenizer.fromPretrainedSync(tokenizerDir('gemma3'), { engine: 'hf' })
+  const auto = Tokenizer.fromPretrainedSync(tokenizerDir('gemma3'))
+  const texts = [
+    'Hello world',
+    '<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n',
+    '  indented\n\n\n\tcode()  ',
+    'Ünïcödé 你好 🧑‍🚀 \u{10ffff} <bos> 12345',
+  ]
+  it('is chosen by auto and by fast', () => {
+    expect(hf.engine).toBe('hf')
+    expect(auto.engine).toBe('fast')
+    expect(Tokenizer.fromPretrainedSync(tokenizerDir('gemma3'), { engine: 'fast' }).engine).toBe('fast')
+  })
+  it('gives the ids and decoded text of the HF engine', () => {
+    expect(Array.from(auto.encodeSync('Hello world', true))).toEqual([2, 9259, 1902])
+    // A char missing from the vocabulary: byte fallback, and back.
+    expect(Array.from(auto.encodeSync('\u{10ffff}', false)).map((id) => auto.idToToken(id))).toEqual(['<0xF4>', '<0x8F>', '<0xBF>', '<0xBF>'])
+    for (const text of texts) {
+      for (const special of [false, true]) {
+        const ids = auto.encodeSync(text, special)
+        expect(Array.from(ids)).toEqual(Array.from(hf.encodeSync(text, special)))
+        expect(auto.decodeSync(ids, special)).toBe(hf.decodeSync(ids, special))
+      }
+    }
+  })
+  it('gives the labels of the HF engine (offsets through span masking)', async () => {
+    const examples = [
+      {
+        messages: [
+          { role: 'user', content: 'Say  hi in  two languages' },
+          { role: 'assistant', content: 'Hi! 你好 🧑‍🚀\n\n  done' },
+          { role: 'user', content: 'Again' },
+          { role: 'assistant', content: ' Hi again ' },
+        ],
+      },
+    ]
+    const config = { completionOnly: true, maskingStrategy: 'spans' as const }
+    const fromHf = await createSFTDataset(examples, hf, config).tokenizeExample(0)
+    const fromFast = await createSFTDataset(examples, auto, config).tokenizeExample(0)
+    expect(fromFast).toEqual(fromHf)
+    expect(Array.from(fromFast.labels as ArrayLike<number>).filter((l) => l !== -100).length).toBeGreaterThan(0)
+  })
+})
+
 describe('errors', () => {
   it('names the path of a missing tokenizer', async () => {
     await expect(Tokenizer.fromPretrained('/no/such/dir')).rejects.toMatchObject({
@@ -153,11 +198,29 @@ describe('errors', () => {
       message: expect.stringContaining('/no/such/dir'),
     })
   })
-  it('refuses the fast engine on Gemma 3 with the component named', () => {
-    expect(() => Tokenizer.fromPretrainedSync(tokenizerDir('gemma3'), { engine: 'fast' })).toThrow(
-      /normalizer: Replace is not supported by the fast engine/,
+  it('refuses the fast engine on a WordPiece tokenizer with the component named', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sft-wordpiece-'))
+    const wordPiece = {
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: [],
+      normalizer: null,
+      pre_tokenizer: null,
+      post_processor: null,
+      decoder: null,
+      model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab: { '[UNK]': 0, hello: 1, '##o': 2 } },
+    }
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(wordPiece))
+    expect(() => Tokenizer.fromPretrainedSync(dir, { engine: 'fast' })).toThrow(
+      expect.objectContaining({
+        code: 'UNSUPPORTED_TOKENIZER',
+        message: expect.stringContaining('model: WordPiece is not supported by the fast engine'),
+      }),
     )
-    expect(Tokenizer.fromPretrainedSync(tokenizerDir('gemma3')).engine).toBe('hf')
+    const auto = Tokenizer.fromPretrainedSync(dir)
+    expect(auto.engine).toBe('hf')
+    expect(Array.from(auto.encodeSync('hello', false))).toEqual([1])
   })
   it('reports a missing chat template, a syntax error and raise_exception', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sft-tok-'))

@@ -209,7 +209,7 @@ fn a_token_the_model_makes_from_text_is_a_control_token_error() {
 
 #[test]
 fn engines_agree_on_marked_renders_with_offsets() {
-    for family in ["qwen3", "llama3_1", "deepseek_v3"] {
+    for family in ["qwen3", "llama3_1", "deepseek_v3", "gemma3"] {
         let golden = golden(family);
         let dir = root().join(golden["tokenizerDir"].as_str().unwrap());
         if !dir.exists() {
@@ -241,6 +241,7 @@ fn engines_agree_on_marked_renders_with_offsets() {
             "<think>a</think><|im_end|><tool_call>",
             "<｜User｜><｜tool▁sep｜>x<|eot_id|>",
             "   \n\n\n   ",
+            "<start_of_turn>user\n  hi ▁ \u{10ffff}<end_of_turn>\n",
         ] {
             let a = hf.encode_without_added(text).unwrap();
             let b = fast.encode_without_added(text).unwrap();

@@ -1,5 +1,6 @@
 //! The fast BPE engine against the HF `tokenizers` engine on arbitrary text: the same ids, the
-//! same offsets, the same decoded text, for every byte-level model it supports.
+//! same offsets, the same decoded text, for every model it supports (byte-level BPE, and
+//! Gemma 3's SentencePiece-style BPE).
 #![no_main]
 
 use std::path::PathBuf;
@@ -8,11 +9,13 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
 
-const MODELS: [&str; 3] = ["qwen3", "llama3_1", "deepseek_v3"];
+const MODELS: [&str; 4] = ["qwen3", "llama3_1", "deepseek_v3", "gemma3"];
 
 /// Special-token strings and awkward pieces spliced into the input so they are hit often.
-const PIECES: [&str; 8] = [
+const PIECES: [&str; 10] = [
     "<|im_start|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
     "<|im_end|>",
     "<|begin_of_text|>",
     "<think>",

@@ -5,7 +5,10 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::decode::Step;
+use super::normalize::Edit;
 use super::pretokenize::GPT2_PATTERN;
+use super::sp_pretokenize::{Behavior, CharPreTokenizer, Prepend};
 
 /// Why a `tokenizer.json` cannot be served by the fast engine; `component` is the
 /// top-level key at fault.
@@ -38,12 +41,39 @@ pub(super) struct AddedSpec {
     pub(super) normalized: bool,
 }
 
+pub(super) enum NormalizerSpec {
+    None,
+    Nfc,
+    Edits(Vec<Edit>),
+}
+
+pub(super) enum PreTokenizerSpec {
+    /// The regex splits of a byte-level tokenizer (`ByteLevel`, possibly after `Split`s).
+    ByteLevel(Vec<String>),
+    /// A SentencePiece-style tokenizer's (none, `Split` on a string, `Metaspace`).
+    Chars(CharPreTokenizer),
+}
+
+pub(super) enum DecoderSpec {
+    ByteLevel,
+    Chain(Vec<Step>),
+}
+
+/// The BPE model's options that matter to char-level BPE.
+pub(super) struct CharModel {
+    pub(super) byte_fallback: bool,
+    pub(super) unk_token: Option<String>,
+    pub(super) fuse_unk: bool,
+}
+
 pub(super) struct Spec {
-    pub(super) nfc: bool,
-    pub(super) split_patterns: Vec<String>,
+    pub(super) normalizer: NormalizerSpec,
+    pub(super) pre_tokenizer: PreTokenizerSpec,
     pub(super) vocab: Vec<(String, u32)>,
     pub(super) merges: Vec<(String, String)>,
     pub(super) ignore_merges: bool,
+    pub(super) char_model: CharModel,
+    pub(super) decoder: DecoderSpec,
     pub(super) added: Vec<AddedSpec>,
     /// Tokens (by template name) the post-processor puts around the sequence.
     pub(super) template: Option<(Vec<String>, Vec<String>)>,
@@ -73,24 +103,75 @@ fn is_null_or_empty(v: Option<&Value>) -> bool {
     }
 }
 
-fn parse_normalizer(v: &Value) -> Result<bool, Unsupported> {
+/// A literal (`{"String": ...}`) pattern; `component` names the refusal of a regex one.
+fn string_pattern(v: &Value, component: &'static str, what: &str) -> Result<String, Unsupported> {
+    match v
+        .get("pattern")
+        .and_then(|p| p.get("String"))
+        .and_then(Value::as_str)
+    {
+        Some("") => Err(not_supported(
+            component,
+            &format!("{what} with an empty pattern"),
+        )),
+        Some(s) => Ok(s.to_owned()),
+        None => Err(not_supported(
+            component,
+            &format!("{what} with a Regex pattern"),
+        )),
+    }
+}
+
+fn parse_normalizer_into(
+    v: &Value,
+    nfc: &mut bool,
+    edits: &mut Vec<Edit>,
+) -> Result<(), Unsupported> {
     match type_of(v) {
-        _ if v.is_null() => Ok(false),
-        "NFC" => Ok(true),
+        _ if v.is_null() => {}
+        // NFC is idempotent, so repeating it changes nothing.
+        "NFC" => *nfc = true,
+        "Replace" => edits.push(Edit::Replace {
+            pattern: string_pattern(v, "normalizer", "Replace")?,
+            content: v
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        }),
+        "Prepend" => edits.push(Edit::Prepend(
+            v.get("prepend")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        )),
         "Sequence" => {
-            let mut nfc = false;
             for n in v
                 .get("normalizers")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                // NFC is idempotent, so repeating it changes nothing.
-                nfc |= parse_normalizer(n)?;
+                parse_normalizer_into(n, nfc, edits)?;
             }
-            Ok(nfc)
         }
-        other => Err(not_supported("normalizer", other)),
+        other => return Err(not_supported("normalizer", other)),
+    }
+    Ok(())
+}
+
+fn parse_normalizer(v: &Value) -> Result<NormalizerSpec, Unsupported> {
+    let mut nfc = false;
+    let mut edits = Vec::new();
+    parse_normalizer_into(v, &mut nfc, &mut edits)?;
+    match (nfc, edits.is_empty()) {
+        (false, true) => Ok(NormalizerSpec::None),
+        (true, true) => Ok(NormalizerSpec::Nfc),
+        (false, false) => Ok(NormalizerSpec::Edits(edits)),
+        (true, false) => Err(not_supported(
+            "normalizer",
+            "NFC together with Replace or Prepend",
+        )),
     }
 }
 
@@ -126,10 +207,58 @@ fn parse_split(v: &Value) -> Result<String, Unsupported> {
     Ok(pattern.to_owned())
 }
 
-fn parse_pre_tokenizer(v: &Value) -> Result<Vec<String>, Unsupported> {
+fn parse_metaspace(v: &Value) -> Result<CharPreTokenizer, Unsupported> {
+    let replacement = v
+        .get("replacement")
+        .and_then(Value::as_str)
+        .filter(|r| r.chars().count() == 1)
+        .ok_or_else(|| {
+            not_supported("pre_tokenizer", "Metaspace without a one-char replacement")
+        })?;
+    Ok(CharPreTokenizer::Metaspace {
+        replacement: replacement.to_owned(),
+        prepend: prepend_scheme(v, "pre_tokenizer")?,
+        split: flag(v, "split", true),
+    })
+}
+
+/// Metaspace's `prepend_scheme` (default `always`), `never` when the legacy
+/// `add_prefix_space` is false.
+fn prepend_scheme(v: &Value, component: &'static str) -> Result<Prepend, Unsupported> {
+    if v.get("add_prefix_space").and_then(Value::as_bool) == Some(false) {
+        return Ok(Prepend::Never);
+    }
+    match v.get("prepend_scheme").and_then(Value::as_str) {
+        None | Some("always") => Ok(Prepend::Always),
+        Some("first") => Ok(Prepend::First),
+        Some("never") => Ok(Prepend::Never),
+        Some(other) => Err(not_supported(
+            component,
+            &format!("Metaspace with prepend_scheme {other:?}"),
+        )),
+    }
+}
+
+fn parse_pre_tokenizer(v: &Value) -> Result<PreTokenizerSpec, Unsupported> {
     let mut patterns = Vec::new();
     match type_of(v) {
+        _ if v.is_null() => return Ok(PreTokenizerSpec::Chars(CharPreTokenizer::None)),
         "ByteLevel" => parse_byte_level_pre(v, &mut patterns)?,
+        "Metaspace" => return Ok(PreTokenizerSpec::Chars(parse_metaspace(v)?)),
+        "Split" => {
+            let pattern = string_pattern(v, "pre_tokenizer", "Split without ByteLevel")?;
+            if flag(v, "invert", false) {
+                return Err(not_supported("pre_tokenizer", "Split with invert=true"));
+            }
+            let name = v.get("behavior").and_then(Value::as_str).unwrap_or("");
+            let behavior = Behavior::parse(name).ok_or_else(|| {
+                not_supported("pre_tokenizer", &format!("Split with behavior {name}"))
+            })?;
+            return Ok(PreTokenizerSpec::Chars(CharPreTokenizer::Split {
+                pattern,
+                behavior,
+            }));
+        }
         "Sequence" => {
             let items = v
                 .get("pretokenizers")
@@ -155,13 +284,12 @@ fn parse_pre_tokenizer(v: &Value) -> Result<Vec<String>, Unsupported> {
                 }
             }
         }
-        _ if v.is_null() => return Err(not_supported("pre_tokenizer", "no pre-tokenizer")),
         other => return Err(not_supported("pre_tokenizer", other)),
     }
-    Ok(patterns)
+    Ok(PreTokenizerSpec::ByteLevel(patterns))
 }
 
-type Model = (Vec<(String, u32)>, Vec<(String, String)>, bool);
+type Model = (Vec<(String, u32)>, Vec<(String, String)>, bool, CharModel);
 
 fn parse_model(v: &Value) -> Result<Model, Unsupported> {
     let kind = type_of(v);
@@ -221,7 +349,15 @@ fn parse_model(v: &Value) -> Result<Model, Unsupported> {
         };
         merges.push(pair);
     }
-    Ok((vocab, merges, flag(v, "ignore_merges", false)))
+    let char_model = CharModel {
+        byte_fallback: flag(v, "byte_fallback", false),
+        unk_token: v
+            .get("unk_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        fuse_unk: flag(v, "fuse_unk", false),
+    };
+    Ok((vocab, merges, flag(v, "ignore_merges", false), char_model))
 }
 
 fn parse_added(v: &Value) -> Result<Vec<AddedSpec>, Unsupported> {
@@ -350,11 +486,70 @@ fn parse_post_processor(v: &Value) -> Result<Template, Unsupported> {
     }
 }
 
-fn parse_decoder(v: &Value) -> Result<(), Unsupported> {
+fn parse_decoder_step(v: &Value) -> Result<Step, Unsupported> {
+    Ok(match type_of(v) {
+        "Replace" => Step::Replace {
+            pattern: string_pattern(v, "decoder", "Replace")?,
+            content: v
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        },
+        "ByteFallback" => Step::ByteFallback,
+        "Fuse" => Step::Fuse,
+        "Strip" => {
+            let mut content = v
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .chars();
+            let (Some(c), None) = (content.next(), content.next()) else {
+                return Err(not_supported("decoder", "Strip without a one-char content"));
+            };
+            // HF indexes from the end without a bound check when `stop` exceeds a token.
+            if v.get("stop").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                return Err(not_supported("decoder", "Strip with stop > 0"));
+            }
+            Step::Strip {
+                content: c,
+                start: v.get("start").and_then(Value::as_u64).unwrap_or(0) as usize,
+            }
+        }
+        "Metaspace" => {
+            let mut replacement = v
+                .get("replacement")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .chars();
+            let (Some(r), None) = (replacement.next(), replacement.next()) else {
+                return Err(not_supported(
+                    "decoder",
+                    "Metaspace without a one-char replacement",
+                ));
+            };
+            Step::Metaspace {
+                replacement: r,
+                drop_first: prepend_scheme(v, "decoder")? != Prepend::Never,
+            }
+        }
+        other => return Err(not_supported("decoder", other)),
+    })
+}
+
+fn parse_decoder(v: &Value) -> Result<DecoderSpec, Unsupported> {
     match type_of(v) {
-        "ByteLevel" => Ok(()),
+        "ByteLevel" => Ok(DecoderSpec::ByteLevel),
         _ if v.is_null() => Err(not_supported("decoder", "no decoder")),
-        other => Err(not_supported("decoder", other)),
+        "Sequence" => v
+            .get("decoders")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(parse_decoder_step)
+            .collect::<Result<Vec<_>, _>>()
+            .map(DecoderSpec::Chain),
+        _ => Ok(DecoderSpec::Chain(vec![parse_decoder_step(v)?])),
     }
 }
 
@@ -371,18 +566,49 @@ pub(super) fn parse(json: &str) -> Result<Spec, Unsupported> {
             });
         }
     }
-    let nfc = parse_normalizer(get("normalizer"))?;
-    let split_patterns = parse_pre_tokenizer(get("pre_tokenizer"))?;
-    let (vocab, merges, ignore_merges) = parse_model(get("model"))?;
+    let normalizer = parse_normalizer(get("normalizer"))?;
+    let pre_tokenizer = parse_pre_tokenizer(get("pre_tokenizer"))?;
+    let (vocab, merges, ignore_merges, char_model) = parse_model(get("model"))?;
     let added = parse_added(get("added_tokens"))?;
     let (template, template_ids) = parse_post_processor(get("post_processor"))?;
-    parse_decoder(get("decoder"))?;
+    let decoder = parse_decoder(get("decoder"))?;
+    // The two families do not mix: byte-level symbols need the byte-level decoder, and the
+    // char-level engine tracks offsets through Replace and Prepend only.
+    match (&pre_tokenizer, &normalizer, &decoder) {
+        (PreTokenizerSpec::ByteLevel(_), NormalizerSpec::Edits(_), _) => {
+            return Err(not_supported(
+                "normalizer",
+                "Replace or Prepend before a ByteLevel pre-tokenizer",
+            ))
+        }
+        (PreTokenizerSpec::ByteLevel(_), _, DecoderSpec::Chain(_)) => {
+            return Err(not_supported(
+                "decoder",
+                "a non-ByteLevel decoder after a ByteLevel pre-tokenizer",
+            ))
+        }
+        (PreTokenizerSpec::Chars(_), NormalizerSpec::Nfc, _) => {
+            return Err(not_supported(
+                "normalizer",
+                "NFC without a ByteLevel pre-tokenizer",
+            ))
+        }
+        (PreTokenizerSpec::Chars(_), _, DecoderSpec::ByteLevel) => {
+            return Err(not_supported(
+                "decoder",
+                "ByteLevel without a ByteLevel pre-tokenizer",
+            ))
+        }
+        _ => {}
+    }
     Ok(Spec {
-        nfc,
-        split_patterns,
+        normalizer,
+        pre_tokenizer,
         vocab,
         merges,
         ignore_merges,
+        char_model,
+        decoder,
         added,
         template,
         template_ids,

@@ -1,22 +1,41 @@
-//! A second encoder for byte-level BPE tokenizers described by a HF `tokenizer.json`
-//! (Qwen3, Llama 3.x, DeepSeek V3), producing the same ids, offsets and decoded text as
-//! the `tokenizers` crate, several times faster.
+//! A second encoder for BPE tokenizers described by a HF `tokenizer.json`, producing the
+//! same ids, offsets and decoded text as the `tokenizers` crate, several times faster. Two
+//! families share one pipeline (added tokens, normalizer, pre-tokenizer, BPE, template):
+//!
+//! - byte-level BPE (Qwen3, Llama 3.x, DeepSeek V3): NFC, regex splits (`pretokenize`),
+//!   merges over raw bytes, the byte-level decoder;
+//! - SentencePiece-style BPE (Gemma 3, Llama 2, Mistral): `Replace`/`Prepend` normalizers
+//!   (`normalize::Edit`), `Split` on a string or `Metaspace` (`sp_pretokenize`), merges over
+//!   chars with `<0xNN>` byte fallback and unknown-token fusing (`chars`), and a chain of
+//!   string decoders (`decode`).
+//!
+//! `model::BpeModel` runs both, differing only in its `Alphabet` (the initial symbols); the
+//! merge loop and its tie-breaking are shared. `config` decides the family and refuses, with
+//! the component at fault, anything it does not reproduce exactly.
 //!
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
-//! alignment tables unless NFC actually changes the text, BPE over raw bytes with pair
-//! ranks in one hash map, and no allocation per pre-token.
+//! alignment tables unless offsets are asked for (or NFC actually changes the text), pair
+//! ranks in one hash map, whole words looked up before merging, long SentencePiece words cut
+//! into independent chunks, and no allocation per pre-token.
 //!
 //! Offsets are byte offsets into the input. A token that covers only some bytes of a
-//! multi-byte char (byte-level BPE splits rare chars) gets the whole char's range, as HF
-//! does; two tokens of the same char therefore share one range.
+//! multi-byte char (byte-level BPE splits rare chars; byte fallback spells one as `<0xNN>`
+//! tokens) gets the whole char's range, as HF does; tokens of the same char share one range.
+//! A char the normalizer rewrote (a space become "▁") maps back to the char it replaced, and a
+//! prepended "▁" to the first char of its piece.
 
 mod added;
 mod bytes;
+mod chars;
 mod config;
+mod decode;
 mod gpt4_split;
 mod model;
 mod normalize;
 mod pretokenize;
+mod sp_pretokenize;
+#[cfg(test)]
+mod sp_tests;
 #[cfg(test)]
 mod split_tests;
 #[cfg(test)]
@@ -29,15 +48,25 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use added::{AddedMatcher, Piece};
 use bytes::ByteAlphabet;
+use chars::CharSymbols;
 pub use config::Unsupported;
-use model::{BpeModel, Scratch};
+use config::{DecoderSpec, NormalizerSpec, PreTokenizerSpec};
+use model::{Alphabet, BpeModel, Scratch};
+use normalize::{apply_edits, identity_align};
 use pretokenize::PreTokenizer;
+use sp_pretokenize::CharPreTokenizer;
+
+/// How the text between added tokens is split into words.
+enum Words {
+    ByteLevel(PreTokenizer),
+    Chars(CharPreTokenizer),
+}
 
 pub struct FastBpe {
     raw_added: AddedMatcher,
     normalized_added: AddedMatcher,
-    nfc: bool,
-    pre_tokenizer: PreTokenizer,
+    normalizer: NormalizerSpec,
+    words: Words,
     model: BpeModel,
     prefix_ids: Vec<u32>,
     suffix_ids: Vec<u32>,
@@ -46,10 +75,13 @@ pub struct FastBpe {
     /// special token (dropped by `decode(.., true)`).
     tokens: Vec<Option<TokenEntry>>,
     vocab_size: usize,
+    decoder: DecoderSpec,
 }
 
 struct TokenEntry {
     text: String,
+    /// The bytes a byte-level token decodes to (empty for SentencePiece-style tokens, which
+    /// the decoder chain reads from `text`).
     decoded: Box<[u8]>,
     special: bool,
 }
@@ -67,19 +99,10 @@ impl FastBpe {
     pub fn from_tokenizer_json(json: &str) -> Result<Self, Unsupported> {
         let spec = config::parse(json)?;
         let alphabet = ByteAlphabet::new();
+        let byte_level = matches!(spec.decoder, DecoderSpec::ByteLevel);
 
         let model_vocab: FxHashMap<&str, u32> =
             spec.vocab.iter().map(|(t, id)| (t.as_str(), *id)).collect();
-        let mut byte_ids = [0u32; 256];
-        for (b, slot) in byte_ids.iter_mut().enumerate() {
-            let symbol = alphabet.char_of(b as u8).to_string();
-            *slot = *model_vocab.get(symbol.as_str()).ok_or_else(|| {
-                Unsupported::new(
-                    "model",
-                    format!("vocab lacks the byte-level symbol {symbol:?} (not a byte-level BPE)"),
-                )
-            })?;
-        }
         let mut merges = FxHashMap::default();
         merges.reserve(spec.merges.len());
         for (rank, (a, b)) in spec.merges.iter().enumerate() {
@@ -92,12 +115,68 @@ impl FastBpe {
             // Later duplicates overwrite earlier ones, as in HF's map.
             merges.insert(BpeModel::key(lookup(a)?, lookup(b)?), (rank as u32, merged));
         }
-        let byte_vocab = spec
-            .vocab
-            .iter()
-            .filter_map(|(t, id)| Some((alphabet.decode_token(t)?, *id)))
-            .collect();
-        let model = BpeModel::new(byte_ids, merges, byte_vocab, spec.ignore_merges);
+        let model = if byte_level {
+            let mut byte_ids = [0u32; 256];
+            for (b, slot) in byte_ids.iter_mut().enumerate() {
+                let symbol = alphabet.char_of(b as u8).to_string();
+                *slot = *model_vocab.get(symbol.as_str()).ok_or_else(|| {
+                    Unsupported::new(
+                        "model",
+                        format!(
+                            "vocab lacks the byte-level symbol {symbol:?} (not a byte-level BPE)"
+                        ),
+                    )
+                })?;
+            }
+            let byte_vocab = spec
+                .vocab
+                .iter()
+                .filter_map(|(t, id)| Some((alphabet.decode_token(t)?, *id)))
+                .collect();
+            BpeModel::new(
+                Alphabet::Bytes(Box::new(byte_ids)),
+                merges,
+                byte_vocab,
+                spec.ignore_merges,
+            )
+        } else {
+            // A merged symbol is known by its id alone: two spellings of one id would make the
+            // chunking of `chars` (which reasons on spellings) unsound.
+            if model_vocab.len() != spec.vocab.len() {
+                return Err(Unsupported::new("model", "the vocab has duplicate tokens"));
+            }
+            let mut seen = FxHashSet::default();
+            if let Some((t, id)) = spec.vocab.iter().find(|(_, id)| !seen.insert(*id)) {
+                return Err(Unsupported::new(
+                    "model",
+                    format!("id {id} is given to two tokens (one is {t:?})"),
+                ));
+            }
+            let m = &spec.char_model;
+            let unk = match &m.unk_token {
+                None => None,
+                Some(unk) => Some(*model_vocab.get(unk.as_str()).ok_or_else(|| {
+                    Unsupported::new("model", format!("unk_token {unk:?} is not in the vocab"))
+                })?),
+            };
+            let symbols = CharSymbols::new(
+                spec.vocab.iter().map(|(t, id)| (t.as_str(), *id)),
+                m.byte_fallback,
+                unk,
+                m.fuse_unk,
+            );
+            let text_vocab = spec
+                .vocab
+                .iter()
+                .map(|(t, id)| (t.as_bytes().to_vec(), *id))
+                .collect();
+            BpeModel::new(
+                Alphabet::Chars(Box::new(symbols)),
+                merges,
+                text_vocab,
+                spec.ignore_merges,
+            )
+        };
 
         // HF ignores the ids written next to added tokens: a token already known keeps
         // its id, a new one gets the next id after the model's vocab size.
@@ -129,11 +208,17 @@ impl FastBpe {
         for t in specials.iter().chain(&others) {
             let id = added_ids.get(&t.content).copied().unwrap_or_default();
             if t.normalized {
-                let pattern = if spec.nfc {
-                    normalize::nfc(&t.content, 0).text.into_owned()
-                } else {
-                    t.content.clone()
+                // HF matches these on normalized text, so it normalizes them too.
+                let pattern = match &spec.normalizer {
+                    NormalizerSpec::None => t.content.clone(),
+                    NormalizerSpec::Nfc => normalize::nfc(&t.content, 0).text.into_owned(),
+                    NormalizerSpec::Edits(edits) => {
+                        apply_edits(&t.content, None, edits).0.into_owned()
+                    }
                 };
+                if pattern.is_empty() {
+                    continue;
+                }
                 normalized_patterns.push((pattern, id));
             } else {
                 raw_patterns.push((t.content.clone(), id));
@@ -152,9 +237,13 @@ impl FastBpe {
             if tokens.len() <= index {
                 tokens.resize_with(index + 1, || None);
             }
-            let decoded = alphabet
-                .decode_token(text)
-                .unwrap_or_else(|| text.as_bytes().to_vec());
+            let decoded = if byte_level {
+                alphabet
+                    .decode_token(text)
+                    .unwrap_or_else(|| text.as_bytes().to_vec())
+            } else {
+                Vec::new()
+            };
             tokens[index] = Some(TokenEntry {
                 text: text.to_owned(),
                 decoded: decoded.into_boxed_slice(),
@@ -190,20 +279,25 @@ impl FastBpe {
             None => (Vec::new(), Vec::new()),
         };
 
-        let pre_tokenizer = PreTokenizer::new(&spec.split_patterns)
-            .map_err(|e| Unsupported::new("pre_tokenizer", e))?;
+        let words = match spec.pre_tokenizer {
+            PreTokenizerSpec::ByteLevel(patterns) => Words::ByteLevel(
+                PreTokenizer::new(&patterns).map_err(|e| Unsupported::new("pre_tokenizer", e))?,
+            ),
+            PreTokenizerSpec::Chars(pre) => Words::Chars(pre),
+        };
 
         Ok(Self {
             raw_added,
             normalized_added,
-            nfc: spec.nfc,
-            pre_tokenizer,
+            normalizer: spec.normalizer,
+            words,
             model,
             prefix_ids,
             suffix_ids,
             token_ids,
             tokens,
             vocab_size,
+            decoder: spec.decoder,
         })
     }
 
@@ -284,9 +378,34 @@ impl FastBpe {
         added: bool,
         work: &mut Work,
         ids: &mut Vec<u32>,
+        offsets: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        let no_added = AddedMatcher::none();
+        let matcher = if added {
+            &self.normalized_added
+        } else {
+            &no_added
+        };
+        match &self.words {
+            Words::ByteLevel(pre) => {
+                self.encode_byte_level(pre, matcher, segment, base, work, ids, offsets)
+            }
+            Words::Chars(pre) => self.encode_chars(pre, matcher, segment, base, work, ids, offsets),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn encode_byte_level(
+        &self,
+        pre_tokenizer: &PreTokenizer,
+        matcher: &AddedMatcher,
+        segment: &str,
+        base: usize,
+        work: &mut Work,
+        ids: &mut Vec<u32>,
         mut offsets: Option<&mut Vec<(usize, usize)>>,
     ) {
-        let normalized = if self.nfc {
+        let normalized = if matches!(self.normalizer, NormalizerSpec::Nfc) {
             normalize::nfc(segment, base)
         } else {
             normalize::Normalized {
@@ -306,12 +425,6 @@ impl FastBpe {
                 ),
             }
         };
-        let no_added = AddedMatcher::none();
-        let matcher = if added {
-            &self.normalized_added
-        } else {
-            &no_added
-        };
         matcher.split(text, |piece| match piece {
             Piece::Added(id, start, end) => {
                 ids.push(id);
@@ -321,10 +434,9 @@ impl FastBpe {
             }
             Piece::Text(start, end) => {
                 let chunk = &text[start..end];
-                self.pre_tokenizer
-                    .split(chunk, &mut work.pieces, &mut work.tmp);
+                pre_tokenizer.split(chunk, &mut work.pieces, &mut work.tmp);
                 for &(p_start, p_end) in &work.pieces {
-                    let word = &chunk.as_bytes()[p_start..p_end];
+                    let word = &chunk[p_start..p_end];
                     match offsets.as_deref_mut() {
                         None => self.model.encode_word(word, &mut work.bpe, ids, None),
                         Some(o) => {
@@ -340,20 +452,84 @@ impl FastBpe {
         });
     }
 
+    /// The SentencePiece-style path. Alignments (input range per byte of the rewritten text)
+    /// are kept only when offsets are asked for, or when Metaspace's `first` scheme must know
+    /// whether a piece starts the input after a normalizer moved things.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_chars(
+        &self,
+        pre_tokenizer: &CharPreTokenizer,
+        matcher: &AddedMatcher,
+        segment: &str,
+        base: usize,
+        work: &mut Work,
+        ids: &mut Vec<u32>,
+        mut offsets: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        let edits = match &self.normalizer {
+            NormalizerSpec::Edits(edits) => edits.as_slice(),
+            _ => &[],
+        };
+        let track = offsets.is_some() || (pre_tokenizer.needs_origin() && !edits.is_empty());
+        let align = track.then(|| identity_align(segment, base));
+        let (text, align) = apply_edits(segment, align, edits);
+        let to_input = |a: &[(usize, usize)], start: usize, end: usize| (a[start].0, a[end - 1].1);
+        matcher.split(&text, |piece| match piece {
+            Piece::Added(id, start, end) => {
+                ids.push(id);
+                if let (Some(o), Some(a)) = (offsets.as_deref_mut(), &align) {
+                    o.push(to_input(a, start, end));
+                }
+            }
+            Piece::Text(start, end) => {
+                let origin = align.as_ref().map_or(base + start, |a| a[start].0);
+                let piece_align = align.as_ref().map(|a| a[start..end].to_vec());
+                let (piece, piece_align) =
+                    pre_tokenizer.rewrite(&text[start..end], piece_align, origin == 0);
+                pre_tokenizer.split(&piece, &mut work.pieces);
+                for &(p_start, p_end) in &work.pieces {
+                    let word = &piece[p_start..p_end];
+                    match (offsets.as_deref_mut(), &piece_align) {
+                        (Some(o), Some(a)) => {
+                            work.spans.clear();
+                            self.model
+                                .encode_word(word, &mut work.bpe, ids, Some(&mut work.spans));
+                            o.extend(
+                                work.spans
+                                    .iter()
+                                    .map(|&(s, e)| to_input(a, p_start + s, p_start + e)),
+                            );
+                        }
+                        _ => self.model.encode_word(word, &mut work.bpe, ids, None),
+                    }
+                }
+            }
+        });
+    }
+
     /// Like HF `decode`: unknown ids are skipped, and with `skip_special_tokens` so are
     /// tokens whose text is a special added token's.
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
-        let mut bytes = Vec::with_capacity(ids.len() * 4);
-        for &id in ids {
-            if let Some(Some(entry)) = self.tokens.get(id as usize) {
-                if !(skip_special_tokens && entry.special) {
+        let kept = ids
+            .iter()
+            .filter_map(|&id| match self.tokens.get(id as usize) {
+                Some(Some(entry)) if !(skip_special_tokens && entry.special) => Some(entry),
+                _ => None,
+            });
+        match &self.decoder {
+            DecoderSpec::ByteLevel => {
+                let mut bytes = Vec::with_capacity(ids.len() * 4);
+                for entry in kept {
                     bytes.extend_from_slice(&entry.decoded);
                 }
+                match String::from_utf8(bytes) {
+                    Ok(s) => s,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                }
             }
-        }
-        match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            DecoderSpec::Chain(steps) => {
+                decode::decode_chain(steps, kept.map(|e| e.text.clone()).collect())
+            }
         }
     }
 

@@ -1,4 +1,5 @@
-//! Rank-ordered BPE over raw bytes.
+//! Rank-ordered BPE, over raw bytes (byte-level BPE) or over chars with byte fallback
+//! (SentencePiece-style BPE, see `chars`).
 //!
 //! HF applies, at each step, the lowest-ranked merge among the adjacent pairs, the
 //! leftmost one on a tie (its heap orders by rank, then position, and discards stale
@@ -10,20 +11,31 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use super::chars::{CharSymbols, Initials};
+
 /// Words up to this many bytes are merged by rescanning the pair ranks, which beats a
 /// heap on the short pre-tokens that make up almost all text.
 const SCAN_LIMIT: usize = 48;
 
 const NO_MERGE: u32 = u32::MAX;
 
+/// What a word's symbols start as.
+pub(super) enum Alphabet {
+    /// One symbol per byte, by its id.
+    Bytes(Box<[u32; 256]>),
+    Chars(Box<CharSymbols>),
+}
+
 pub(super) struct BpeModel {
-    byte_ids: [u32; 256],
+    alphabet: Alphabet,
     /// `(left << 32) | right` to `(rank, merged id)`.
     merges: FxHashMap<u64, (u32, u32)>,
-    /// Pre-tokens that come out as one token, looked up before merging: with
-    /// `ignore_merges` every vocabulary entry (HF's rule), otherwise the entries that
-    /// merging their own bytes turns back into themselves (most of the common words).
+    /// Words (or chunks, see `chars`) that come out as one token, looked up before merging:
+    /// the vocabulary entries that merging their own symbols turns back into themselves (most
+    /// of the common words).
     whole_words: FxHashMap<Box<[u8]>, u32>,
+    /// With `ignore_merges`, every vocabulary entry: HF looks the whole word up first.
+    exact_words: Option<FxHashMap<Box<[u8]>, u32>>,
 }
 
 #[derive(Clone, Copy)]
@@ -40,6 +52,8 @@ pub(super) struct Scratch {
     ranks: Vec<(u32, u32)>,
     prev: Vec<usize>,
     next: Vec<usize>,
+    initials: Initials,
+    cuts: Vec<(usize, usize)>,
 }
 
 fn pair_key(left: u32, right: u32) -> u64 {
@@ -47,33 +61,40 @@ fn pair_key(left: u32, right: u32) -> u64 {
 }
 
 impl BpeModel {
-    /// `vocab` holds the entries made only of byte-level symbols, as raw bytes.
+    /// `vocab` holds the entries as the symbols spell them: raw bytes for `Alphabet::Bytes`
+    /// (only the entries made of byte-level symbols), UTF-8 text for `Alphabet::Chars`.
     pub(super) fn new(
-        byte_ids: [u32; 256],
+        alphabet: Alphabet,
         merges: FxHashMap<u64, (u32, u32)>,
         vocab: Vec<(Vec<u8>, u32)>,
         ignore_merges: bool,
     ) -> Self {
         let mut model = Self {
-            byte_ids,
+            alphabet,
             merges,
             whole_words: FxHashMap::default(),
+            exact_words: None,
         };
         let mut scratch = Scratch::default();
         let mut ids = Vec::new();
         let whole_words = vocab
-            .into_iter()
+            .iter()
             .filter(|(bytes, id)| {
-                if ignore_merges || bytes.len() < 2 {
-                    return true;
-                }
                 ids.clear();
-                model.encode_word(bytes, &mut scratch, &mut ids, None);
+                model.encode_entry(bytes, &mut scratch, &mut ids);
                 ids == [*id]
             })
-            .map(|(bytes, id)| (bytes.into_boxed_slice(), id))
+            .map(|(bytes, id)| (bytes.clone().into_boxed_slice(), *id))
             .collect();
         model.whole_words = whole_words;
+        if ignore_merges {
+            model.exact_words = Some(
+                vocab
+                    .into_iter()
+                    .map(|(bytes, id)| (bytes.into_boxed_slice(), id))
+                    .collect(),
+            );
+        }
         model
     }
 
@@ -91,37 +112,134 @@ impl BpeModel {
     /// Appends the ids of `word` and, when asked, each token's byte span inside `word`.
     pub(super) fn encode_word(
         &self,
-        word: &[u8],
+        word: &str,
         scratch: &mut Scratch,
         ids: &mut Vec<u32>,
         spans: Option<&mut Vec<(usize, usize)>>,
     ) {
-        if word.is_empty() {
-            return;
+        match &self.alphabet {
+            Alphabet::Bytes(_) => self.encode_bytes(word.as_bytes(), scratch, ids, spans),
+            Alphabet::Chars(chars) => self.encode_chars(chars, word, scratch, ids, spans),
         }
-        if let Some(id) = self.whole_words.get(word) {
-            ids.push(*id);
-            if let Some(spans) = spans {
-                spans.push((0, word.len()));
+    }
+
+    /// `encode_word` on a vocabulary entry as `new` holds it (bytes, or UTF-8 text).
+    fn encode_entry(&self, entry: &[u8], scratch: &mut Scratch, ids: &mut Vec<u32>) {
+        match &self.alphabet {
+            Alphabet::Bytes(_) => self.encode_bytes(entry, scratch, ids, None),
+            Alphabet::Chars(chars) => {
+                if let Ok(text) = std::str::from_utf8(entry) {
+                    self.encode_chars(chars, text, scratch, ids, None);
+                }
             }
-            return;
         }
-        if word.len() == 1 {
-            ids.push(self.byte_ids[usize::from(word[0])]);
-            if let Some(spans) = spans {
-                spans.push((0, 1));
-            }
+    }
+
+    fn exact_word(
+        &self,
+        word: &[u8],
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) -> bool {
+        let Some(id) = self.exact_words.as_ref().and_then(|w| w.get(word)) else {
+            return false;
+        };
+        ids.push(*id);
+        if let Some(spans) = spans {
+            spans.push((0, word.len()));
+        }
+        true
+    }
+
+    fn encode_bytes(
+        &self,
+        word: &[u8],
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        mut spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        let Alphabet::Bytes(byte_ids) = &self.alphabet else {
+            return;
+        };
+        if word.is_empty() || self.exact_word(word, ids, spans.as_deref_mut()) {
             return;
         }
         scratch.symbols.clear();
         scratch
             .symbols
             .extend(word.iter().enumerate().map(|(i, &b)| Symbol {
-                id: self.byte_ids[usize::from(b)],
+                id: byte_ids[usize::from(b)],
                 start: i as u32,
                 len: 1,
             }));
-        if word.len() <= SCAN_LIMIT {
+        self.merge_chunk(word, 0, word.len() as u32, scratch, ids, spans);
+    }
+
+    /// Char-level BPE of `word`, chunk by chunk (see `chars`).
+    fn encode_chars(
+        &self,
+        chars: &CharSymbols,
+        word: &str,
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        mut spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        if word.is_empty() || self.exact_word(word.as_bytes(), ids, spans.as_deref_mut()) {
+            return;
+        }
+        let mut initials = std::mem::take(&mut scratch.initials);
+        let mut cuts = std::mem::take(&mut scratch.cuts);
+        chars.initials(word, &mut initials, &mut cuts);
+        cuts.push((initials.len(), word.len()));
+        let mut at = 0u32;
+        for chunk in cuts.windows(2) {
+            let ((from, text_from), (to, text_to)) = (chunk[0], chunk[1]);
+            let begin = at;
+            scratch.symbols.clear();
+            scratch
+                .symbols
+                .extend(initials[from..to].iter().map(|&(id, len)| {
+                    let s = Symbol { id, start: at, len };
+                    at += len;
+                    s
+                }));
+            self.merge_chunk(
+                &word.as_bytes()[text_from..text_to],
+                begin,
+                at - begin,
+                scratch,
+                ids,
+                spans.as_deref_mut(),
+            );
+        }
+        scratch.initials = initials;
+        scratch.cuts = cuts;
+    }
+
+    /// Merges `scratch.symbols`, the symbols of `bytes`, which span `len` bytes from `base` in
+    /// the word's symbol offsets, and appends the result.
+    fn merge_chunk(
+        &self,
+        bytes: &[u8],
+        base: u32,
+        len: u32,
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        let whole = match scratch.symbols.len() {
+            0 => return,
+            1 => Some(scratch.symbols[0].id),
+            _ => self.whole_words.get(bytes).copied(),
+        };
+        if let Some(id) = whole {
+            ids.push(id);
+            if let Some(spans) = spans {
+                spans.push((base as usize, (base + len) as usize));
+            }
+            return;
+        }
+        if scratch.symbols.len() <= SCAN_LIMIT {
             self.merge_by_scan(scratch);
         } else {
             self.merge_by_heap(scratch);

