@@ -23,6 +23,9 @@ use sft_dataset::row::build_row_checked;
 use sft_dataset::silent_loss::{duplicate_key, LossChecker};
 use sft_dataset::tokenizer::ChatTokenizer;
 
+/// One figure of the profile, from a file's stages.
+type Figure = fn(&Stages) -> f64;
+
 struct Stages {
     parse: Duration,
     shape: Duration,
@@ -159,7 +162,7 @@ fn epoch_one_by_stage() {
         files.iter().map(|_| "---:").collect::<Vec<_>>().join("|")
     );
     let all: Vec<Stages> = files.iter().map(|f| stages(f, &tokenizer)).collect();
-    let rows: [(&str, fn(&Stages) -> f64); 10] = [
+    let rows: [(&str, Figure); 10] = [
         ("parse JSON", |s| ms(s.parse)),
         ("shape (validate the record)", |s| ms(s.shape)),
         ("duplicate key", |s| ms(s.duplicate)),
