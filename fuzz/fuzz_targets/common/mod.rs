@@ -1,0 +1,18 @@
+//! What several fuzz targets share.
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+
+/// Text made of up to six parts, each one of `pieces` (what the code under test treats
+/// specially, so random input hits it often) or arbitrary text.
+pub fn text(u: &mut Unstructured, pieces: &[&str]) -> Result<String> {
+    let mut s = String::new();
+    for _ in 0..u.int_in_range(0..=6)? {
+        if u.ratio(1, 2)? {
+            s.push_str(u.choose(pieces)?);
+        } else {
+            let piece: String = u.arbitrary()?;
+            s.push_str(&piece);
+        }
+    }
+    Ok(s)
+}
