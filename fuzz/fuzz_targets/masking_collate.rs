@@ -5,13 +5,13 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use sft_dataset::collate::{collate, Padding};
-use sft_dataset::truncation::{kept_window, Truncation};
 use sft_dataset::masking::{
     chatml_assistant_spans, spans_from, spans_from_flags, trained_count, ChatMlMarkers,
     IGNORE_INDEX,
 };
 use sft_dataset::packed_rows::PackedRows;
 use sft_dataset::row::{RowStats, RowView, TokenizedRow};
+use sft_dataset::truncation::{kept_window, Truncation};
 
 const IM_START: u32 = 1;
 const IM_END: u32 = 2;
@@ -115,7 +115,10 @@ fn run(u: &mut Unstructured) -> Result<()> {
         .map(|i| packed.get(i).expect("packed rows are all built"))
         .collect();
     let again = collate(&unpacked, &padding);
-    assert_eq!((&again.input_ids, &again.labels), (&batch.input_ids, &batch.labels));
+    assert_eq!(
+        (&again.input_ids, &again.labels),
+        (&batch.input_ids, &batch.labels)
+    );
     let longest = rows.iter().map(|r| r.ids.len()).max().unwrap_or(0);
     assert_eq!(batch.rows, rows.len());
     assert_eq!(batch.seq_len, longest.min(max_seq_len));

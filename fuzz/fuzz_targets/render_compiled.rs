@@ -67,7 +67,10 @@ fn message(u: &mut Unstructured) -> Result<Json> {
         0 => m["content"] = json!([{"type": "text", "text": text(u)?}]),
         1 => m["content"] = Json::Null,
         2 => m["reasoning_content"] = json!(text(u)?),
-        3 => m["tool_calls"] = json!([{"type": "function", "function": {"name": "f", "arguments": "{}"}}]),
+        3 => {
+            m["tool_calls"] =
+                json!([{"type": "function", "function": {"name": "f", "arguments": "{}"}}])
+        }
         4 => m["role"] = json!(u.arbitrary::<String>()?),
         5 => m["name"] = json!(text(u)?),
         _ => {}
