@@ -2,7 +2,7 @@
 //!
 //! Data flow: records of a JSONL, JSON or Parquet file, compressed or not (`input`, `jsonl`) ->
 //! the reference's shapes (`dataset_format`) -> examples (`example`) -> messages (`message`) -> rendered text
-//! (`chat_template`) -> token ids (`tokenizer`) -> labels (`masking`) -> cached rows (`dataset`)
+//! (`chat_template`: the interpreter, and direct renderers of known templates) -> token ids (`tokenizer`) -> labels (`masking`) -> cached rows (`dataset`)
 //! -> padded batches (`collate`) in epoch order (`shuffle`). `grpo` (label masks for RL trainers)
 //! and `distill` (self-distillation payloads) build on the same rendering, tokenizer and masking.
 //! `napi` only converts between JS and these modules.
