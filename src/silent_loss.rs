@@ -218,14 +218,35 @@ impl<'a> Within<'a> {
 
     fn contains(&mut self, needle: &str) -> bool {
         let hay = self.text.as_bytes();
-        if let Some(at) = memchr::memmem::find(&hay[self.from..], needle.as_bytes()) {
-            self.from += at + needle.len();
+        let needle = needle.as_bytes();
+        if let Some(at) = find_from(hay, self.from, needle) {
+            self.from = at + needle.len();
             return true;
         }
         // A match that starts before `from` ends before `from + needle.len()`.
         let end = (self.from + needle.len()).min(hay.len());
-        memchr::memmem::find(&hay[..end], needle.as_bytes()).is_some()
+        memchr::memmem::find(&hay[..end], needle).is_some()
     }
+}
+
+/// How far past the cursor the next content is first looked for by its first byte alone: a
+/// template writes a message's header (a few dozen bytes) between two contents.
+const NEAR: usize = 256;
+
+/// The first occurrence of a non-empty `needle` in `hay` at or after `from`. Candidates within
+/// `NEAR` bytes are tried by their first byte (no searcher to build, which costs more than the
+/// search when the match is a header away); past that, a full substring search.
+fn find_from(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    let rest = hay.get(from..)?;
+    let near = &rest[..rest.len().min(NEAR)];
+    let &first = needle.first()?;
+    for at in memchr::memchr_iter(first, near) {
+        if rest[at..].starts_with(needle) {
+            return Some(from + at);
+        }
+    }
+    let skip = near.len();
+    memchr::memmem::find(&rest[skip..], needle).map(|at| from + skip + at)
 }
 
 /// Class 2 alone: an example's tools that the template never gets.
@@ -259,42 +280,83 @@ pub fn duplicate_key(example: &SftExample) -> u64 {
     BUFFER.with(|buffer| {
         let mut bytes = buffer.borrow_mut();
         bytes.clear();
-        write_example(example, &mut *bytes);
+        write_example(example, &mut bytes);
         let mut first = [0u8; 8];
         first.copy_from_slice(&blake3::hash(&bytes).as_bytes()[..8]);
         u64::from_le_bytes(first)
     })
 }
 
-/// The bytes that make an example: its format, messages and tools.
-pub fn example_bytes(example: &SftExample) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    write_example(example, &mut bytes);
-    bytes
-}
-
-/// Writes the format tag, the messages as one JSON list and the tools as JSON, without copying
-/// the example.
-fn write_example(example: &SftExample, out: &mut impl std::io::Write) {
-    let mut messages: Vec<&Json> = Vec::new();
-    let tag = match example {
-        SftExample::Conversation { messages: list, .. } => {
-            messages.extend(list);
-            b'c'
+/// Writes what makes an example, unambiguously: the format tag, the messages and the tools, each
+/// JSON value as a tagged tree with length-prefixed strings (no escaping, no copy of the
+/// example). Two examples write the same bytes exactly when their JSON is the same, keys in the
+/// same order.
+fn write_example(example: &SftExample, out: &mut Vec<u8>) {
+    match example {
+        SftExample::Conversation { messages, .. } => {
+            out.push(b'c');
+            write_len(messages.len(), out);
+            messages.iter().for_each(|m| write_json(m, out));
         }
         SftExample::PromptCompletion {
             prompt, completion, ..
         } => {
-            messages.extend(prompt);
-            messages.push(completion);
-            b'p'
+            out.push(b'p');
+            write_len(prompt.len() + 1, out);
+            prompt.iter().for_each(|m| write_json(m, out));
+            write_json(completion, out);
         }
-    };
-    // Writing to memory or a hasher does not fail; a failure would only weaken a warning.
-    let _ = out.write_all(&[tag]);
-    let _ = serde_json::to_writer(&mut *out, &messages);
-    if let Some(tools) = example.tools() {
-        let _ = serde_json::to_writer(&mut *out, tools);
+    }
+    match example.tools() {
+        Some(tools) => {
+            out.push(b'T');
+            write_json(tools, out);
+        }
+        None => out.push(b'-'),
+    }
+}
+
+fn write_len(len: usize, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(len as u64).to_le_bytes());
+}
+
+fn write_str(text: &str, out: &mut Vec<u8>) {
+    write_len(text.len(), out);
+    out.extend_from_slice(text.as_bytes());
+}
+
+fn write_json(value: &Json, out: &mut Vec<u8>) {
+    match value {
+        Json::Null => out.push(b'n'),
+        Json::Bool(b) => out.push(if *b { b't' } else { b'f' }),
+        Json::Number(n) => {
+            // serde_json keeps an integer as u64 or i64 and anything else as f64: three tags,
+            // so 1 and 1.0 stay apart as they do in the file.
+            let (tag, bits) = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => (b'u', u),
+                (None, Some(i)) => (b'i', i as u64),
+                _ => (b'd', n.as_f64().unwrap_or(f64::NAN).to_bits()),
+            };
+            out.push(tag);
+            out.extend_from_slice(&bits.to_le_bytes());
+        }
+        Json::String(text) => {
+            out.push(b's');
+            write_str(text, out);
+        }
+        Json::Array(items) => {
+            out.push(b'[');
+            write_len(items.len(), out);
+            items.iter().for_each(|v| write_json(v, out));
+        }
+        Json::Object(map) => {
+            out.push(b'{');
+            write_len(map.len(), out);
+            for (key, v) in map {
+                write_str(key, out);
+                write_json(v, out);
+            }
+        }
     }
 }
 
@@ -344,6 +406,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn find_from_is_the_first_match_at_or_after_the_cursor() {
+        // Every needle of a few generated texts, from every cursor: the same answer as a plain
+        // scan, near the cursor, past `NEAR`, and straddling it.
+        let mut state = 7u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for len in [0usize, 1, 5, NEAR - 3, NEAR + 40, 3 * NEAR] {
+            let hay: Vec<u8> = (0..len).map(|_| b"ab<"[(next() % 3) as usize]).collect();
+            for _ in 0..60 {
+                let n = 1 + (next() % 6) as usize;
+                let needle: Vec<u8> = (0..n).map(|_| b"ab<"[(next() % 3) as usize]).collect();
+                for from in (0..=len).step_by(1 + len / 40) {
+                    let plain = (from..len.saturating_sub(n - 1).max(from))
+                        .find(|&at| hay[at..].starts_with(&needle));
+                    assert_eq!(
+                        find_from(&hay, from, &needle),
+                        plain,
+                        "{len} {from} {needle:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(find_from(b"abc", 4, b"a"), None);
+        assert_eq!(find_from(b"abc", 1, b""), None);
+    }
+
+    #[test]
     fn within_finds_contents_in_any_order() {
         let mut w = Within::new("<a>first</a><b>second</b><c>first again</c>");
         assert!(w.contains("second"));
@@ -364,10 +457,40 @@ mod tests {
         };
         assert_eq!(duplicate_key(&conv("a")), duplicate_key(&conv("a")));
         assert_ne!(duplicate_key(&conv("a")), duplicate_key(&conv("b")));
-        assert_eq!(
-            example_bytes(&conv("a")),
-            b"c[{\"role\":\"user\",\"content\":\"a\"}]".to_vec()
+        // Lengths keep the strings apart where their concatenations agree.
+        let two = |a: &str, b: &str| SftExample::Conversation {
+            messages: vec![
+                serde_json::json!({"role": "user", "content": a}),
+                serde_json::json!({"role": "assistant", "content": b}),
+            ],
+            distill: None,
+            tools: None,
+        };
+        assert_ne!(
+            duplicate_key(&two("ab", "c")),
+            duplicate_key(&two("a", "bc"))
         );
+        // Key order and number types count, as they do in the file.
+        let of = |m: serde_json::Value| SftExample::Conversation {
+            messages: vec![m],
+            distill: None,
+            tools: None,
+        };
+        let key = |text: &str| duplicate_key(&of(serde_json::from_str(text).unwrap()));
+        assert_ne!(key(r#"{"a":1,"b":2}"#), key(r#"{"b":2,"a":1}"#));
+        assert_ne!(key(r#"{"a":1}"#), key(r#"{"a":1.0}"#));
+        assert_ne!(key(r#"{"a":-1}"#), key(r#"{"a":18446744073709551615}"#));
+        assert_ne!(key(r#"{"a":[]}"#), key(r#"{"a":{}}"#));
+        assert_ne!(key(r#"{"a":null}"#), key(r#"{"a":false}"#));
+        assert_eq!(key(r#"{"a": [1, "x"]}"#), key(r#"{"a":[1,"x"]}"#));
+        // The same messages as a prompt and completion are another example.
+        let pc = SftExample::PromptCompletion {
+            prompt: vec![serde_json::json!({"role": "user", "content": "ab"})],
+            completion: serde_json::json!({"role": "assistant", "content": "c"}),
+            distill: None,
+            tools: None,
+        };
+        assert_ne!(duplicate_key(&pc), duplicate_key(&two("ab", "c")));
         let with_tools = SftExample::Conversation {
             messages: vec![serde_json::json!({"role": "user", "content": "a"})],
             distill: None,

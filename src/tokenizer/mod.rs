@@ -255,25 +255,7 @@ impl ChatTokenizer {
 
     /// The variables transformers passes to every render from `special_tokens_map`.
     pub fn special_tokens_map(&self) -> Vec<(String, Value)> {
-        let c = &self.config;
-        let mut map = Vec::new();
-        for (name, token) in [
-            ("bos_token", &c.bos_token),
-            ("eos_token", &c.eos_token),
-            ("unk_token", &c.unk_token),
-            ("pad_token", &c.pad_token),
-        ] {
-            if let Some(token) = token {
-                map.push((name.to_string(), Value::from(token.as_str())));
-            }
-        }
-        if !c.additional_special_tokens.is_empty() {
-            map.push((
-                "additional_special_tokens".to_string(),
-                Value::from(c.additional_special_tokens.clone()),
-            ));
-        }
-        map
+        self.config.special_tokens_map()
     }
 
     pub fn source(&self) -> &Path {
