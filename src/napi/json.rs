@@ -2,7 +2,7 @@
 //! examples, so that numbers reach the template as `json_value` says (napi's own conversion makes
 //! every integer beyond 32 bits a float and a `BigInt` beyond 64 bits a string).
 
-use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, Object, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, ToNapiValue, Unknown};
 use napi::{sys, JsValue, Status, ValueType};
 use serde_json::{Map, Value as Json};
 
@@ -112,15 +112,26 @@ impl Walk {
                     }
                     Json::Array(items)
                 } else {
-                    let object = unsafe { Object::from_napi_value(env, raw)? };
-                    let mut map = Map::new();
-                    for key in Object::keys(&object)? {
-                        // `undefined` properties are left out, as JSON.stringify does.
-                        let Some(item) = object.get::<Unknown>(&key)? else {
-                            continue;
+                    // The keys `Object.keys` would give (napi's property names), each read
+                    // back with its own JS string: no key is made anew from Rust text.
+                    let names = unsafe { call(|out| sys::napi_get_property_names(env, raw, out))? };
+                    let names = unsafe { Array::from_napi_value(env, names)? };
+                    let mut map = Map::with_capacity(names.len() as usize);
+                    for i in 0..names.len() {
+                        let key_value =
+                            unsafe { call(|out| sys::napi_get_element(env, names.raw(), i, out))? };
+                        let item = unsafe {
+                            call(|out| sys::napi_get_property(env, raw, key_value, out))?
                         };
+                        // `undefined` properties are left out, as JSON.stringify does.
+                        if unsafe { Unknown::from_napi_value(env, item)? }.get_type()?
+                            == ValueType::Undefined
+                        {
+                            continue;
+                        }
+                        let key = unsafe { String::from_napi_value(env, key_value)? };
                         self.path.push(Step::Key(key));
-                        let json = unsafe { self.value(item.value().value)? };
+                        let json = unsafe { self.value(item)? };
                         if let Some(Step::Key(key)) = self.path.pop() {
                             map.insert(key, json);
                         }
@@ -134,6 +145,24 @@ impl Walk {
             _ => return Err(self.refuse("not a JSON value")),
         })
     }
+}
+
+/// One napi call that writes a value: its status checked, the value returned.
+///
+/// # Safety
+/// `f` is a napi call that writes a value through its argument.
+unsafe fn call(
+    f: impl FnOnce(*mut sys::napi_value) -> sys::napi_status,
+) -> napi::Result<sys::napi_value> {
+    let mut out = std::ptr::null_mut();
+    let status = f(&mut out);
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::new(
+            Status::from(status),
+            "reading a JS value failed".to_string(),
+        ));
+    }
+    Ok(out)
 }
 
 impl FromNapiValue for JsJson {
