@@ -5,7 +5,8 @@
 //! A template gets a direct renderer only when its source is, byte for byte, one of the
 //! templates below (recognised by its blake3 fingerprint), so a template that differs by one
 //! space is interpreted. Each renderer covers the messages its template treats as plain text:
-//! string roles and contents and no tools or extra template variables. For anything else it
+//! string roles and contents (and, for Qwen3, tool calls), with no tools or extra template
+//! variables. For anything else it
 //! declines (`None`) and the interpreter renders, including every case where the template would
 //! raise an error, so errors read the same with either renderer.
 //!
