@@ -110,10 +110,10 @@ fn preview(text: &str) -> String {
 fn tools_count(tools: &Json) -> usize {
     match tools {
         Json::Array(list) => list.len(),
-        Json::String(text) => serde_json::from_str::<Json>(text)
-            .ok()
-            .and_then(|v| v.as_array().map(Vec::len))
-            .unwrap_or(1),
+        // Counted without building the definitions: a JSON list's items, skipped unread.
+        Json::String(text) => {
+            serde_json::from_str::<Vec<serde::de::IgnoredAny>>(text).map_or(1, |items| items.len())
+        }
         _ => 1,
     }
 }
@@ -446,6 +446,21 @@ mod tests {
         assert!(w.contains("<a>"));
         assert!(!w.contains("third"));
         assert!(!w.contains("second</b><c>first again</c>!"));
+    }
+
+    #[test]
+    fn tools_are_counted_as_given() {
+        let count = |tools: Json| tools_count(&tools);
+        assert_eq!(count(serde_json::json!([{"name": "a"}, {"name": "b"}])), 2);
+        assert_eq!(
+            count(serde_json::json!(r#"[{"name": "a"}, {"name": "b"}, 3]"#)),
+            3
+        );
+        assert_eq!(count(serde_json::json!("[]")), 0);
+        // A string that is not a JSON list, and any other value, is one definition.
+        assert_eq!(count(serde_json::json!(r#"{"name": "a"}"#)), 1);
+        assert_eq!(count(serde_json::json!("[1, ")), 1);
+        assert_eq!(count(serde_json::json!({"name": "a"})), 1);
     }
 
     #[test]
