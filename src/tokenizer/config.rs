@@ -57,22 +57,21 @@ const CLASS_DEFAULTS: &[(&str, &[&str])] = &[(
 impl TokenizerConfig {
     /// The variables transformers passes to every render from `special_tokens_map`.
     pub fn special_tokens_map(&self) -> Vec<(String, Value)> {
-        let c = self;
         let mut map = Vec::new();
         for (name, token) in [
-            ("bos_token", &c.bos_token),
-            ("eos_token", &c.eos_token),
-            ("unk_token", &c.unk_token),
-            ("pad_token", &c.pad_token),
+            ("bos_token", &self.bos_token),
+            ("eos_token", &self.eos_token),
+            ("unk_token", &self.unk_token),
+            ("pad_token", &self.pad_token),
         ] {
             if let Some(token) = token {
                 map.push((name.to_string(), Value::from(token.as_str())));
             }
         }
-        if !c.additional_special_tokens.is_empty() {
+        if !self.additional_special_tokens.is_empty() {
             map.push((
                 "additional_special_tokens".to_string(),
-                Value::from(c.additional_special_tokens.clone()),
+                Value::from(self.additional_special_tokens.clone()),
             ));
         }
         map
