@@ -1,5 +1,8 @@
 //! The JS surface: conversions between JS values and the core modules, nothing more.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod dataset;
 pub mod distill;
 pub mod error;

@@ -4,12 +4,12 @@
 pub mod config;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, Input, MatchKind};
 use minijinja::value::Value;
 use serde_json::Value as Json;
 
@@ -39,9 +39,32 @@ struct TailReuse {
     normalized: Option<AhoCorasick>,
     /// The ids of the added tokens, when the model's own vocabulary has none of them: then
     /// every one of these ids in an encoding is exactly one added-token match of the text.
-    added_only_ids: Option<HashSet<u32>>,
+    added_only_ids: Option<IdSet>,
     /// The longest added token, in bytes.
     longest: usize,
+}
+
+/// A set of token ids, one bit each: read once per token of every prompt-completion example.
+struct IdSet(Vec<u64>);
+
+impl IdSet {
+    fn new(ids: impl IntoIterator<Item = u32>) -> Self {
+        let mut bits = Vec::new();
+        for id in ids {
+            let word = id as usize / 64;
+            if bits.len() <= word {
+                bits.resize(word + 1, 0);
+            }
+            bits[word] |= 1 << (id % 64);
+        }
+        IdSet(bits)
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        self.0
+            .get(id as usize / 64)
+            .is_some_and(|word| word & (1 << (id % 64)) != 0)
+    }
 }
 
 impl TailReuse {
@@ -213,7 +236,7 @@ impl ChatTokenizer {
         let added_only_ids = decoder
             .keys()
             .all(|&id| tokenizers::Model::id_to_token(hf.get_model(), id).is_none())
-            .then(|| decoder.keys().copied().collect());
+            .then(|| IdSet::new(decoder.keys().copied()));
         for token in decoder.values() {
             if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
                 return None;
@@ -633,7 +656,7 @@ impl ChatTokenizer {
             let head = full
                 .iter()
                 .enumerate()
-                .filter(|(_, id)| ids.contains(id))
+                .filter(|&(_, &id)| ids.contains(id))
                 .nth(nth)
                 .map(|(at, _)| at + 1);
             if let Some(head) = head {
@@ -684,6 +707,11 @@ fn shared_added_token_end(
     full_text: &str,
 ) -> Option<(usize, usize)> {
     let shared = common_prefix_len(prompt_text.as_bytes(), full_text.as_bytes());
+    if reuse.normalized.is_none() {
+        return reuse.raw.as_ref().and_then(|raw| {
+            last_shared_match(raw, reuse.longest, prompt_text, full_text, shared)
+        });
+    }
     let in_prompt = reuse.matches(prompt_text);
     reuse
         .matches(full_text)
@@ -693,6 +721,49 @@ fn shared_added_token_end(
         .filter(|&(_, (_, end))| end <= shared)
         .find(|(_, m)| in_prompt.binary_search(m).is_ok())
         .map(|(nth, (_, end))| (nth, end))
+}
+
+/// `shared_added_token_end` with one matcher, without scanning either text whole. Matches are
+/// found one after the other, each leftmost-longest from where the last one ended; one that
+/// starts `longest` bytes or more before the end of the shared prefix is decided by shared bytes
+/// alone, so it is a match of both texts and only the full text is searched for those. Past
+/// that point both texts are searched, and a match counts while both have it and it ends inside
+/// the shared prefix. No search looks further than `longest` bytes past the shared prefix: a
+/// match that starts inside it fits in that window.
+fn last_shared_match(
+    raw: &AhoCorasick,
+    longest: usize,
+    prompt_text: &str,
+    full_text: &str,
+    shared: usize,
+) -> Option<(usize, usize)> {
+    let find = |text: &str, from: usize| {
+        let end = text.len().min(shared.saturating_add(longest));
+        if from > end {
+            return None;
+        }
+        raw.find(Input::new(text).span(from..end))
+    };
+    let mut from = 0;
+    let mut count = 0;
+    let mut last = None;
+    while let Some(m) = find(full_text, from) {
+        if m.start() + longest > shared {
+            break;
+        }
+        last = Some((count, m.end()));
+        count += 1;
+        from = m.end();
+    }
+    while let (Some(f), Some(p)) = (find(full_text, from), find(prompt_text, from)) {
+        if f.span() != p.span() || f.end() > shared {
+            break;
+        }
+        last = Some((count, f.end()));
+        count += 1;
+        from = f.end();
+    }
+    last
 }
 
 /// The length of the longest common prefix of two sequences (token ids, bytes).
@@ -767,6 +838,49 @@ mod tests {
                 (t.encode(&p, false).unwrap(), t.encode(&f, false).unwrap())
             );
         }
+    }
+
+    #[test]
+    fn last_shared_match_is_the_end_of_the_common_run_of_matches() {
+        // Overlapping tokens make the leftmost-longest choice near the end of the shared prefix
+        // depend on the bytes after it.
+        let tokens = ["<a>", "<a>b", "<ab>", "b>", "<|x|>", "a"];
+        let raw = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(tokens)
+            .unwrap();
+        let longest = tokens.iter().map(|t| t.len()).max().unwrap();
+        let reuse = TailReuse {
+            raw: Some(raw.clone()),
+            normalized: None,
+            added_only_ids: None,
+            longest,
+        };
+        let pieces = ["<a>", "<a", "b", ">", "<ab>", "<|x|>", "<|", "a", "c", " ", "é"];
+        let mut rng = crate::test_support::Rng(0x5eed_1234_abcd_0001);
+        let mut text = |n: usize| (0..n).map(|_| rng.pick(&pieces)).collect::<String>();
+        let mut found = 0;
+        for round in 0..4000 {
+            let head = text(round % 9);
+            let full = format!("{head}{}", text(round % 5));
+            let prompt = format!("{head}{}", text(round % 4));
+            let shared = common_prefix_len(prompt.as_bytes(), full.as_bytes());
+            let (in_full, in_prompt) = (reuse.matches(&full), reuse.matches(&prompt));
+            let expected = in_full
+                .iter()
+                .zip(&in_prompt)
+                .take_while(|(f, p)| f == p && f.1 <= shared)
+                .enumerate()
+                .last()
+                .map(|(nth, (f, _))| (nth, f.1));
+            found += usize::from(expected.is_some());
+            assert_eq!(
+                last_shared_match(&raw, longest, &prompt, &full, shared),
+                expected,
+                "prompt {prompt:?}, full {full:?}"
+            );
+        }
+        assert!(found > 1000, "{found}");
     }
 
     #[test]
