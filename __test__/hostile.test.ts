@@ -302,8 +302,9 @@ describe('JSONL files', () => {
     peak = Math.max(peak, process.memoryUsage().rss)
     expect(ds.length).toBe(many)
     expect(ds.numBatches(1000)).toBe(Math.ceil(many / 1000))
-    // Rows on both sides of the loader's block boundaries (4,096 lines a chunk) come back whole.
-    for (const i of [0, 4095, 4096, 4097, 8191, 8192, many - 1]) {
+    // Rows on both sides of the loader's chunk boundaries (128 lines, doubling up to 4,096 a
+    // chunk: boundaries at 128, 384, ..., 3,968, 8,064, 12,160) come back whole.
+    for (const i of [0, 127, 128, 3967, 3968, 8063, 8064, 12159, 12160, many - 1]) {
       const { inputIds } = await ds.tokenizeExample(i)
       expect(Array.from(inputIds), `example ${i}`).toEqual(await idsOf(conv(String(i % 10), 'y')))
     }

@@ -18,8 +18,10 @@ use crate::tokenizer::ChatTokenizer;
 
 /// A chunk of lines is parsed and tokenized in parallel while the next one is read. Large chunks
 /// keep both cores busy to the end of each chunk; the byte bound keeps memory flat on files with
-/// huge lines.
+/// huge lines. The first chunk is small, so that the cores start while the rest is read, and each
+/// next one doubles up to the full size.
 const CHUNK_LINES: usize = 4096;
+const FIRST_CHUNK_LINES: usize = 128;
 const CHUNK_BYTES: usize = 8 << 20;
 
 /// Progress of a load, reported after each chunk.
@@ -86,11 +88,12 @@ pub fn load_rows(
         scope.spawn(move || {
             let mut taken = 0usize;
             let mut ended = false;
+            let mut lines = FIRST_CHUNK_LINES;
             while taken < limit && !ended {
                 let mut chunk = Vec::new();
                 let mut chunk_bytes = 0;
                 let mut failed = None;
-                while chunk.len() < CHUNK_LINES && chunk_bytes < CHUNK_BYTES && taken < limit {
+                while chunk.len() < lines && chunk_bytes < CHUNK_BYTES && taken < limit {
                     match reader.next_record() {
                         Ok(Some(record)) => {
                             chunk_bytes += record.size_hint();
@@ -107,6 +110,7 @@ pub fn load_rows(
                         }
                     }
                 }
+                lines = (lines * 2).min(CHUNK_LINES);
                 let bytes = reader.bytes_read();
                 if !chunk.is_empty() && sender.send(Ok((chunk, bytes))).is_err() {
                     return;

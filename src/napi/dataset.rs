@@ -859,11 +859,9 @@ impl JsSftDataset {
                 None => None,
             };
             let config = core_config_of(config)?;
-            let inner = Dataset::from_examples(examples, tokenizer, config)?;
-            Ok(JsSftDataset {
-                inner: Arc::new(inner),
-                cache: None,
-            })
+            let inner = Arc::new(Dataset::from_examples(examples, tokenizer, config)?);
+            inner.start_prefetch();
+            Ok(JsSftDataset { inner, cache: None })
         })
     }
 

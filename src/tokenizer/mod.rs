@@ -708,9 +708,10 @@ fn shared_added_token_end(
 ) -> Option<(usize, usize)> {
     let shared = common_prefix_len(prompt_text.as_bytes(), full_text.as_bytes());
     if reuse.normalized.is_none() {
-        return reuse.raw.as_ref().and_then(|raw| {
-            last_shared_match(raw, reuse.longest, prompt_text, full_text, shared)
-        });
+        return reuse
+            .raw
+            .as_ref()
+            .and_then(|raw| last_shared_match(raw, reuse.longest, prompt_text, full_text, shared));
     }
     let in_prompt = reuse.matches(prompt_text);
     reuse
@@ -856,7 +857,9 @@ mod tests {
             added_only_ids: None,
             longest,
         };
-        let pieces = ["<a>", "<a", "b", ">", "<ab>", "<|x|>", "<|", "a", "c", " ", "é"];
+        let pieces = [
+            "<a>", "<a", "b", ">", "<ab>", "<|x|>", "<|", "a", "c", " ", "é",
+        ];
         let mut rng = crate::test_support::Rng(0x5eed_1234_abcd_0001);
         let mut text = |n: usize| (0..n).map(|_| rng.pick(&pieces)).collect::<String>();
         let mut found = 0;
