@@ -64,8 +64,9 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 export declare class SFTDataset {
   /**
-   * Validates the format of every example (all must share the first one's), derives the
-   * special token ids, and renders nothing yet: rows are built on first use, on all cores.
+   * Validates the format of every example (all must share the first one's) and derives the
+   * special token ids. Rows start building on the other cores while the examples are
+   * converted; a row that fails to build rejects the batch that holds it.
    */
   constructor(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null)
   /** *(addition)* The format every example shares, as detected from the first one. */

@@ -125,3 +125,64 @@ describe('wrong JS types', () => {
     expect(e.message).toMatch(/^Tokenizer\.fromPretrainedSync: an argument has the wrong type, expected a string: /)
   })
 })
+
+// createSFTDataset converts its examples a slice of 64 at a time and starts building rows while
+// it converts: the errors and the rows must be those of one whole conversion.
+describe('createSFTDataset over many examples', () => {
+  const pc = (i: number) => ({ prompt: [{ role: 'user', content: `q${i}` }], completion: { role: 'assistant', content: `a${i}` } })
+  const many = (n: number) => Array.from({ length: n }, (_, i) => pc(i)) as unknown[]
+  const thrown = (f: () => unknown) => {
+    try {
+      f()
+    } catch (err) {
+      return err as CodedError
+    }
+    throw new Error('expected a throw')
+  }
+
+  it('a late conversion error wins over an earlier format error and over a bad config', () => {
+    const examples = many(200)
+    examples[70] = { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'y' }] }
+    examples[150] = { prompt: [{ role: 'user', content: () => 1 }], completion: { role: 'assistant', content: 'b' } }
+    const conversion = thrown(() => lib.createSFTDataset(wrong(examples), tok))
+    expect(conversion.code).toBe('INVALID_ARGUMENT')
+    expect(conversion.message).toBe('createSFTDataset: examples is not an array of examples: prompt[0].content is a function')
+    const withBadConfig = thrown(() => lib.createSFTDataset(wrong(examples), tok, wrong({ batching: 'nope' })))
+    expect(withBadConfig.message).toBe(conversion.message)
+  })
+
+  it('a format error past the first slice names its example, after the config is checked', () => {
+    const examples = many(200)
+    examples[130] = { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'y' }] }
+    const e = thrown(() => lib.createSFTDataset(wrong(examples), tok))
+    expect(e.code).toBe('INVALID_EXAMPLE')
+    expect(e.message).toBe('Inconsistent SFT data format: example 0 is prompt-completion, example 130 is conversation')
+    const config = thrown(() => lib.createSFTDataset(wrong(examples), tok, wrong({ batching: 'nope' })))
+    expect(config.code).toBe('INVALID_ARGUMENT')
+    expect(config.message).toMatch(/batching/)
+  })
+
+  it('gives every example the row a dataset of that example alone gives, across slices', async () => {
+    const examples = many(150) as lib.SFTExample[]
+    const ds = lib.createSFTDataset(examples, tok, { completionOnly: true })
+    const rows: Array<{ ids: number[]; labels: number[] }> = []
+    for await (const b of ds.batches(50)) {
+      const [count, width] = b.shape
+      for (let r = 0; r < count; r++) {
+        rows.push({
+          ids: Array.from(b.inputIds.subarray(r * width, (r + 1) * width)),
+          labels: Array.from(b.labels.subarray(r * width, (r + 1) * width)),
+        })
+      }
+    }
+    expect(rows.length).toBe(150)
+    for (const i of [0, 1, 63, 64, 65, 127, 128, 149]) {
+      const alone = await lib.createSFTDataset([examples[i]], tok, { completionOnly: true }).collateBatch([0])
+      const n = alone.shape[1]
+      expect(rows[i].ids.slice(0, n), `example ${i}`).toEqual(Array.from(alone.inputIds))
+      expect(rows[i].labels.slice(0, n), `example ${i}`).toEqual(Array.from(alone.labels))
+      expect(rows[i].ids.slice(n).every((id) => id === tok.getPadTokenId())).toBe(true)
+      expect(rows[i].labels.slice(n).every((l) => l === -100)).toBe(true)
+    }
+  })
+})

@@ -333,9 +333,9 @@ pub struct Dataset {
     turn_end: Option<TurnEnd>,
     /// Example indices that take part in training, when some rows were dropped.
     kept: Option<Vec<u32>>,
-    /// The examples as given to the constructor; empty for a loaded dataset, whose rows were all
-    /// built while the file streamed by.
-    examples: Vec<Json>,
+    /// The examples as given to the constructor, each taken when its row is built; empty for a
+    /// loaded dataset, whose rows were all built while the file streamed by.
+    examples: Vec<Mutex<Option<Json>>>,
     rows: RowCache,
     warned: Vec<AtomicBool>,
     epoch: RwLock<Arc<Epoch>>,
@@ -357,33 +357,49 @@ impl Dataset {
         tokenizer: Arc<ChatTokenizer>,
         config: DatasetConfig,
     ) -> SftResult<Self> {
-        if examples.is_empty() {
+        let count = examples.len();
+        let mut examples = examples.into_iter();
+        let mut creation = Self::begin_creation(examples.next(), count, tokenizer, config, false)?;
+        creation.add(examples.collect())?;
+        let dataset = creation.finish()?;
+        Arc::try_unwrap(dataset)
+            .map_err(|_| SftError::new(ErrorCode::Internal, "a dataset being created is shared"))
+    }
+
+    /// The first step of `new SFTDataset` for examples that arrive in slices (converted from JS
+    /// while the first rows build): the reference's checks that need only the count, the
+    /// tokenizer, the config and example 0, in its order. With `build_early`, the rows of each
+    /// slice start building on other threads as it is added, unless the config needs every row
+    /// before the dataset exists (plans that read lengths, dropped rows).
+    pub fn begin_creation(
+        first: Option<Json>,
+        count: usize,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+        build_early: bool,
+    ) -> SftResult<Creation> {
+        let Some(first) = first else {
             return Err(SftError::new(
                 ErrorCode::InvalidExample,
                 "SFT dataset must contain at least one example",
             ));
-        }
+        };
         config.check_batching()?;
         let masking = resolve_masking(&tokenizer, &config)?;
-        let format = detect_format(&examples[0])?;
-        for (i, example) in examples.iter().enumerate().skip(1) {
-            let other = detect_format(example)?;
-            if other != format {
-                return Err(inconsistent(format, i, other));
-            }
-        }
-        let rows = RowCache::lazy(examples.len());
+        let format = detect_format(&first)?;
+        let rows = RowCache::lazy(count);
         let turn_end = turn_end_of(&tokenizer, &config);
-        let mut dataset =
-            Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
-        // Plans other than the reference's read every row's length.
-        if dataset.config.may_drop() || dataset.config.batching.needs_lengths() {
-            (0..dataset.rows.len()).into_par_iter().for_each(|i| {
-                let _ = dataset.row(i);
-            });
-            dataset.apply_drops();
-        }
-        Ok(dataset)
+        let examples = (0..count).map(|_| Mutex::new(None)).collect();
+        let dataset = Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
+        let needs_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
+        let mut creation = Creation {
+            dataset: Arc::new(dataset),
+            added: 0,
+            build_early: build_early && !needs_all,
+        };
+        creation.put(0, first);
+        creation.added = 1;
+        Ok(creation)
     }
 
     /// `loadSFTDataset`: streams the file, validating every record and building every row.
@@ -477,7 +493,7 @@ impl Dataset {
         format: Format,
         masking: Masking,
         turn_end: Option<TurnEnd>,
-        examples: Vec<Json>,
+        examples: Vec<Mutex<Option<Json>>>,
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
@@ -620,7 +636,17 @@ impl Dataset {
     }
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
-        let example = from_created(&self.examples[index], index, self.format)?;
+        let taken = self.examples.get(index).and_then(|cell| match cell.lock() {
+            Ok(mut guard) => guard.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        });
+        let example = taken.ok_or_else(|| {
+            SftError::new(
+                ErrorCode::Internal,
+                format!("SFT example {index} was not there to build its row"),
+            )
+        })?;
+        let example = from_created(example, index, self.format)?;
         let settings = RowSettings {
             loss: Some(&self.loss),
             ..row_settings(&self.config, &self.masking, self.turn_end.as_ref())
@@ -898,6 +924,25 @@ impl Dataset {
         self.cancelled.store(true, Ordering::Relaxed);
     }
 
+    /// Builds the rows of `range` on other threads, in order, a chunk at a time.
+    fn spawn_build(self: &Arc<Self>, range: std::ops::Range<usize>) {
+        let weak = Arc::downgrade(self);
+        rayon::spawn(move || {
+            for start in range.clone().step_by(PREFETCH_CHUNK) {
+                let Some(dataset) = weak.upgrade() else {
+                    return;
+                };
+                if dataset.cancelled.load(Ordering::Relaxed) {
+                    return;
+                }
+                let end = (start + PREFETCH_CHUNK).min(range.end);
+                (start..end).into_par_iter().for_each(|i| {
+                    let _ = dataset.row(i);
+                });
+            }
+        });
+    }
+
     /// Exactly how many batches `batches(batch_size)` yields this epoch (on this rank).
     pub fn num_batches(&self, batch_size: usize) -> SftResult<usize> {
         if self.config.uses_plan() {
@@ -928,6 +973,92 @@ impl Dataset {
             examples,
             self.turn_end.as_ref().map(|t| t.text.clone()),
         ))
+    }
+}
+
+/// A dataset whose examples are still arriving (`Dataset::begin_creation`). Dropped before
+/// `finish`, it stops building the rows it started.
+pub struct Creation {
+    dataset: Arc<Dataset>,
+    added: usize,
+    build_early: bool,
+}
+
+impl Creation {
+    fn put(&mut self, index: usize, example: Json) {
+        if let Some(cell) = self.dataset.examples.get(index) {
+            match cell.lock() {
+                Ok(mut guard) => *guard = Some(example),
+                Err(poisoned) => *poisoned.into_inner() = Some(example),
+            }
+        }
+    }
+
+    /// The next examples, in order: each must have example 0's format (the reference's check,
+    /// first failure first). With early building, their rows start building now.
+    pub fn add(&mut self, examples: Vec<Json>) -> SftResult<()> {
+        let start = self.added;
+        let format = self.dataset.format;
+        for (k, example) in examples.into_iter().enumerate() {
+            let other = detect_format(&example)?;
+            if other != format {
+                return Err(inconsistent(format, start + k, other));
+            }
+            self.put(start + k, example);
+            self.added += 1;
+        }
+        if self.build_early {
+            // Example 0 waited for the second slice, to start with a chunk of work.
+            let from = if start == 1 { 0 } else { start };
+            self.dataset.spawn_build(from..self.added);
+        }
+        Ok(())
+    }
+
+    /// The dataset, once every example was added.
+    pub fn finish(mut self) -> SftResult<Arc<Dataset>> {
+        if self.added != self.dataset.examples.len() {
+            return Err(SftError::new(
+                ErrorCode::Internal,
+                format!(
+                    "{} of {} examples were added",
+                    self.added,
+                    self.dataset.examples.len()
+                ),
+            ));
+        }
+        if self.build_early {
+            if self.added == 1 {
+                self.dataset.spawn_build(0..1);
+            }
+            self.dataset.prefetch_started.store(true, Ordering::Release);
+        } else if self.dataset.config.may_drop() || self.dataset.config.batching.needs_lengths() {
+            // Plans other than the reference's read every row's length.
+            let dataset = &self.dataset;
+            (0..dataset.rows.len()).into_par_iter().for_each(|i| {
+                let _ = dataset.row(i);
+            });
+            match Arc::get_mut(&mut self.dataset) {
+                Some(dataset) => dataset.apply_drops(),
+                None => {
+                    return Err(SftError::new(
+                        ErrorCode::Internal,
+                        "a dataset being created is shared",
+                    ))
+                }
+            }
+        }
+        let dataset = self.dataset.clone();
+        self.added = usize::MAX;
+        Ok(dataset)
+    }
+}
+
+impl Drop for Creation {
+    fn drop(&mut self) {
+        if self.added != usize::MAX {
+            self.dataset.cancel_prefetch();
+        }
     }
 }
 

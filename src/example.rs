@@ -165,21 +165,25 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
 /// An example handed over by `createSFTDataset` / `new SFTDataset`: the reference does not
 /// validate these, and fails only when it renders them. The same happens here, with a clear
 /// message instead of a JS TypeError.
-pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<SftExample> {
-    let field = |key: &str| example.get(key);
-    let distill = field("distill").cloned();
-    let tools = field("tools").filter(|t| !t.is_null()).cloned();
+pub fn from_created(example: Json, index: usize, format: Format) -> SftResult<SftExample> {
+    // Fields are moved out of the example, which is not needed once its row is built.
+    let mut obj = match example {
+        Json::Object(obj) => obj,
+        _ => serde_json::Map::new(),
+    };
+    let distill = obj.remove("distill");
+    let tools = tools_of(&mut obj);
     match format {
         Format::PromptCompletion => {
-            let prompt = match field("prompt") {
-                Some(Json::Array(p)) => p.clone(),
+            let prompt = match obj.remove("prompt") {
+                Some(Json::Array(p)) => p,
                 _ => {
                     return Err(invalid(format!(
                         "SFT example {index}: prompt must be an array of messages"
                     )))
                 }
             };
-            let completion = field("completion").cloned().unwrap_or(Json::Null);
+            let completion = obj.remove("completion").unwrap_or(Json::Null);
             if !completion.is_object() {
                 return Err(invalid(format!(
                     "SFT example {index}: completion must be a message object"
@@ -192,9 +196,9 @@ pub fn from_created(example: &Json, index: usize, format: Format) -> SftResult<S
                 tools,
             })
         }
-        Format::Conversation => match field("messages") {
-            Some(Json::Array(m)) => Ok(SftExample::Conversation {
-                messages: m.clone(),
+        Format::Conversation => match obj.remove("messages") {
+            Some(Json::Array(messages)) => Ok(SftExample::Conversation {
+                messages,
                 distill,
                 tools,
             }),

@@ -41,12 +41,15 @@ pub fn typed_arg<T: FromNapiValue>(value: &Unknown, what: &str, expected: &str) 
     let raw = value.value();
     // SAFETY: `raw` is a live value of the current call, and `from_napi_value` checks its type
     // before it reads it.
-    unsafe { T::from_napi_value(raw.env, raw.value) }.map_err(|e| {
-        SftError::new(
-            ErrorCode::InvalidArgument,
-            format!("{what} is not {expected}: {}", e.reason),
-        )
-    })
+    unsafe { T::from_napi_value(raw.env, raw.value) }.map_err(|e| arg_error(what, expected, &e))
+}
+
+/// The error of an argument that does not convert: `{what} is not {expected}: {why}`.
+pub fn arg_error(what: &str, expected: &str, e: &napi::Error) -> SftError {
+    SftError::new(
+        ErrorCode::InvalidArgument,
+        format!("{what} is not {expected}: {}", e.reason),
+    )
 }
 
 /// `guard` for synchronous exports.
