@@ -391,11 +391,13 @@ impl Dataset {
         let turn_end = turn_end_of(&tokenizer, &config);
         let examples = (0..count).map(|_| Mutex::new(None)).collect();
         let dataset = Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
-        let needs_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
+        // Plans other than the reference's read every row's length.
+        let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
         let mut creation = Creation {
             dataset: Arc::new(dataset),
             added: 0,
-            build_early: build_early && !needs_all,
+            build_early: build_early && !build_all,
+            build_all,
         };
         creation.put(0, first);
         creation.added = 1;
@@ -901,11 +903,20 @@ impl Dataset {
         if self.rows.is_complete() || self.prefetch_started.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.spawn_rows(self.order().to_vec());
+    }
+
+    /// Stops a running prefetch (the JS object is being collected).
+    pub fn cancel_prefetch(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Builds the rows of `indices` on other threads, in that order, a chunk at a time; chunks
+    /// keep the walk close to that order and let other rayon work in between.
+    fn spawn_rows(self: &Arc<Self>, indices: Vec<u32>) {
         let weak = Arc::downgrade(self);
-        let order = self.order();
-        // Chunks keep the walk close to epoch order and let other rayon work in between.
         rayon::spawn(move || {
-            for chunk in order.chunks(PREFETCH_CHUNK) {
+            for chunk in indices.chunks(PREFETCH_CHUNK) {
                 let Some(dataset) = weak.upgrade() else {
                     return;
                 };
@@ -914,30 +925,6 @@ impl Dataset {
                 }
                 chunk.par_iter().for_each(|&i| {
                     let _ = dataset.row(i as usize);
-                });
-            }
-        });
-    }
-
-    /// Stops a running prefetch (the JS object is being collected).
-    pub fn cancel_prefetch(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-    }
-
-    /// Builds the rows of `range` on other threads, in order, a chunk at a time.
-    fn spawn_build(self: &Arc<Self>, range: std::ops::Range<usize>) {
-        let weak = Arc::downgrade(self);
-        rayon::spawn(move || {
-            for start in range.clone().step_by(PREFETCH_CHUNK) {
-                let Some(dataset) = weak.upgrade() else {
-                    return;
-                };
-                if dataset.cancelled.load(Ordering::Relaxed) {
-                    return;
-                }
-                let end = (start + PREFETCH_CHUNK).min(range.end);
-                (start..end).into_par_iter().for_each(|i| {
-                    let _ = dataset.row(i);
                 });
             }
         });
@@ -982,6 +969,8 @@ pub struct Creation {
     dataset: Arc<Dataset>,
     added: usize,
     build_early: bool,
+    /// Every row is built before the dataset exists (dropped rows, plans by length).
+    build_all: bool,
 }
 
 impl Creation {
@@ -1010,7 +999,8 @@ impl Creation {
         if self.build_early {
             // Example 0 waited for the second slice, to start with a chunk of work.
             let from = if start == 1 { 0 } else { start };
-            self.dataset.spawn_build(from..self.added);
+            self.dataset
+                .spawn_rows((from as u32..self.added as u32).collect());
         }
         Ok(())
     }
@@ -1029,11 +1019,10 @@ impl Creation {
         }
         if self.build_early {
             if self.added == 1 {
-                self.dataset.spawn_build(0..1);
+                self.dataset.spawn_rows(vec![0]);
             }
             self.dataset.prefetch_started.store(true, Ordering::Release);
-        } else if self.dataset.config.may_drop() || self.dataset.config.batching.needs_lengths() {
-            // Plans other than the reference's read every row's length.
+        } else if self.build_all {
             let dataset = &self.dataset;
             (0..dataset.rows.len()).into_par_iter().for_each(|i| {
                 let _ = dataset.row(i);
