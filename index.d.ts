@@ -107,6 +107,11 @@ export declare class SFTDataset {
    * than a trip to the thread pool), else `null`; used by the JS generator.
    */
   _collateBuilt(indices: Array<number>): SFTBatch | null
+  /**
+   * `_collateBuilt` of the positions `start..end` of the current order; used by the JS
+   * generator, which would otherwise build an array of positions per batch.
+   */
+  _collateRangeBuilt(start: number, end: number): SFTBatch | null
   /** `_plannedBatch` done on the JS thread when the plan's rows are built, else `null`. */
   _plannedBatchBuilt(batchSize: number, index: number): SFTBatch | null
   /**

@@ -65,10 +65,10 @@ SFTDataset.prototype.batches = async function* batches(batchSize) {
     for (let k = 0; k < count; k++) yield this._plannedBatchBuilt(batchSize, k) ?? (await this._plannedBatch(batchSize, k))
     return
   }
-  for (let start = 0; start < this.length; start += batchSize) {
-    const end = Math.min(start + batchSize, this.length)
-    const indices = Array.from({ length: end - start }, (_, k) => start + k)
-    yield this._collateBuilt(indices) ?? (await this.collateBatch(indices))
+  const length = this.length
+  for (let start = 0; start < length; start += batchSize) {
+    const end = Math.min(start + batchSize, length)
+    yield this._collateRangeBuilt(start, end) ?? (await this.collateBatch(Array.from({ length: end - start }, (_, k) => start + k)))
   }
 }
 

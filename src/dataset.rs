@@ -704,6 +704,26 @@ impl Dataset {
         self.collate_examples(examples).map(Some)
     }
 
+    /// `collate_examples_if_built` of the examples at positions `start..end` of the current
+    /// order (what `batches()` asks for, with no array of positions to convert).
+    pub fn collate_range_if_built(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> SftResult<Option<CollatedBatch>> {
+        let order = self.order();
+        if start >= end || end > order.len() {
+            return Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "positions {start}..{end} are not a non-empty range of [0, {})",
+                    order.len()
+                ),
+            ));
+        }
+        self.collate_examples_if_built(&order[start..end])
+    }
+
     fn all_built(&self, examples: &[u32]) -> bool {
         self.rows.is_complete()
             || examples

@@ -4,13 +4,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    Array, AsyncTask, Either, Float32Array, FnArgs, FromNapiValue, Function, Int32Array,
-    JsObjectValue, Object, Uint32Array, Unknown,
+    Array, AsyncTask, Either, FnArgs, FromNapiValue, Function, Int32Array, JsObjectValue, Object,
+    Uint32Array, Unknown,
 };
 use napi::{Env, JsValue};
 use napi_derive::napi;
 use serde_json::Value as Json;
 
+use super::arrays::{Owned, OwnedF32, OwnedI32, OwnedU32};
 use super::error::{arg_error, run_sync, typed_arg, JsResult as Result};
 use super::json::JsJson;
 use super::path::{path_options, resolve_dataset_path};
@@ -275,30 +276,37 @@ fn cache_settings(cache: Either<String, TokenCacheOptions>) -> SftResult<CacheSe
     })
 }
 
-#[napi(object, js_name = "SFTBatch")]
+#[napi(object, js_name = "SFTBatch", object_from_js = false)]
 pub struct SftBatch {
     /// Token ids, row-major `[batch, seqLen]`, right-padded with the pad id.
-    pub input_ids: Int32Array,
+    #[napi(ts_type = "Int32Array")]
+    pub input_ids: OwnedI32,
     /// Labels, `-100` where no loss is taken.
-    pub labels: Int32Array,
+    #[napi(ts_type = "Int32Array")]
+    pub labels: OwnedI32,
     #[napi(ts_type = "[number, number]")]
     pub shape: Vec<u32>,
     /// Distillation target ids `[batch, seqLen, k]`, truncated and padded like `inputIds`
     /// (-1 where there is no target). Present when any example of the batch has `distill`.
-    pub distill_token_ids: Option<Int32Array>,
+    #[napi(ts_type = "Int32Array")]
+    pub distill_token_ids: Option<OwnedI32>,
     /// Distillation logprobs, same shape (`-Infinity` where there is no target).
-    pub distill_logprobs: Option<Float32Array>,
+    #[napi(ts_type = "Float32Array")]
+    pub distill_logprobs: Option<OwnedF32>,
     /// `[batch, seqLen, k]` of the distillation tensors.
     #[napi(ts_type = "[number, number, number]")]
     pub distill_shape: Option<Vec<u32>>,
     /// Every batching but `'reference'` (and any sharded dataset): the example index of each
     /// row; of a packed row, its first example.
-    pub indices: Option<Uint32Array>,
+    #[napi(ts_type = "Uint32Array")]
+    pub indices: Option<OwnedU32>,
     /// `'packed'`: each token's position within its own example, restarting at 0 for every
     /// example (0 on padding), `[batch, seqLen]`.
-    pub position_ids: Option<Int32Array>,
+    #[napi(ts_type = "Int32Array")]
+    pub position_ids: Option<OwnedI32>,
     /// `'packed'`: the example index of each token, -1 on padding, `[batch, seqLen]`.
-    pub example_ids: Option<Int32Array>,
+    #[napi(ts_type = "Int32Array")]
+    pub example_ids: Option<OwnedI32>,
 }
 
 /// What one epoch costs the trainer under one batching strategy.
@@ -749,10 +757,7 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
     }
     let b = collated.batch;
     let (position_ids, example_ids) = match b.packing {
-        Some(p) => (
-            Some(Int32Array::new(p.position_ids)),
-            Some(Int32Array::new(p.example_ids)),
-        ),
+        Some(p) => (Some(Owned(p.position_ids)), Some(Owned(p.example_ids))),
         None => (None, None),
     };
     let distill_shape = b
@@ -760,20 +765,17 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
         .as_ref()
         .map(|d| vec![b.rows as u32, b.seq_len as u32, d.k as u32]);
     let (distill_token_ids, distill_logprobs) = match b.distill {
-        Some(d) => (
-            Some(Int32Array::new(d.ids)),
-            Some(Float32Array::new(d.logprobs)),
-        ),
+        Some(d) => (Some(Owned(d.ids)), Some(Owned(d.logprobs))),
         None => (None, None),
     };
     Ok(SftBatch {
-        input_ids: Int32Array::new(b.input_ids),
-        labels: Int32Array::new(b.labels),
+        input_ids: Owned(b.input_ids),
+        labels: Owned(b.labels),
         shape: vec![b.rows as u32, b.seq_len as u32],
         distill_token_ids,
         distill_logprobs,
         distill_shape,
-        indices: collated.indices.map(Uint32Array::new),
+        indices: collated.indices.map(Owned),
         position_ids,
         example_ids,
     })
@@ -1018,6 +1020,31 @@ impl JsSftDataset {
         run_sync(|| {
             let examples = self.inner.resolve_positions(&indices)?;
             match self.inner.collate_examples_if_built(&examples)? {
+                Some(collated) => finish_batch(&env, collated).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// `_collateBuilt` of the positions `start..end` of the current order; used by the JS
+    /// generator, which would otherwise build an array of positions per batch.
+    #[napi(js_name = "_collateRangeBuilt")]
+    pub fn collate_range_built(&self, env: Env, start: f64, end: f64) -> Result<Option<SftBatch>> {
+        run_sync(|| {
+            let position = |v: f64| {
+                if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 {
+                    Ok(v as usize)
+                } else {
+                    Err(SftError::invalid_argument(format!(
+                        "{} is not a position",
+                        js_number(v)
+                    )))
+                }
+            };
+            match self
+                .inner
+                .collate_range_if_built(position(start)?, position(end)?)?
+            {
                 Some(collated) => finish_batch(&env, collated).map(Some),
                 None => Ok(None),
             }

@@ -3,6 +3,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod arrays;
 pub mod dataset;
 pub mod distill;
 pub mod error;
