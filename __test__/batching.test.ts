@@ -252,6 +252,41 @@ describe('batching strategies on random lengths', () => {
     expect(a.every((x) => x.indices == null && x.positionIds == null)).toBe(true)
   })
 
+  it('batches of built rows are copies each in an ArrayBuffer of its own, equal to collateBatch', async () => {
+    // Every row is built by the first epoch, so the second copies on the JS thread.
+    for (const batching of ['reference', 'packed'] as Batching[]) {
+      const ds = createSFTDataset(examples, tok, { ...base, batching })
+      ds.shuffleForEpoch(1)
+      await epoch(ds, 8)
+      const first = await epoch(ds, 8)
+      const arrays = first.flatMap((b) => [b.inputIds, b.labels, b.positionIds, b.exampleIds, b.indices].filter((a) => a != null))
+      expect(new Set(arrays.map((a) => a.buffer)).size).toBe(arrays.length)
+      for (const a of arrays) {
+        expect(a.byteOffset).toBe(0)
+        expect(a.buffer.byteLength).toBe(a.byteLength)
+      }
+      if (batching === 'reference') {
+        for (let k = 0; k < first.length; k++) {
+          const positions = Array.from({ length: first[k].shape[0] }, (_, i) => 8 * k + i)
+          const direct = await ds.collateBatch(positions)
+          expect(Array.from(first[k].inputIds)).toEqual(Array.from(direct.inputIds))
+          expect(Array.from(first[k].labels)).toEqual(Array.from(direct.labels))
+          expect(first[k].shape).toEqual(direct.shape)
+        }
+      }
+      // Writing into a batch, or handing its memory to another thread, leaves the rows intact.
+      const snapshot = first.map((b) => Array.from(b.inputIds))
+      first[0].inputIds.fill(-7)
+      const { port1, port2 } = new MessageChannel()
+      port1.postMessage(first[1].labels, [first[1].labels.buffer])
+      port1.close()
+      port2.close()
+      expect(first[1].labels.length).toBe(0)
+      const again = await epoch(ds, 8)
+      expect(again.map((b) => Array.from(b.inputIds))).toEqual(snapshot)
+    }
+  })
+
   for (const batching of ['reference', 'lengthGrouped', 'tokenBudget', 'packed'] as Batching[]) {
     it(`${batching}: ranks split every batch evenly and together cover the epoch`, async () => {
       for (const worldSize of [2, 4]) {
