@@ -88,6 +88,12 @@ impl ControlTokens {
         &self.tokens
     }
 
+    /// The leftmost-longest matcher of `tokens()` (pattern `k` is `tokens()[k]`); `None` when
+    /// there are no tokens.
+    pub fn matcher(&self) -> Option<&AhoCorasick> {
+        self.matcher.as_ref()
+    }
+
     /// Whether `text` holds a control token.
     pub fn occurs_in(&self, text: &str) -> bool {
         self.matcher.as_ref().is_some_and(|m| m.is_match(text))

@@ -16,7 +16,7 @@ use crate::collate::{collate, collate_packed, Batch, Padding};
 use crate::dataset_format::{Converter, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
-use crate::loader::{load_rows, LoadOptions};
+use crate::loader::{load_rows, LoadOptions, PARALLEL_GRAIN};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::packed_rows::PackedRows;
 use crate::plan::{plan, plan_cost, plan_key, Batching, Plan, PlanCost, PlanSettings, Shard};
@@ -943,9 +943,12 @@ impl Dataset {
                 if dataset.cancelled.load(Ordering::Relaxed) {
                     return;
                 }
-                chunk.par_iter().for_each(|&i| {
-                    let _ = dataset.row(i as usize);
-                });
+                chunk
+                    .par_iter()
+                    .with_max_len(PARALLEL_GRAIN)
+                    .for_each(|&i| {
+                        let _ = dataset.row(i as usize);
+                    });
             }
         });
     }

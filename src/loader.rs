@@ -23,6 +23,10 @@ use crate::tokenizer::ChatTokenizer;
 const CHUNK_LINES: usize = 4096;
 const FIRST_CHUNK_LINES: usize = 128;
 const CHUNK_BYTES: usize = 8 << 20;
+/// Records per unit of work stealing. rayon splits a chunk in halves only as deep as its thread
+/// count asks, so a core that finishes early could wait on the other's last half-chunk; pieces
+/// this small keep the end of every chunk balanced.
+pub const PARALLEL_GRAIN: usize = 4;
 
 /// Progress of a load, reported after each chunk.
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +140,7 @@ pub fn load_rows(
             let building = first_invalid.is_none();
             let outcomes: Vec<SftResult<LineOutcome>> = chunk
                 .into_par_iter()
+                .with_max_len(PARALLEL_GRAIN)
                 .enumerate()
                 .map(|(k, raw)| {
                     let at = raw.at;

@@ -10,7 +10,7 @@
 //! 5. `CONTROL_TOKEN_IN_CONTENT`: a control-token string inside a message, which is encoded as
 //!    that token unless `sanitizeControlTokens` is on.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::AhoCorasick;
 use serde_json::Value as Json;
 
 use crate::example::SftExample;
@@ -129,13 +129,12 @@ impl LossChecker {
     /// With `sanitize` (`sanitizeControlTokens`), control-token strings in contents are encoded
     /// as text and lose nothing: class 5 is not looked for.
     pub fn new(tokenizer: &ChatTokenizer, tools: ToolsMode, sanitize: bool) -> Self {
-        let tokens = tokenizer.control_tokens();
-        let control = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&tokens)
-            .ok()
+        // The tokenizer's own matcher, built once per tokenizer rather than once per load.
+        let set = tokenizer.control_token_set();
+        let control = set
+            .matcher()
             .filter(|_| !sanitize)
-            .map(|ac| (ac, tokens));
+            .map(|ac| (ac.clone(), set.tokens().to_vec()));
         LossChecker { control, tools }
     }
 
