@@ -15,7 +15,7 @@ use crate::masking::{
     ChatMlMarkers, SpanPolicy,
 };
 use crate::message::{normalize_message, normalize_messages, normalize_tools};
-use crate::silent_loss::{Finding, LossChecker};
+use crate::silent_loss::{Finding, Findings, Kinds, LossChecker};
 use crate::spans::{locate_messages, MessageLayout, TurnEnd};
 use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
 use crate::truncation::{kept_window, Truncation};
@@ -249,7 +249,8 @@ pub fn build_row(
     settings: &RowSettings,
     example: SftExample,
 ) -> SftResult<TokenizedRow> {
-    build_row_checked(tokenizer, settings, example).map(|(row, _)| row)
+    // The row keeps only the classes of its losses: no sentence is written for them.
+    build_row_into(tokenizer, settings, example, &mut Kinds::default())
 }
 
 /// `build_row`, and the silent losses `settings.loss` found, in words (the row keeps only
@@ -259,6 +260,17 @@ pub fn build_row_checked(
     settings: &RowSettings,
     example: SftExample,
 ) -> SftResult<(TokenizedRow, Vec<Finding>)> {
+    let mut findings = Vec::new();
+    let row = build_row_into(tokenizer, settings, example, &mut findings)?;
+    Ok((row, findings))
+}
+
+fn build_row_into(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    example: SftExample,
+    found: &mut impl Findings,
+) -> SftResult<TokenizedRow> {
     let (mut messages, distill, tools) = match example {
         SftExample::PromptCompletion {
             mut prompt,
@@ -301,12 +313,11 @@ pub fn build_row_checked(
         }
     }
     let (mut row, text) = masked_row(tokenizer, settings, &messages)?;
-    let findings = settings
-        .loss
-        .map(|checker| checker.check(&messages.list, tools.as_ref(), &text))
-        .unwrap_or_default();
-    if !findings.is_empty() {
-        row.extra_mut().stats.losses = findings.iter().fold(0, |bits, f| bits | f.kind.bit());
+    if let Some(checker) = settings.loss {
+        checker.check_into(&messages.list, tools.as_ref(), &text, found);
+    }
+    if found.bits() != 0 {
+        row.extra_mut().stats.losses = found.bits();
     }
     if let Some(targets) = &distill {
         row.extra_mut().distill = Some(targets_for_row(targets, row.ids.len())?);
@@ -320,7 +331,7 @@ pub fn build_row_checked(
             row.extra_mut().stats.dropped = Some(DropReason::Untrainable);
         }
     }
-    Ok((row, findings))
+    Ok(row)
 }
 
 fn role(message: &Json) -> Option<&str> {

@@ -98,6 +98,41 @@ pub struct Finding {
     pub message: String,
 }
 
+/// What a check keeps of each loss it finds: the class and a sentence (`validate`), or the class
+/// alone (a row keeps only the bits of its classes, so a load writes no sentence).
+pub trait Findings {
+    fn found(&mut self, kind: LossKind, words: impl FnOnce() -> String);
+    /// The bits (`LossKind::bit`) of the classes found.
+    fn bits(&self) -> u8;
+}
+
+impl Findings for Vec<Finding> {
+    fn found(&mut self, kind: LossKind, words: impl FnOnce() -> String) {
+        self.push(Finding {
+            kind,
+            message: words(),
+        });
+    }
+
+    fn bits(&self) -> u8 {
+        self.iter().fold(0, |bits, f| bits | f.kind.bit())
+    }
+}
+
+/// The classes found, without sentences.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Kinds(pub u8);
+
+impl Findings for Kinds {
+    fn found(&mut self, kind: LossKind, _: impl FnOnce() -> String) {
+        self.0 |= kind.bit();
+    }
+
+    fn bits(&self) -> u8 {
+        self.0
+    }
+}
+
 fn preview(text: &str) -> String {
     let short: String = text.chars().take(40).collect();
     if short.len() < text.len() {
@@ -106,6 +141,25 @@ fn preview(text: &str) -> String {
         format!("{short:?}")
     }
 }
+
+/// Whether `tools_count(tools) > 0`, without parsing a JSON string of definitions: such a
+/// string counts 0 only when it parses as an empty list, that is `[` and `]` with nothing but
+/// JSON whitespace around and between them.
+fn has_tools(tools: &Json) -> bool {
+    match tools {
+        Json::Array(list) => !list.is_empty(),
+        Json::String(text) => {
+            let inner = text
+                .trim_matches(JSON_WHITESPACE)
+                .strip_prefix('[')
+                .and_then(|t| t.strip_suffix(']'));
+            !inner.is_some_and(|t| t.trim_matches(JSON_WHITESPACE).is_empty())
+        }
+        _ => true,
+    }
+}
+
+const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 
 fn tools_count(tools: &Json) -> usize {
     match tools {
@@ -142,43 +196,56 @@ impl LossChecker {
     /// field as given, `rendered` the template's text of the whole example.
     pub fn check(&self, messages: &[Json], tools: Option<&Json>, rendered: &str) -> Vec<Finding> {
         let mut found = Vec::new();
+        self.check_into(messages, tools, rendered, &mut found);
+        found
+    }
+
+    /// `check`, keeping of each loss what `found` keeps.
+    pub fn check_into(
+        &self,
+        messages: &[Json],
+        tools: Option<&Json>,
+        rendered: &str,
+        found: &mut impl Findings,
+    ) {
         let mut within = Within::new(rendered);
         for (i, m) in messages.iter().enumerate() {
-            let role = role_of(m);
+            let role = || role_of(m);
             if let Some(content) = m.get("content").and_then(Json::as_str) {
                 let text = content.trim();
                 if !text.is_empty() && !within.contains(text) {
                     let answer = text.rsplit_once("</think>").map(|(_, a)| a.trim());
-                    found.push(match answer {
-                        Some(a) if a.is_empty() || within.contains(a) => Finding {
-                            kind: LossKind::ContentDroppedByTemplate,
-                            message: format!(
-                                "message {i} ({role}): the template drops its <think> reasoning (by design: the reasoning of earlier turns is not shown)"
+                    match answer {
+                        Some(a) if a.is_empty() || within.contains(a) => found.found(
+                            LossKind::ContentDroppedByTemplate,
+                            || format!(
+                                "message {i} ({}): the template drops its <think> reasoning (by design: the reasoning of earlier turns is not shown)",
+                                role()
                             ),
-                        },
-                        _ => Finding {
-                            kind: LossKind::ContentNotRendered,
-                            message: format!(
-                                "message {i} ({role}): its content {} is not in the rendered text (a role or field the template does not render?)",
+                        ),
+                        _ => found.found(LossKind::ContentNotRendered, || {
+                            format!(
+                                "message {i} ({}): its content {} is not in the rendered text (a role or field the template does not render?)",
+                                role(),
                                 preview(text)
-                            ),
-                        },
-                    });
+                            )
+                        }),
+                    }
                 }
             }
             if let Some(reasoning) = m.get("reasoning_content").and_then(Json::as_str) {
                 let text = reasoning.trim();
                 if !text.is_empty() && !within.contains(text) {
-                    found.push(Finding {
-                        kind: LossKind::ContentDroppedByTemplate,
-                        message: format!(
-                            "message {i} ({role}): the template drops its reasoning_content (by design: the reasoning of earlier turns is not shown)"
-                        ),
+                    found.found(LossKind::ContentDroppedByTemplate, || {
+                        format!(
+                            "message {i} ({}): the template drops its reasoning_content (by design: the reasoning of earlier turns is not shown)",
+                            role()
+                        )
                     });
                 }
             }
         }
-        found.extend(ignored_tools(tools, self.tools));
+        ignored_tools_into(tools, self.tools, found);
         if let Some((ac, tokens)) = &self.control {
             for (i, m) in messages.iter().enumerate() {
                 for key in ["content", "reasoning_content"] {
@@ -186,19 +253,17 @@ impl LossChecker {
                         continue;
                     };
                     if let Some(hit) = ac.find(text) {
-                        found.push(Finding {
-                            kind: LossKind::ControlTokenInContent,
-                            message: format!(
+                        found.found(LossKind::ControlTokenInContent, || {
+                            format!(
                                 "message {i} ({}): its {key} holds the control token {:?}, which is encoded as that token, not as text",
                                 role_of(m),
                                 tokens[hit.pattern().as_usize()]
-                            ),
+                            )
                         });
                     }
                 }
             }
         }
-        found
     }
 }
 
@@ -254,14 +319,22 @@ pub fn tools_finding(example: &SftExample, mode: ToolsMode) -> Option<Finding> {
 }
 
 fn ignored_tools(tools: Option<&Json>, mode: ToolsMode) -> Option<Finding> {
-    let n = tools.map_or(0, tools_count);
-    (mode == ToolsMode::Ignore && n > 0).then(|| Finding {
-        kind: LossKind::ToolsIgnored,
-        message: format!(
+    let mut found = Vec::new();
+    ignored_tools_into(tools, mode, &mut found);
+    found.pop()
+}
+
+fn ignored_tools_into(tools: Option<&Json>, mode: ToolsMode, found: &mut impl Findings) {
+    let Some(tools) = tools.filter(|t| mode == ToolsMode::Ignore && has_tools(t)) else {
+        return;
+    };
+    found.found(LossKind::ToolsIgnored, || {
+        let n = tools_count(tools);
+        format!(
             "its {n} tool definition{} never reach the template (tools: 'example' passes them)",
             if n == 1 { "" } else { "s" }
-        ),
-    })
+        )
+    });
 }
 
 fn role_of(m: &Json) -> &str {
@@ -445,6 +518,40 @@ mod tests {
         assert!(w.contains("<a>"));
         assert!(!w.contains("third"));
         assert!(!w.contains("second</b><c>first again</c>!"));
+    }
+
+    #[test]
+    fn has_tools_is_a_positive_count() {
+        // Every string built from a few JSON pieces, valid or not: `has_tools` says what
+        // parsing and counting says.
+        let pieces = [
+            "[", "]", " ", "\t", "\n", "\r", "\u{a0}", "{}", ",", "1", "\"x\"", "[]", "\u{2003}",
+        ];
+        let mut strings = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = strings
+                .iter()
+                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
+                .collect();
+            strings.extend(longer);
+        }
+        assert!(strings.len() > 20_000);
+        let mut empty_lists = 0;
+        for text in strings {
+            let tools = Json::String(text.clone());
+            let count = tools_count(&tools);
+            empty_lists += usize::from(count == 0);
+            assert_eq!(has_tools(&tools), count > 0, "{text:?}");
+        }
+        assert!(empty_lists > 50);
+        for tools in [
+            serde_json::json!([]),
+            serde_json::json!([1]),
+            serde_json::json!({}),
+            serde_json::json!(3),
+        ] {
+            assert_eq!(has_tools(&tools), tools_count(&tools) > 0, "{tools}");
+        }
     }
 
     #[test]
