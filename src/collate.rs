@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use crate::distill::{MISSING_ID, MISSING_LOGPROB};
-use crate::masking::{write_labels, IGNORE_INDEX};
+use crate::masking::{overlay_trained, IGNORE_INDEX};
 use crate::row::RowView;
 use crate::truncation::{kept_window, Truncation};
 
@@ -101,38 +101,39 @@ fn lay_out(rows: &[&[Piece]], padding: &Padding, packed: bool) -> Batch {
         .unwrap_or(0);
     let seq_len = padded_width(longest, padding.multiple);
     let cells = rows.len() * seq_len;
-    let mut input_ids = vec![padding.pad_id as i32; cells];
-    let mut labels = vec![IGNORE_INDEX; cells];
+    // Every cell is written once: each piece's tokens, then the row's padding.
+    let mut input_ids = Vec::with_capacity(cells);
+    let mut labels = Vec::with_capacity(cells);
     let mut packing = packed.then(|| Packing {
-        position_ids: vec![0; cells],
-        example_ids: vec![-1; cells],
+        position_ids: Vec::with_capacity(cells),
+        example_ids: Vec::with_capacity(cells),
     });
     for (b, pieces) in rows.iter().enumerate() {
-        let mut at = b * seq_len;
         for piece in pieces.iter() {
-            let out = at..at + piece.window.len();
-            for (dst, &id) in input_ids[out.clone()]
-                .iter_mut()
-                .zip(&piece.row.ids[piece.window.clone()])
-            {
-                *dst = id as i32;
-            }
-            write_labels(
+            let start = input_ids.len();
+            let tokens = &piece.row.ids[piece.window.clone()];
+            input_ids.extend(tokens.iter().map(|&id| id as i32));
+            labels.resize(input_ids.len(), IGNORE_INDEX);
+            overlay_trained(
                 piece.row.ids,
                 piece.row.spans,
                 piece.window.clone(),
-                &mut labels[out.clone()],
+                &mut labels[start..],
             );
             if let Some(p) = packing.as_mut() {
-                if !out.is_empty() {
-                    labels[out.start] = IGNORE_INDEX;
+                if !tokens.is_empty() {
+                    labels[start] = IGNORE_INDEX;
                 }
-                for (k, pos) in p.position_ids[out.clone()].iter_mut().enumerate() {
-                    *pos = k as i32;
-                }
-                p.example_ids[out.clone()].fill(piece.example as i32);
+                p.position_ids.extend(0..tokens.len() as i32);
+                p.example_ids.resize(input_ids.len(), piece.example as i32);
             }
-            at = out.end;
+        }
+        let row_end = (b + 1) * seq_len;
+        input_ids.resize(row_end, padding.pad_id as i32);
+        labels.resize(row_end, IGNORE_INDEX);
+        if let Some(p) = packing.as_mut() {
+            p.position_ids.resize(row_end, 0);
+            p.example_ids.resize(row_end, -1);
         }
     }
     Batch {

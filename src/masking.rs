@@ -195,6 +195,11 @@ pub fn token_spans_from_bytes(
 /// Labels for `ids[window]`: the id inside a trained span, `IGNORE_INDEX` elsewhere.
 pub fn write_labels(ids: &[u32], spans: &[Range<u32>], window: Range<usize>, out: &mut [i32]) {
     out.fill(IGNORE_INDEX);
+    overlay_trained(ids, spans, window, out);
+}
+
+/// `write_labels` onto `out` already holding `IGNORE_INDEX`: writes only the trained tokens.
+pub fn overlay_trained(ids: &[u32], spans: &[Range<u32>], window: Range<usize>, out: &mut [i32]) {
     for span in spans {
         let start = (span.start as usize).max(window.start);
         let end = (span.end as usize).min(window.end);
