@@ -29,12 +29,21 @@ pub struct ChatMlMarkers {
 /// trained. Reproduced step for step, including how a second header inside an open assistant
 /// region is treated.
 pub fn chatml_assistant_spans(ids: &[u32], m: &ChatMlMarkers) -> TrainedSpans {
+    // Trained runs are written as they end: a header's tokens, `<|im_end|>` and everything
+    // outside an assistant region close the open run.
     let n = ids.len();
-    let mut trained = vec![false; n];
+    let mut spans = Vec::new();
+    let mut run: Option<usize> = None;
+    let mut close = |run: &mut Option<usize>, at: usize| {
+        if let Some(start) = run.take() {
+            spans.push(start as u32..at as u32);
+        }
+    };
     let mut in_assistant = false;
     let mut i = 0;
     while i < n {
         if ids[i] == m.im_start && i + 1 < n && Some(ids[i + 1]) == m.assistant {
+            close(&mut run, i);
             let mut j = i + 2;
             while j < n && ids[j] != m.im_end {
                 if m.newlines.contains(&ids[j]) {
@@ -52,14 +61,17 @@ pub fn chatml_assistant_spans(ids: &[u32], m: &ChatMlMarkers) -> TrainedSpans {
             continue;
         }
         if in_assistant && ids[i] != m.im_end {
-            trained[i] = true;
+            run.get_or_insert(i);
+        } else {
+            close(&mut run, i);
         }
         if ids[i] == m.im_end {
             in_assistant = false;
         }
         i += 1;
     }
-    spans_from_flags(&trained)
+    close(&mut run, n);
+    spans
 }
 
 /// Collapses per-token flags into ranges.
@@ -238,6 +250,68 @@ mod tests {
             assistant: Some(A),
             newlines,
         }
+    }
+
+    /// The scan as the reference writes it: one flag per token, collapsed at the end.
+    fn flagged_assistant_spans(ids: &[u32], m: &ChatMlMarkers) -> TrainedSpans {
+        let n = ids.len();
+        let mut trained = vec![false; n];
+        let mut in_assistant = false;
+        let mut i = 0;
+        while i < n {
+            if ids[i] == m.im_start && i + 1 < n && Some(ids[i + 1]) == m.assistant {
+                let mut j = i + 2;
+                while j < n && ids[j] != m.im_end {
+                    if m.newlines.contains(&ids[j]) {
+                        in_assistant = true;
+                        i = j;
+                        break;
+                    }
+                    j += 1;
+                }
+                if !in_assistant {
+                    in_assistant = true;
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            if in_assistant && ids[i] != m.im_end {
+                trained[i] = true;
+            }
+            if ids[i] == m.im_end {
+                in_assistant = false;
+            }
+            i += 1;
+        }
+        spans_from_flags(&trained)
+    }
+
+    #[test]
+    fn the_scan_matches_per_token_flags_on_random_sequences() {
+        // Sequences over the markers and two plain ids, with assistant headers planted often, so
+        // that unclosed regions, doubled headers and trailing markers all occur.
+        let alphabet = [S, E, A, U, NL, 7, 8];
+        let mut rng = crate::test_support::Rng(0x5eed_c0de);
+        let mut with_runs = 0;
+        for case in 0..20_000 {
+            let mut ids = Vec::new();
+            for _ in 0..rng.below(32) {
+                if rng.chance(20) {
+                    ids.extend([S, A]);
+                } else {
+                    ids.push(alphabet[rng.below(alphabet.len())]);
+                }
+            }
+            let m = markers(if case % 2 == 0 { vec![] } else { vec![NL] });
+            let fast = chatml_assistant_spans(&ids, &m);
+            assert_eq!(fast, flagged_assistant_spans(&ids, &m), "ids {ids:?}");
+            with_runs += usize::from(fast.len() > 1);
+        }
+        assert!(
+            with_runs > 5_000,
+            "only {with_runs} cases with several trained runs"
+        );
     }
 
     fn labels(ids: &[u32], spans: &[Range<u32>]) -> Vec<i32> {
