@@ -47,6 +47,14 @@ impl SftExample {
         }
     }
 
+    /// Whether the example carries distillation targets.
+    pub fn has_distill(&self) -> bool {
+        match self {
+            SftExample::PromptCompletion { distill, .. }
+            | SftExample::Conversation { distill, .. } => distill.is_some(),
+        }
+    }
+
     /// The example's `tools` field as given (a list, or a JSON string of one), if not null.
     pub fn tools(&self) -> Option<&Json> {
         match self {

@@ -9,11 +9,11 @@ use rayon::prelude::*;
 
 use crate::dataset_format::{Converter, DatasetFormat};
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::example::{validate_record, Format};
+use crate::example::{validate_record, Format, SftExample};
 use crate::input::{Location, RawRecord, RecordReader};
 use crate::packed_rows::PackedRows;
 use crate::row::{build_row, RowSettings, TokenizedRow};
-use crate::silent_loss::{duplicate_key, LossKind, LossSummary};
+use crate::silent_loss::{duplicate_key, ExampleKey, LossKind, LossSummary};
 use crate::tokenizer::ChatTokenizer;
 
 /// A chunk of lines is parsed and tokenized in parallel while the next one is read. Large chunks
@@ -43,17 +43,36 @@ pub struct LoadOptions {
 }
 
 /// What one line turned into.
+// Nearly every line is valid: boxing its example would cost an allocation a record to save a
+// few bytes on the rare invalid one.
+#[allow(clippy::large_enum_variant)]
 enum LineOutcome {
     /// Parsed but not a valid example.
     Invalid(SftError),
-    /// A valid example and its row (not built once the load is known to fail).
+    /// A valid example, still to be turned into its row.
     Valid {
         format: Format,
         read_as: DatasetFormat,
-        key: u64,
-        row: SftResult<TokenizedRow>,
+        key: ExampleKey,
+        /// Whether the example carries distillation targets.
+        distilled: bool,
+        /// Taken when its row is built.
+        example: Option<SftExample>,
         at: Location,
     },
+}
+
+/// In the loader's map of keys: the first row with this key is not to be copied.
+const NO_SOURCE: u32 = u32::MAX;
+
+/// How a valid line gets its row.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Built from its example.
+    Build,
+    /// A copy of the row of an earlier record with the same key: both lack distillation
+    /// targets, so the same messages, tools and format make the same row.
+    Copy(usize),
 }
 
 /// A placeholder for rows skipped because the load fails anyway; never reaches a caller.
@@ -74,7 +93,9 @@ pub struct LoadedRows {
 
 /// Reads, parses and validates the whole file, in the reference's order of errors: a parse error
 /// anywhere wins over a validation error, and the first of each kind is reported. Rows are built
-/// only while no error has been seen and `settings` is given.
+/// only while no error has been seen and `settings` is given. A record that repeats an earlier one
+/// (same duplicate key, neither with distillation targets) is not rendered or tokenized again:
+/// its row is a copy of the earlier row.
 pub fn load_rows(
     path: &Path,
     tokenizer: &ChatTokenizer,
@@ -131,14 +152,15 @@ pub fn load_rows(
         let mut format: Option<Format> = None;
         let mut first_inconsistent = None;
         let mut read_as_first: Option<DatasetFormat> = None;
-        let mut seen = rustc_hash::FxHashSet::<u64>::default();
+        // Per key of an example whose row came out whole: the record to copy that row from
+        // (`NO_SOURCE` if it has distillation targets). 24 bytes an entry.
+        let mut seen = rustc_hash::FxHashMap::<ExampleKey, u32>::default();
         let mut losses = LossSummary::default();
         for message in receiver {
             let (chunk, bytes) = message?;
             let base = rows.len();
-            let mut built = Vec::with_capacity(chunk.len());
-            let building = first_invalid.is_none();
-            let outcomes: Vec<SftResult<LineOutcome>> = chunk
+            let building = first_invalid.is_none() && settings.is_some();
+            let mut outcomes = chunk
                 .into_par_iter()
                 .with_max_len(PARALLEL_GRAIN)
                 .enumerate()
@@ -151,32 +173,58 @@ pub fn load_rows(
                             .and_then(|(record, read_as)| {
                                 Ok((validate_record(record, base + k)?, read_as))
                             });
-                    let (example, read_as) = match converted {
-                        Ok(example) => example,
-                        Err(e) => return Ok(LineOutcome::Invalid(e.at(&shown, at))),
-                    };
-                    let format = example.format();
-                    let key = duplicate_key(&example);
-                    // Template and message errors say which example they are about: the
-                    // record's index alongside the file and line.
-                    let row = match (building, settings) {
-                        (true, Some(s)) => build_row(tokenizer, s, example).map_err(|e| {
-                            e.context(format_args!("SFT example {}", base + k))
-                                .at(&shown, at)
-                        }),
-                        _ => Err(not_built()),
-                    };
-                    Ok(LineOutcome::Valid {
-                        format,
-                        read_as,
-                        key,
-                        row,
-                        at,
+                    Ok(match converted {
+                        Ok((example, read_as)) => LineOutcome::Valid {
+                            format: example.format(),
+                            read_as,
+                            key: duplicate_key(&example),
+                            distilled: example.has_distill(),
+                            example: Some(example),
+                            at,
+                        },
+                        Err(e) => LineOutcome::Invalid(e.at(&shown, at)),
                     })
                 })
+                .collect::<Vec<SftResult<LineOutcome>>>()
+                .into_iter()
+                // The first parse error in the file's order.
+                .collect::<SftResult<Vec<LineOutcome>>>()?;
+            let sources = if building {
+                row_sources(&outcomes, base, &seen)
+            } else {
+                Vec::new()
+            };
+            // Rows are built on all cores, each from its own example; a copy waits for its source.
+            let mut fresh: Vec<Option<SftResult<TokenizedRow>>> = outcomes
+                .par_iter_mut()
+                .with_max_len(PARALLEL_GRAIN)
+                .enumerate()
+                .map(|(k, outcome)| match (outcome, sources.get(k)) {
+                    (LineOutcome::Valid { example, at, .. }, Some(Source::Build)) => {
+                        let example = example.take()?;
+                        Some(build_one(
+                            tokenizer,
+                            settings,
+                            example,
+                            base + k,
+                            &shown,
+                            *at,
+                        ))
+                    }
+                    // The row to copy came out whole in an earlier chunk: the example is dropped
+                    // here, on a worker, as a built one is.
+                    (LineOutcome::Valid { example, .. }, Some(&Source::Copy(from)))
+                        if from < base =>
+                    {
+                        drop(example.take());
+                        None
+                    }
+                    _ => None,
+                })
                 .collect();
-            for outcome in outcomes {
-                match outcome? {
+            let mut built: Vec<SftResult<TokenizedRow>> = Vec::with_capacity(outcomes.len());
+            for (k, outcome) in outcomes.into_iter().enumerate() {
+                match outcome {
                     LineOutcome::Invalid(e) => {
                         first_invalid.get_or_insert(e);
                         built.push(Err(not_built()));
@@ -185,7 +233,8 @@ pub fn load_rows(
                         format: f,
                         read_as,
                         key,
-                        mut row,
+                        distilled,
+                        example,
                         at,
                     } => {
                         let index = base + built.len();
@@ -207,9 +256,40 @@ pub fn load_rows(
                             }
                             _ => {}
                         }
+                        let copied = match sources.get(k) {
+                            Some(&Source::Copy(from)) => {
+                                let earlier = if from >= base {
+                                    built[from - base].as_ref().ok().cloned()
+                                } else {
+                                    rows.get(from).ok().map(|row| row.to_row())
+                                };
+                                // A source whose row failed is no source: this example is built
+                                // here, and fails with its own index.
+                                match (earlier, example) {
+                                    (Some(row), _) => Some(Ok(row)),
+                                    (None, Some(example)) => Some(build_one(
+                                        tokenizer, settings, example, index, &shown, at,
+                                    )),
+                                    (None, None) => None,
+                                }
+                            }
+                            _ => None,
+                        };
+                        let mut row = copied
+                            .or_else(|| fresh[k].take())
+                            .unwrap_or_else(|| Err(not_built()));
                         if let Ok(row) = &mut row {
-                            if !seen.insert(key) {
-                                row.mark_loss(LossKind::DuplicateExample);
+                            let reusable = match u32::try_from(index) {
+                                Ok(index) if !distilled && index != NO_SOURCE => index,
+                                _ => NO_SOURCE,
+                            };
+                            match seen.entry(key) {
+                                std::collections::hash_map::Entry::Vacant(v) => {
+                                    v.insert(reusable);
+                                }
+                                std::collections::hash_map::Entry::Occupied(_) => {
+                                    row.mark_loss(LossKind::DuplicateExample)
+                                }
                             }
                             losses.add(index, row.stats().losses);
                         }
@@ -237,6 +317,58 @@ pub fn load_rows(
     })
 }
 
+/// Which valid records of a chunk (the first at `base`) are built and which copy an earlier row:
+/// a record copies the first one with its key, in an earlier chunk (`seen`) or in this one, when
+/// neither carries distillation targets (the only part of an example its key leaves out).
+fn row_sources(
+    outcomes: &[LineOutcome],
+    base: usize,
+    seen: &rustc_hash::FxHashMap<ExampleKey, u32>,
+) -> Vec<Source> {
+    let mut first_here = rustc_hash::FxHashMap::<ExampleKey, usize>::default();
+    outcomes
+        .iter()
+        .enumerate()
+        .map(|(k, outcome)| match outcome {
+            LineOutcome::Valid {
+                key,
+                distilled: false,
+                ..
+            } => {
+                match seen.get(key) {
+                    Some(&from) if from != NO_SOURCE => return Source::Copy(from as usize),
+                    _ => {}
+                }
+                match first_here.entry(*key) {
+                    std::collections::hash_map::Entry::Occupied(e) => Source::Copy(*e.get()),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(base + k);
+                        Source::Build
+                    }
+                }
+            }
+            _ => Source::Build,
+        })
+        .collect()
+}
+
+/// Builds one record's row; template and message errors say which example they are about: the
+/// record's index alongside the file and line.
+fn build_one(
+    tokenizer: &ChatTokenizer,
+    settings: Option<&RowSettings>,
+    example: SftExample,
+    index: usize,
+    shown: &str,
+    at: Location,
+) -> SftResult<TokenizedRow> {
+    let Some(settings) = settings else {
+        return Err(not_built());
+    };
+    build_row(tokenizer, settings, example)
+        .map_err(|e| e.context(format_args!("SFT example {index}")).at(shown, at))
+}
+
 /// `format: 'auto'`: a record in another dataset format than record 0.
 pub fn mixed_formats(first: DatasetFormat, index: usize, other: DatasetFormat) -> SftError {
     SftError::new(
@@ -247,4 +379,113 @@ pub fn mixed_formats(first: DatasetFormat, index: usize, other: DatasetFormat) -
             other.name()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{resolve_masking, row_settings, turn_end_of, DatasetConfig};
+    use crate::silent_loss::LossChecker;
+    use serde_json::{json, Value as Json};
+
+    /// Records cycling over a few conversations and prompt-completion pairs, so that repeats fall
+    /// inside the first chunk and across chunks; some carry distillation targets that do not fit
+    /// their rows (their rows fail) and some tools (ignored, a silent loss).
+    fn records() -> Vec<Json> {
+        (0..400)
+            .map(|i| {
+                let v = (i * 7) % 23;
+                let mut record = if v % 3 == 0 {
+                    json!({"prompt": [{"role": "user", "content": format!("question {v}")}],
+                           "completion": {"role": "assistant", "content": format!("answer {v}")}})
+                } else {
+                    json!({"messages": [
+                        {"role": "system", "content": "be brief"},
+                        {"role": "user", "content": format!("hello {v}")},
+                        {"role": "assistant", "content": format!("hi {v}")}]})
+                };
+                if v == 5 {
+                    record["tools"] = json!([{"type": "function", "function": {"name": "f"}}]);
+                }
+                if v == 7 && i % 2 == 0 {
+                    record["distill"] = json!({"tokenIds": [[1]], "logprobs": [[0.0]]});
+                }
+                record
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_repeated_record_gets_the_row_its_own_build_would_give() {
+        let Some(tokenizer) = crate::test_support::load_family("qwen3") else {
+            return;
+        };
+        let records = records();
+        let dir = std::env::temp_dir().join(format!("sft-loader-dup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("repeats.jsonl");
+        let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+
+        let config = DatasetConfig {
+            completion_only: true,
+            ..Default::default()
+        };
+        let converter = Converter::new(config.input.clone()).unwrap();
+        let masking = resolve_masking(&tokenizer, &config).unwrap();
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let checker = LossChecker::new(&tokenizer, config.tools, false);
+        let settings = RowSettings {
+            loss: Some(&checker),
+            ..row_settings(&config, &masking, turn_end.as_ref())
+        };
+        let loaded = load_rows(
+            &path,
+            &tokenizer,
+            Some(&settings),
+            &converter,
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        assert_eq!(loaded.rows.len(), records.len());
+        // Each record built on its own; a duplicate is one whose key an earlier whole row had.
+        let mut seen = std::collections::HashSet::new();
+        let (mut copies, mut failed) = (0, 0);
+        for (i, record) in records.into_iter().enumerate() {
+            let (record, _) = converter.convert(record, i).unwrap();
+            let example = validate_record(record, i).unwrap();
+            let key = duplicate_key(&example);
+            let expected = build_row(&tokenizer, &settings, example);
+            match (loaded.rows.get(i), expected) {
+                (Ok(got), Ok(mut want)) => {
+                    if !seen.insert(key) {
+                        want.mark_loss(LossKind::DuplicateExample);
+                        copies += 1;
+                    }
+                    assert_eq!(got.to_row(), want, "record {i}");
+                }
+                (Err(got), Err(want)) => {
+                    assert!(
+                        got.to_string().contains(&format!("SFT example {i}")),
+                        "{got}"
+                    );
+                    assert!(
+                        got.to_string().contains(&want.to_string()),
+                        "{got} / {want}"
+                    );
+                    failed += 1;
+                }
+                (got, want) => panic!("record {i}: {:?} / {:?}", got.err(), want.err()),
+            }
+        }
+        assert!(copies > 300, "{copies} repeats");
+        assert!(failed > 5, "{failed} failed rows");
+        let classes: Vec<_> = loaded.losses.classes.iter().map(|c| (c.0, c.1)).collect();
+        assert!(
+            classes.contains(&(LossKind::DuplicateExample, copies)),
+            "{classes:?}"
+        );
+    }
 }

@@ -341,10 +341,14 @@ fn role_of(m: &Json) -> &str {
     m.get("role").and_then(Json::as_str).unwrap_or("?")
 }
 
-/// A 64-bit digest of an example for the loader's duplicate check (8 bytes an example; a
-/// collision among 10 million examples has odds of about 3 in a million, and only costs a
-/// warning).
-pub fn duplicate_key(example: &SftExample) -> u64 {
+/// What tells examples apart: the first 16 bytes of a BLAKE3 digest, as two words (a map entry
+/// of 16 bytes and 8-byte alignment).
+pub type ExampleKey = [u64; 2];
+
+/// A 128-bit digest of an example for the duplicate check. The loader also copies a repeated
+/// example's row from its first occurrence by this key, so it must not collide: among 10 million
+/// examples the odds are below 1 in 10^24.
+pub fn duplicate_key(example: &SftExample) -> ExampleKey {
     thread_local! {
         /// The serialized example: one hash over a buffer beats many small hasher updates.
         static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -353,9 +357,13 @@ pub fn duplicate_key(example: &SftExample) -> u64 {
         let mut bytes = buffer.borrow_mut();
         bytes.clear();
         write_example(example, &mut bytes);
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&blake3::hash(&bytes).as_bytes()[..8]);
-        u64::from_le_bytes(first)
+        let digest = blake3::hash(&bytes);
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&digest.as_bytes()[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        [word(0), word(8)]
     })
 }
 

@@ -12,7 +12,9 @@ use crate::example::{validate_record, Format};
 use crate::input::{FileKind, Location, RecordReader};
 use crate::loader::mixed_formats;
 use crate::row::{build_row_checked, RowSettings, ToolsMode};
-use crate::silent_loss::{duplicate_key, tools_finding, Finding, LossChecker, LossKind};
+use crate::silent_loss::{
+    duplicate_key, tools_finding, ExampleKey, Finding, LossChecker, LossKind,
+};
 use crate::tokenizer::ChatTokenizer;
 use rustc_hash::FxHashMap;
 
@@ -65,7 +67,7 @@ pub fn validate_file(
             },
         )
     });
-    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut seen: FxHashMap<ExampleKey, usize> = FxHashMap::default();
     let mut reader = RecordReader::open(path, &converter.top_level_keys())?;
     let shown = reader.path().to_string();
     let container = reader.kind().container;
@@ -94,7 +96,7 @@ pub fn validate_file(
             }
         }
         let base = report.examples;
-        type Outcome = (Format, DatasetFormat, u64, Vec<Finding>);
+        type Outcome = (Format, DatasetFormat, ExampleKey, Vec<Finding>);
         let results: Vec<(Location, SftResult<Outcome>)> = chunk
             .into_par_iter()
             .enumerate()
