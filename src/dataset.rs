@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use serde_json::Value as Json;
 
 use crate::chat_template::RenderOptions;
-use crate::collate::{collate, collate_packed, Batch, Padding};
+use crate::collate::{Batch, Layout, Padding};
 use crate::dataset_format::{Converter, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, Format};
@@ -306,6 +306,25 @@ pub struct CollatedBatch {
     pub warnings: Vec<(u32, String)>,
     /// Planned batches: the example index of each row (of a packed row, its first example).
     pub indices: Option<Vec<u32>>,
+}
+
+/// A batch whose rows are all built, laid out but not written yet: the caller writes its cells
+/// wherever it wants them (`Layout::write`), or collates it into vectors.
+pub struct PreparedBatch<'a> {
+    pub layout: Layout<'a>,
+    pub warnings: Vec<(u32, String)>,
+    /// As in `CollatedBatch`.
+    pub indices: Option<Vec<u32>>,
+}
+
+impl PreparedBatch<'_> {
+    pub fn collate(self) -> CollatedBatch {
+        CollatedBatch {
+            batch: self.layout.collate(),
+            warnings: self.warnings,
+            indices: self.indices,
+        }
+    }
 }
 
 /// The order of the current epoch and what it was made from.
@@ -662,10 +681,13 @@ impl Dataset {
     /// example, in batch order, rejects the batch as in the reference. Rows not built yet are
     /// built on this thread while the prefetch, walking the same order, builds the others.
     pub fn collate_examples(&self, examples: &[u32]) -> SftResult<CollatedBatch> {
+        self.prepare_examples(examples).map(PreparedBatch::collate)
+    }
+
+    fn prepare_examples(&self, examples: &[u32]) -> SftResult<PreparedBatch<'_>> {
         let (rows, warnings) = self.rows_of(examples)?;
-        let batch = collate(&rows, &self.padding());
-        Ok(CollatedBatch {
-            batch,
+        Ok(PreparedBatch {
+            layout: Layout::single(&rows, &self.padding()),
             warnings,
             indices: None,
         })
@@ -695,22 +717,25 @@ impl Dataset {
         self.config.padding(self.tokenizer.pad_token_id())
     }
 
-    /// `collate_examples` if every row is built already (the collation is then only a copy),
-    /// `None` otherwise.
-    pub fn collate_examples_if_built(&self, examples: &[u32]) -> SftResult<Option<CollatedBatch>> {
+    /// `collate_examples`, prepared, if every row is built already (the collation is then only
+    /// a copy), `None` otherwise.
+    pub fn prepare_examples_if_built(
+        &self,
+        examples: &[u32],
+    ) -> SftResult<Option<PreparedBatch<'_>>> {
         if !self.all_built(examples) {
             return Ok(None);
         }
-        self.collate_examples(examples).map(Some)
+        self.prepare_examples(examples).map(Some)
     }
 
-    /// `collate_examples_if_built` of the examples at positions `start..end` of the current
+    /// `prepare_examples_if_built` of the examples at positions `start..end` of the current
     /// order (what `batches()` asks for, with no array of positions to convert).
-    pub fn collate_range_if_built(
+    pub fn prepare_range_if_built(
         &self,
         start: usize,
         end: usize,
-    ) -> SftResult<Option<CollatedBatch>> {
+    ) -> SftResult<Option<PreparedBatch<'_>>> {
         let order = self.order();
         if start >= end || end > order.len() {
             return Err(SftError::new(
@@ -721,7 +746,7 @@ impl Dataset {
                 ),
             ));
         }
-        self.collate_examples_if_built(&order[start..end])
+        self.prepare_examples_if_built(&order[start..end])
     }
 
     fn all_built(&self, examples: &[u32]) -> bool {
@@ -748,16 +773,17 @@ impl Dataset {
     /// Batch `index` of the current epoch's plan for `batch_size`.
     pub fn collate_planned(&self, batch_size: usize, index: usize) -> SftResult<CollatedBatch> {
         let plan = self.plan_for(batch_size)?;
-        self.collate_from_plan(&plan, batch_size, index)
+        self.prepare_from_plan(&plan, batch_size, index)
+            .map(PreparedBatch::collate)
     }
 
-    /// `collate_planned` if the plan is made and every row of the batch is built already,
-    /// `None` otherwise.
-    pub fn collate_planned_if_built(
+    /// `collate_planned`, prepared, if the plan is made and every row of the batch is built
+    /// already, `None` otherwise.
+    pub fn prepare_planned_if_built(
         &self,
         batch_size: usize,
         index: usize,
-    ) -> SftResult<Option<CollatedBatch>> {
+    ) -> SftResult<Option<PreparedBatch<'_>>> {
         if self.config.batching.needs_lengths() && self.lengths.get().is_none() {
             return Ok(None);
         }
@@ -768,15 +794,15 @@ impl Dataset {
                 return Ok(None);
             }
         }
-        self.collate_from_plan(&plan, batch_size, index).map(Some)
+        self.prepare_from_plan(&plan, batch_size, index).map(Some)
     }
 
-    fn collate_from_plan(
+    fn prepare_from_plan(
         &self,
         plan: &Plan,
         batch_size: usize,
         index: usize,
-    ) -> SftResult<CollatedBatch> {
+    ) -> SftResult<PreparedBatch<'_>> {
         if index >= plan.num_batches() {
             return Err(SftError::invalid_argument(format!(
                 "batch {index} is out of range: the epoch has {} batches of {batch_size}",
@@ -787,18 +813,18 @@ impl Dataset {
         let indices = rows.iter().map(|r| r[0]).collect();
         let examples: Vec<u32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
         let (views, warnings) = self.rows_of(&examples)?;
-        let batch = if self.config.batching == Batching::Packed {
+        let layout = if self.config.batching == Batching::Packed {
             let mut views = examples.iter().copied().zip(views);
             let packed: Vec<Vec<_>> = rows
                 .iter()
                 .map(|r| views.by_ref().take(r.len()).collect())
                 .collect();
-            collate_packed(&packed, &self.padding())
+            Layout::packed(&packed, &self.padding())
         } else {
-            collate(&views, &self.padding())
+            Layout::single(&views, &self.padding())
         };
-        Ok(CollatedBatch {
-            batch,
+        Ok(PreparedBatch {
+            layout,
             warnings,
             indices: Some(indices),
         })

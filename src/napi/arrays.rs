@@ -6,7 +6,8 @@
 //! cost more than the copy itself. `Owned*` copies the vector into a plain `ArrayBuffer` instead:
 //! one `memcpy`, no finalizer, memory that V8 recycles like any other.
 
-use std::{mem, ptr};
+use std::mem::{self, MaybeUninit};
+use std::ptr;
 
 use napi::bindgen_prelude::{ToNapiValue, TypeName, ValueType};
 use napi::sys;
@@ -57,47 +58,107 @@ fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
 
 impl<T: Element> ToNapiValue for Owned<T> {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-        let bytes = mem::size_of_val(val.0.as_slice());
-        let mut data = ptr::null_mut();
-        let mut node_buffer = ptr::null_mut();
-        let mut buffer = ptr::null_mut();
-        let mut offset = 0;
-        // SAFETY: `env` is the live environment of the current call. A Node `Buffer` of `bytes`
-        // bytes is created uninitialized (no zero fill, unlike `napi_create_arraybuffer`) and
-        // is overwritten whole here before JS can see it; its `ArrayBuffer` then backs the
-        // typed array.
+        // SAFETY: `env` is the live environment of the current call (the caller's contract);
+        // the cells are written whole here, before JS can see the array.
         unsafe {
-            check(
-                sys::napi_create_buffer(env, bytes, &mut data, &mut node_buffer),
-                "napi_create_buffer",
-            )?;
-            if bytes > 0 {
-                ptr::copy_nonoverlapping(val.0.as_ptr().cast::<u8>(), data.cast::<u8>(), bytes);
-            }
-            check(
-                sys::napi_get_typedarray_info(
-                    env,
-                    node_buffer,
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    &mut buffer,
-                    &mut offset,
-                ),
-                "napi_get_typedarray_info",
-            )?;
-            if offset % mem::align_of::<T>() != 0 {
-                return Err(napi::Error::new(
-                    napi::Status::GenericFailure,
-                    "a new Buffer is not aligned for its elements",
-                ));
-            }
-            let mut array = ptr::null_mut();
-            check(
-                sys::napi_create_typedarray(env, T::KIND, val.0.len(), buffer, offset, &mut array),
-                "napi_create_typedarray",
-            )?;
+            let (array, cells) = uninit_array::<T>(env, val.0.len())?;
+            ptr::copy_nonoverlapping(val.0.as_ptr(), cells.as_mut_ptr().cast::<T>(), val.0.len());
             Ok(array)
+        }
+    }
+}
+
+/// A typed array of `len` elements whose `ArrayBuffer` is a new, uninitialized Node `Buffer`
+/// (no zero fill, unlike `napi_create_arraybuffer`), and its cells to write.
+///
+/// # Safety
+/// `env` must be the live environment of the current call. Every cell must be written before
+/// the array reaches JS, and the cells must not be used after the call returns to JS (V8 owns
+/// that memory; it does not move while the array is alive, and the handle keeps it alive until
+/// then).
+pub unsafe fn uninit_array<'c, T: Element>(
+    env: sys::napi_env,
+    len: usize,
+) -> napi::Result<(sys::napi_value, &'c mut [MaybeUninit<T>])> {
+    let bytes = len * mem::size_of::<T>();
+    let mut data = ptr::null_mut();
+    let mut node_buffer = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0;
+    // SAFETY: the caller's contract gives a live `env`; the out-pointers are locals.
+    unsafe {
+        check(
+            sys::napi_create_buffer(env, bytes, &mut data, &mut node_buffer),
+            "napi_create_buffer",
+        )?;
+        check(
+            sys::napi_get_typedarray_info(
+                env,
+                node_buffer,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                &mut buffer,
+                &mut offset,
+            ),
+            "napi_get_typedarray_info",
+        )?;
+    }
+    let align = mem::align_of::<T>();
+    if !offset.is_multiple_of(align) || !(data as usize).is_multiple_of(align) {
+        return Err(napi::Error::new(
+            napi::Status::GenericFailure,
+            "a new Buffer is not aligned for its elements",
+        ));
+    }
+    let mut array = ptr::null_mut();
+    // SAFETY: as above; `buffer` is the new Buffer's ArrayBuffer and `offset` its start in it.
+    unsafe {
+        check(
+            sys::napi_create_typedarray(env, T::KIND, len, buffer, offset, &mut array),
+            "napi_create_typedarray",
+        )?;
+    }
+    let cells = if len == 0 {
+        &mut [][..]
+    } else {
+        // SAFETY: `data` points to `bytes` bytes that only this call writes until it returns
+        // to JS, aligned for `T` (checked above); `MaybeUninit` makes no claim on their
+        // contents.
+        unsafe { std::slice::from_raw_parts_mut(data.cast::<MaybeUninit<T>>(), len) }
+    };
+    Ok((array, cells))
+}
+
+/// A batch array: a vector still to copy into a typed array, or a typed array already made and
+/// written (`uninit_array`) during the current call.
+pub enum BatchArray<T: Element> {
+    Copy(Vec<T>),
+    Made(sys::napi_value),
+}
+
+impl<T: Element> From<Vec<T>> for BatchArray<T> {
+    fn from(v: Vec<T>) -> Self {
+        BatchArray::Copy(v)
+    }
+}
+
+impl<T: Element> TypeName for BatchArray<T> {
+    fn type_name() -> &'static str {
+        "TypedArray"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl<T: Element> ToNapiValue for BatchArray<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        match val {
+            // SAFETY: the caller's contract (a live `env`) is passed on.
+            BatchArray::Copy(v) => unsafe { Owned::to_napi_value(env, Owned(v)) },
+            BatchArray::Made(array) => Ok(array),
         }
     }
 }

@@ -11,13 +11,16 @@ use napi::{Env, JsValue};
 use napi_derive::napi;
 use serde_json::Value as Json;
 
-use super::arrays::{Owned, OwnedF32, OwnedI32, OwnedU32};
+use super::arrays::{uninit_array, BatchArray, Owned, OwnedF32, OwnedI32, OwnedU32};
 use super::error::{arg_error, run_sync, typed_arg, JsResult as Result};
 use super::json::JsJson;
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
-use crate::dataset::{CollatedBatch, Dataset, DatasetConfig, SpecialTokenOverrides, StrategyName};
+use crate::collate::Cells;
+use crate::dataset::{
+    CollatedBatch, Dataset, DatasetConfig, PreparedBatch, SpecialTokenOverrides, StrategyName,
+};
 use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::export::{write_parquet, write_parquet_batches, ExportSummary};
@@ -280,10 +283,10 @@ fn cache_settings(cache: Either<String, TokenCacheOptions>) -> SftResult<CacheSe
 pub struct SftBatch {
     /// Token ids, row-major `[batch, seqLen]`, right-padded with the pad id.
     #[napi(ts_type = "Int32Array")]
-    pub input_ids: OwnedI32,
+    pub input_ids: BatchArray<i32>,
     /// Labels, `-100` where no loss is taken.
     #[napi(ts_type = "Int32Array")]
-    pub labels: OwnedI32,
+    pub labels: BatchArray<i32>,
     #[napi(ts_type = "[number, number]")]
     pub shape: Vec<u32>,
     /// Distillation target ids `[batch, seqLen, k]`, truncated and padded like `inputIds`
@@ -303,10 +306,10 @@ pub struct SftBatch {
     /// `'packed'`: each token's position within its own example, restarting at 0 for every
     /// example (0 on padding), `[batch, seqLen]`.
     #[napi(ts_type = "Int32Array")]
-    pub position_ids: Option<OwnedI32>,
+    pub position_ids: Option<BatchArray<i32>>,
     /// `'packed'`: the example index of each token, -1 on padding, `[batch, seqLen]`.
     #[napi(ts_type = "Int32Array")]
-    pub example_ids: Option<OwnedI32>,
+    pub example_ids: Option<BatchArray<i32>>,
 }
 
 /// What one epoch costs the trainer under one batching strategy.
@@ -757,7 +760,7 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
     }
     let b = collated.batch;
     let (position_ids, example_ids) = match b.packing {
-        Some(p) => (Some(Owned(p.position_ids)), Some(Owned(p.example_ids))),
+        Some(p) => (Some(p.position_ids.into()), Some(p.example_ids.into())),
         None => (None, None),
     };
     let distill_shape = b
@@ -769,8 +772,8 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
         None => (None, None),
     };
     Ok(SftBatch {
-        input_ids: Owned(b.input_ids),
-        labels: Owned(b.labels),
+        input_ids: b.input_ids.into(),
+        labels: b.labels.into(),
         shape: vec![b.rows as u32, b.seq_len as u32],
         distill_token_ids,
         distill_logprobs,
@@ -778,6 +781,71 @@ fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
         indices: collated.indices.map(Owned),
         position_ids,
         example_ids,
+    })
+}
+
+/// `finish_batch` of a batch laid out on the JS thread: its cells are written straight into the
+/// typed arrays' V8 memory, with no vector between.
+fn write_batch(env: &Env, prepared: PreparedBatch) -> SftResult<SftBatch> {
+    if !prepared.warnings.is_empty() {
+        warn_all(env, &prepared.warnings)
+            .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
+    }
+    let layout = &prepared.layout;
+    let cells = layout.cells();
+    let made = |e: napi::Error| {
+        SftError::new(
+            ErrorCode::Internal,
+            format!("a batch array could not be made: {e}"),
+        )
+    };
+    let raw = env.raw();
+    // SAFETY: `raw` is the environment of the current call; `layout.write` writes every cell of
+    // the arrays (it panics otherwise, and the arrays are then dropped unseen), and the cells
+    // are not kept past this function.
+    let (input_ids, labels, packing) = unsafe {
+        let (input_ids, input_cells) = uninit_array::<i32>(raw, cells).map_err(made)?;
+        let (labels, label_cells) = uninit_array::<i32>(raw, cells).map_err(made)?;
+        let packing = if layout.is_packed() {
+            Some((
+                uninit_array::<i32>(raw, cells).map_err(made)?,
+                uninit_array::<i32>(raw, cells).map_err(made)?,
+            ))
+        } else {
+            None
+        };
+        let (arrays, packing_cells) = match packing {
+            Some(((positions, position_cells), (examples, example_cells))) => (
+                Some((positions, examples)),
+                Some((position_cells, example_cells)),
+            ),
+            None => (None, None),
+        };
+        layout.write(Cells {
+            input_ids: input_cells,
+            labels: label_cells,
+            packing: packing_cells,
+        });
+        (input_ids, labels, arrays)
+    };
+    let distill = layout.distill();
+    let distill_shape = distill
+        .as_ref()
+        .map(|d| vec![layout.rows() as u32, layout.seq_len() as u32, d.k as u32]);
+    let (distill_token_ids, distill_logprobs) = match distill {
+        Some(d) => (Some(Owned(d.ids)), Some(Owned(d.logprobs))),
+        None => (None, None),
+    };
+    Ok(SftBatch {
+        input_ids: BatchArray::Made(input_ids),
+        labels: BatchArray::Made(labels),
+        shape: vec![layout.rows() as u32, layout.seq_len() as u32],
+        distill_token_ids,
+        distill_logprobs,
+        distill_shape,
+        indices: prepared.indices.map(Owned),
+        position_ids: packing.map(|(p, _)| BatchArray::Made(p)),
+        example_ids: packing.map(|(_, e)| BatchArray::Made(e)),
     })
 }
 
@@ -1019,8 +1087,8 @@ impl JsSftDataset {
     pub fn collate_built(&self, env: Env, indices: Vec<f64>) -> Result<Option<SftBatch>> {
         run_sync(|| {
             let examples = self.inner.resolve_positions(&indices)?;
-            match self.inner.collate_examples_if_built(&examples)? {
-                Some(collated) => finish_batch(&env, collated).map(Some),
+            match self.inner.prepare_examples_if_built(&examples)? {
+                Some(prepared) => write_batch(&env, prepared).map(Some),
                 None => Ok(None),
             }
         })
@@ -1043,9 +1111,9 @@ impl JsSftDataset {
             };
             match self
                 .inner
-                .collate_range_if_built(position(start)?, position(end)?)?
+                .prepare_range_if_built(position(start)?, position(end)?)?
             {
-                Some(collated) => finish_batch(&env, collated).map(Some),
+                Some(prepared) => write_batch(&env, prepared).map(Some),
                 None => Ok(None),
             }
         })
@@ -1062,8 +1130,8 @@ impl JsSftDataset {
         run_sync(|| {
             let batch_size = self::batch_size(batch_size)?;
             let index = batch_index(index)?;
-            match self.inner.collate_planned_if_built(batch_size, index)? {
-                Some(collated) => finish_batch(&env, collated).map(Some),
+            match self.inner.prepare_planned_if_built(batch_size, index)? {
+                Some(prepared) => write_batch(&env, prepared).map(Some),
                 None => Ok(None),
             }
         })
