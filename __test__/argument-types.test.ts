@@ -186,3 +186,25 @@ describe('createSFTDataset over many examples', () => {
     }
   })
 })
+
+// Strings are read with one napi call when their UTF-8 text fits a 16 KiB buffer, and with a
+// length query first otherwise: every length across that edge, with characters of every UTF-8
+// width ending there, must arrive whole (lone surrogates as U+FFFD, as JSON text would carry).
+describe('JS strings reach the template whole', () => {
+  const user = (rendered: string) => rendered.split('<|im_start|>user\n')[1].split('<|im_end|>')[0]
+  it('at every length around the one-call buffer, with 1- to 4-byte characters at its edge', () => {
+    const edge = 16 * 1024
+    let checked = 0
+    for (const tail of ['a', 'é', '€', '😀', '\ud800', 'a\udc00b']) {
+      for (let bytes = edge - 12; bytes <= edge + 6; bytes++) {
+        const s = 'x'.repeat(bytes - Buffer.byteLength(tail.toWellFormed())) + tail
+        const rendered = tok.renderChatTemplate([{ role: 'user', content: s }], { enableThinking: false })
+        expect(user(rendered), `${bytes} bytes ending in ${JSON.stringify(tail)}`).toBe(s.toWellFormed())
+        checked++
+      }
+    }
+    expect(checked).toBe(6 * 19)
+    const long = '€'.repeat(40_000)
+    expect(user(tok.renderChatTemplate([{ role: 'user', content: long }], { enableThinking: false }))).toBe(long)
+  })
+})

@@ -58,6 +58,15 @@ impl Walk {
     /// # Safety
     /// `raw` is a live value of the current call in `self.env`.
     unsafe fn value(&mut self, raw: sys::napi_value) -> napi::Result<Json> {
+        let kind = unsafe { Unknown::from_napi_value(self.env, raw)? }.get_type()?;
+        unsafe { self.value_of(raw, kind) }
+    }
+
+    /// `value` of a value whose type is known already.
+    ///
+    /// # Safety
+    /// As `value`; `kind` is the type of `raw`.
+    unsafe fn value_of(&mut self, raw: sys::napi_value, kind: ValueType) -> napi::Result<Json> {
         if self.nodes_left == 0 {
             return Err(napi::Error::new(
                 Status::InvalidArg,
@@ -67,10 +76,10 @@ impl Walk {
         self.nodes_left -= 1;
         let env = self.env;
         let unknown = unsafe { Unknown::from_napi_value(env, raw)? };
-        Ok(match unknown.get_type()? {
+        Ok(match kind {
             ValueType::Null => Json::Null,
             ValueType::Boolean => Json::Bool(unsafe { bool::from_napi_value(env, raw)? }),
-            ValueType::String => Json::String(unsafe { String::from_napi_value(env, raw)? }),
+            ValueType::String => Json::String(unsafe { js_string(env, raw)? }),
             ValueType::Number => {
                 let n = unsafe { f64::from_napi_value(env, raw)? };
                 match from_js_number(n) {
@@ -124,14 +133,13 @@ impl Walk {
                             call(|out| sys::napi_get_property(env, raw, key_value, out))?
                         };
                         // `undefined` properties are left out, as JSON.stringify does.
-                        if unsafe { Unknown::from_napi_value(env, item)? }.get_type()?
-                            == ValueType::Undefined
-                        {
+                        let kind = unsafe { Unknown::from_napi_value(env, item)? }.get_type()?;
+                        if kind == ValueType::Undefined {
                             continue;
                         }
-                        let key = unsafe { String::from_napi_value(env, key_value)? };
+                        let key = unsafe { js_string(env, key_value)? };
                         self.path.push(Step::Key(key));
-                        let json = unsafe { self.value(item)? };
+                        let json = unsafe { self.value_of(item, kind)? };
                         if let Some(Step::Key(key)) = self.path.pop() {
                             map.insert(key, json);
                         }
@@ -145,6 +153,81 @@ impl Walk {
             _ => return Err(self.refuse("not a JSON value")),
         })
     }
+}
+
+/// Strings whose UTF-8 text fits this buffer are read with one napi call; longer ones ask for
+/// their length first.
+const STRING_SCRATCH: usize = 16 * 1024;
+
+/// The UTF-8 text of a JS string (lone surrogates become U+FFFD, as napi writes them).
+///
+/// # Safety
+/// `raw` is a live string value of the current call in `env`.
+unsafe fn js_string(env: sys::napi_env, raw: sys::napi_value) -> napi::Result<String> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> =
+            std::cell::RefCell::new(Vec::with_capacity(STRING_SCRATCH));
+    }
+    let status = |status: sys::napi_status| {
+        if status == sys::Status::napi_ok {
+            Ok(())
+        } else {
+            Err(napi::Error::new(
+                Status::from(status),
+                "reading a JS string failed".to_string(),
+            ))
+        }
+    };
+    let not_utf8 = || napi::Error::new(Status::InvalidArg, "a JS string was not read as UTF-8");
+    let short = SCRATCH.with(|scratch| -> napi::Result<Option<String>> {
+        let mut scratch = scratch.borrow_mut();
+        let capacity = scratch.capacity();
+        let mut written = 0;
+        // SAFETY: napi writes at most `capacity - 1` bytes and a NUL into the spare capacity,
+        // and says how many bytes of text it wrote.
+        status(unsafe {
+            sys::napi_get_value_string_utf8(
+                env,
+                raw,
+                scratch.as_mut_ptr().cast(),
+                capacity,
+                &mut written,
+            )
+        })?;
+        // napi stops only before a character that does not fit, and none takes more than four
+        // bytes: with four bytes or more to spare, the text is whole.
+        if written + 4 < capacity {
+            // SAFETY: the first `written` bytes were just written.
+            unsafe { scratch.set_len(written) };
+            let text = std::str::from_utf8(&scratch).map(str::to_owned);
+            scratch.clear();
+            return text.map(Some).map_err(|_| not_utf8());
+        }
+        Ok(None)
+    })?;
+    if let Some(text) = short {
+        return Ok(text);
+    }
+    let mut len = 0;
+    // SAFETY: a length query writes only `len`.
+    status(unsafe {
+        sys::napi_get_value_string_utf8(env, raw, std::ptr::null_mut(), 0, &mut len)
+    })?;
+    let mut bytes: Vec<u8> = Vec::with_capacity(len + 1);
+    let mut written = 0;
+    // SAFETY: napi writes at most `len` bytes and a NUL into the `len + 1` bytes of spare
+    // capacity; `written` of them are text.
+    unsafe {
+        status(sys::napi_get_value_string_utf8(
+            env,
+            raw,
+            bytes.as_mut_ptr().cast(),
+            len + 1,
+            &mut written,
+        ))?;
+        bytes.set_len(written);
+    }
+    String::from_utf8(bytes).map_err(|_| not_utf8())
 }
 
 /// One napi call that writes a value: its status checked, the value returned.
