@@ -17,7 +17,7 @@ use super::json::JsJson;
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
-use crate::collate::Cells;
+use crate::collate::{BatchDistill, Cells};
 use crate::dataset::{
     CollatedBatch, Dataset, DatasetConfig, PreparedBatch, SpecialTokenOverrides, StrategyName,
 };
@@ -754,43 +754,23 @@ impl Drop for JsSftDataset {
 }
 
 fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
-    if !collated.warnings.is_empty() {
-        warn_all(env, &collated.warnings)
-            .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
-    }
+    warn_first_sight(env, &collated.warnings)?;
     let b = collated.batch;
-    let (position_ids, example_ids) = match b.packing {
-        Some(p) => (Some(p.position_ids.into()), Some(p.example_ids.into())),
-        None => (None, None),
-    };
-    let distill_shape = b
-        .distill
-        .as_ref()
-        .map(|d| vec![b.rows as u32, b.seq_len as u32, d.k as u32]);
-    let (distill_token_ids, distill_logprobs) = match b.distill {
-        Some(d) => (Some(Owned(d.ids)), Some(Owned(d.logprobs))),
-        None => (None, None),
-    };
-    Ok(SftBatch {
-        input_ids: b.input_ids.into(),
-        labels: b.labels.into(),
-        shape: vec![b.rows as u32, b.seq_len as u32],
-        distill_token_ids,
-        distill_logprobs,
-        distill_shape,
-        indices: collated.indices.map(Owned),
-        position_ids,
-        example_ids,
-    })
+    let packing = b
+        .packing
+        .map(|p| (p.position_ids.into(), p.example_ids.into()));
+    Ok(sft_batch(
+        (b.input_ids.into(), b.labels.into(), packing),
+        (b.rows, b.seq_len),
+        b.distill,
+        collated.indices,
+    ))
 }
 
 /// `finish_batch` of a batch laid out on the JS thread: its cells are written straight into the
 /// typed arrays' V8 memory, with no vector between.
 fn write_batch(env: &Env, prepared: PreparedBatch) -> SftResult<SftBatch> {
-    if !prepared.warnings.is_empty() {
-        warn_all(env, &prepared.warnings)
-            .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
-    }
+    warn_first_sight(env, &prepared.warnings)?;
     let layout = &prepared.layout;
     let cells = layout.cells();
     let made = |e: napi::Error| {
@@ -803,50 +783,77 @@ fn write_batch(env: &Env, prepared: PreparedBatch) -> SftResult<SftBatch> {
     // SAFETY: `raw` is the environment of the current call; `layout.write` writes every cell of
     // the arrays (it panics otherwise, and the arrays are then dropped unseen), and the cells
     // are not kept past this function.
-    let (input_ids, labels, packing) = unsafe {
+    let arrays = unsafe {
         let (input_ids, input_cells) = uninit_array::<i32>(raw, cells).map_err(made)?;
         let (labels, label_cells) = uninit_array::<i32>(raw, cells).map_err(made)?;
         let packing = if layout.is_packed() {
-            Some((
-                uninit_array::<i32>(raw, cells).map_err(made)?,
-                uninit_array::<i32>(raw, cells).map_err(made)?,
-            ))
+            let (positions, position_cells) = uninit_array::<i32>(raw, cells).map_err(made)?;
+            let (examples, example_cells) = uninit_array::<i32>(raw, cells).map_err(made)?;
+            Some(((positions, examples), (position_cells, example_cells)))
         } else {
             None
         };
-        let (arrays, packing_cells) = match packing {
-            Some(((positions, position_cells), (examples, example_cells))) => (
-                Some((positions, examples)),
-                Some((position_cells, example_cells)),
-            ),
-            None => (None, None),
-        };
+        let (packing, packing_cells) = packing.unzip();
         layout.write(Cells {
             input_ids: input_cells,
             labels: label_cells,
             packing: packing_cells,
         });
-        (input_ids, labels, arrays)
+        let made = BatchArray::Made;
+        (
+            made(input_ids),
+            made(labels),
+            packing.map(|(p, e)| (made(p), made(e))),
+        )
     };
-    let distill = layout.distill();
+    Ok(sft_batch(
+        arrays,
+        (layout.rows(), layout.seq_len()),
+        layout.distill(),
+        prepared.indices,
+    ))
+}
+
+/// Prints, through `console.warn`, the warnings of a batch's examples seen for the first time.
+fn warn_first_sight(env: &Env, warnings: &[(u32, String)]) -> SftResult<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    warn_all(env, warnings)
+        .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))
+}
+
+/// Input ids, labels and, for packed batches, position and example ids.
+type BatchArrays = (
+    BatchArray<i32>,
+    BatchArray<i32>,
+    Option<(BatchArray<i32>, BatchArray<i32>)>,
+);
+
+/// The `SFTBatch` of a batch's arrays, `(rows, seq_len)`, distillation targets and row indices.
+fn sft_batch(
+    (input_ids, labels, packing): BatchArrays,
+    (rows, seq_len): (usize, usize),
+    distill: Option<BatchDistill>,
+    indices: Option<Vec<u32>>,
+) -> SftBatch {
     let distill_shape = distill
         .as_ref()
-        .map(|d| vec![layout.rows() as u32, layout.seq_len() as u32, d.k as u32]);
-    let (distill_token_ids, distill_logprobs) = match distill {
-        Some(d) => (Some(Owned(d.ids)), Some(Owned(d.logprobs))),
-        None => (None, None),
-    };
-    Ok(SftBatch {
-        input_ids: BatchArray::Made(input_ids),
-        labels: BatchArray::Made(labels),
-        shape: vec![layout.rows() as u32, layout.seq_len() as u32],
+        .map(|d| vec![rows as u32, seq_len as u32, d.k as u32]);
+    let (distill_token_ids, distill_logprobs) =
+        distill.map(|d| (Owned(d.ids), Owned(d.logprobs))).unzip();
+    let (position_ids, example_ids) = packing.unzip();
+    SftBatch {
+        input_ids,
+        labels,
+        shape: vec![rows as u32, seq_len as u32],
         distill_token_ids,
         distill_logprobs,
         distill_shape,
-        indices: prepared.indices.map(Owned),
-        position_ids: packing.map(|(p, _)| BatchArray::Made(p)),
-        example_ids: packing.map(|(_, e)| BatchArray::Made(e)),
-    })
+        indices: indices.map(Owned),
+        position_ids,
+        example_ids,
+    }
 }
 
 fn stats_to_js(costs: Vec<(Batching, PlanCost)>) -> Vec<BatchingStatsJs> {
