@@ -62,6 +62,16 @@ enum Words {
     Chars(CharPreTokenizer),
 }
 
+/// An added token matched on the raw text (see `FastBpe::encode_noting_added`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddedAt {
+    /// Its position in the ids.
+    pub index: usize,
+    /// The bytes of the text it covers.
+    pub start: usize,
+    pub end: usize,
+}
+
 pub struct FastBpe {
     raw_added: AddedMatcher,
     normalized_added: AddedMatcher,
@@ -309,6 +319,15 @@ impl FastBpe {
         ids
     }
 
+    /// Ids of `text` (as `encode`), and where each added token matched on the raw text is: its
+    /// index in the ids and the byte range it covers. Pieces between those tokens are encoded
+    /// each on its own, so the ids up to such a token are the ids of the text up to its end.
+    pub fn encode_noting_added(&self, text: &str, added: &mut Vec<AddedAt>) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_pieces(text, &mut ids, None, Some(added));
+        ids
+    }
+
     /// Like HF `encode(text, add_special_tokens)`: with `true`, the post-processor's
     /// template tokens (Llama's BOS) surround the ids.
     pub fn encode_with(&self, text: &str, add_special_tokens: bool) -> Vec<u32> {
@@ -347,11 +366,28 @@ impl FastBpe {
         &self,
         text: &str,
         ids: &mut Vec<u32>,
+        offsets: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        self.encode_pieces(text, ids, offsets, None);
+    }
+
+    fn encode_pieces(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
         mut offsets: Option<&mut Vec<(usize, usize)>>,
+        mut added: Option<&mut Vec<AddedAt>>,
     ) {
         let mut work = Work::default();
         self.raw_added.split(text, |piece| match piece {
             Piece::Added(id, start, end) => {
+                if let Some(a) = added.as_deref_mut() {
+                    a.push(AddedAt {
+                        index: ids.len(),
+                        start,
+                        end,
+                    });
+                }
                 ids.push(id);
                 if let Some(o) = offsets.as_deref_mut() {
                     o.push((start, end));

@@ -647,6 +647,14 @@ impl ChatTokenizer {
         let Some(reuse) = &self.tail_reuse else {
             return both();
         };
+        if let (Some(fast), Some(_), None) = (&self.fast, &reuse.raw, &reuse.normalized) {
+            return Ok(fast_prompt_and_full(
+                fast,
+                reuse.longest,
+                prompt_text,
+                full_text,
+            ));
+        }
         let Some((nth, end)) = shared_added_token_end(reuse, prompt_text, full_text) else {
             return both();
         };
@@ -682,6 +690,39 @@ impl PieceEncoder for ChatTokenizer {
     fn encode_piece_as_text(&self, text: &str) -> SftResult<EncodedText> {
         self.encode_without_added(text)
     }
+}
+
+/// `encode_prompt_and_full` on the fast engine, where the cut points are the added tokens matched
+/// on the raw text: the full text is encoded once, noting where its added tokens are, and the
+/// cut is after the last one that starts `longest` bytes or more before the end of the prefix
+/// the two texts share. Every choice of the leftmost-longest scan up to that token (where a
+/// match starts, how long it is) reads only bytes before its start plus `longest`, all shared,
+/// so the scan of the prompt makes the same choices and the two texts split alike up to there.
+/// The prompt's ids are the full text's ids up to that token, then the rest of the prompt
+/// encoded on its own.
+fn fast_prompt_and_full(
+    fast: &FastBpe,
+    longest: usize,
+    prompt_text: &str,
+    full_text: &str,
+) -> (Vec<u32>, Vec<u32>) {
+    let shared = common_prefix_len(prompt_text.as_bytes(), full_text.as_bytes());
+    let mut added = Vec::new();
+    let full = fast.encode_noting_added(full_text, &mut added);
+    let cut = added
+        .iter()
+        .rev()
+        .find(|a| a.start.saturating_add(longest) <= shared);
+    let prompt = match cut {
+        Some(a) => {
+            let mut ids = Vec::with_capacity(a.index + 1 + (prompt_text.len() - a.end) / 3 + 1);
+            ids.extend_from_slice(&full[..=a.index]);
+            ids.extend(fast.encode(&prompt_text[a.end..]));
+            ids
+        }
+        None => fast.encode(prompt_text),
+    };
+    (prompt, full)
 }
 
 /// Metaspace with `prepend_scheme: first` prefixes "▁" only to the piece that starts the input:
@@ -905,6 +946,62 @@ mod tests {
             assert_eq!(p, t.encode(&prompt, false).unwrap(), "cut at {cut}");
             assert_eq!(f, full_ids, "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn prompt_and_full_equal_whole_encodings_on_every_family() {
+        // Added tokens, their fragments and text around them, so that cuts fall before, inside
+        // and after tokens near the end of the shared prefix.
+        let mut rng = crate::test_support::Rng(0x5eed_7a11_0c07_0002);
+        let mut covered = 0;
+        for family in crate::test_support::FAMILIES {
+            let Some(t) = crate::test_support::load_family(family) else {
+                continue;
+            };
+            let mut pieces: Vec<String> = t.control_tokens().into_iter().take(6).collect();
+            let fragments = pieces
+                .iter()
+                .flat_map(|p| {
+                    let half = p
+                        .char_indices()
+                        .nth(p.chars().count() / 2)
+                        .map_or(0, |c| c.0);
+                    [p[..half].to_string(), p[half..].to_string()]
+                })
+                .collect::<Vec<_>>();
+            pieces.extend(fragments);
+            pieces.extend(
+                [
+                    "\n",
+                    " ",
+                    "user",
+                    "assistant",
+                    "é",
+                    "🧑‍🚀",
+                    "a",
+                    "<",
+                    ">",
+                    "|",
+                    "\n\n",
+                ]
+                .map(String::from),
+            );
+            let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+            let mut text = |n: usize| (0..n).map(|_| rng.pick(&pieces)).collect::<String>();
+            for round in 0..1500 {
+                let head = text(round % 11);
+                let prompt = format!("{head}{}", text(round % 4));
+                let full = format!("{head}{}", text(round % 6));
+                let got = t.encode_prompt_and_full(&prompt, &full).unwrap();
+                let whole = (
+                    t.encode(&prompt, false).unwrap(),
+                    t.encode(&full, false).unwrap(),
+                );
+                assert_eq!(got, whole, "{family}: prompt {prompt:?}, full {full:?}");
+            }
+            covered += 1;
+        }
+        assert!(covered == 0 || covered == crate::test_support::FAMILIES.len());
     }
 
     #[test]
