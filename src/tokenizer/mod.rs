@@ -650,6 +650,7 @@ impl ChatTokenizer {
         if let (Some(fast), Some(_), None) = (&self.fast, &reuse.raw, &reuse.normalized) {
             return Ok(fast_prompt_and_full(
                 fast,
+                &self.json_digest,
                 reuse.longest,
                 prompt_text,
                 full_text,
@@ -692,6 +693,14 @@ impl PieceEncoder for ChatTokenizer {
     }
 }
 
+thread_local! {
+    /// The last prompt tail `fast_prompt_and_full` encoded on this thread, its ids, and the
+    /// digest of the `tokenizer.json` that encoded it. The tail is the generation prompt, the same
+    /// text for nearly every example of a dataset.
+    static LAST_TAIL: std::cell::RefCell<([u8; 32], String, Vec<u32>)> =
+        const { std::cell::RefCell::new(([0; 32], String::new(), Vec::new())) };
+}
+
 /// `encode_prompt_and_full` on the fast engine, where the cut points are the added tokens matched
 /// on the raw text: the full text is encoded once, noting where its added tokens are, and the
 /// cut is after the last one that starts `longest` bytes or more before the end of the prefix
@@ -702,6 +711,7 @@ impl PieceEncoder for ChatTokenizer {
 /// encoded on its own.
 fn fast_prompt_and_full(
     fast: &FastBpe,
+    digest: &[u8; 32],
     longest: usize,
     prompt_text: &str,
     full_text: &str,
@@ -715,9 +725,22 @@ fn fast_prompt_and_full(
         .find(|a| a.start.saturating_add(longest) <= shared);
     let prompt = match cut {
         Some(a) => {
-            let mut ids = Vec::with_capacity(a.index + 1 + (prompt_text.len() - a.end) / 3 + 1);
+            let tail = &prompt_text[a.end..];
+            let mut ids = Vec::with_capacity(a.index + 1 + tail.len() / 3 + 1);
             ids.extend_from_slice(&full[..=a.index]);
-            ids.extend(fast.encode(&prompt_text[a.end..]));
+            LAST_TAIL.with(|last| match last.try_borrow_mut() {
+                Ok(mut last) => {
+                    let (by, text, tail_ids) = &mut *last;
+                    if by != digest || text != tail {
+                        *tail_ids = fast.encode(tail);
+                        *by = *digest;
+                        text.clear();
+                        text.push_str(tail);
+                    }
+                    ids.extend_from_slice(tail_ids);
+                }
+                Err(_) => ids.extend(fast.encode(tail)),
+            });
             ids
         }
         None => fast.encode(prompt_text),
@@ -952,6 +975,24 @@ mod tests {
     fn prompt_and_full_equal_whole_encodings_on_every_family() {
         // Added tokens, their fragments and text around them, so that cuts fall before, inside
         // and after tokens near the end of the shared prefix.
+        // One tail after another family's tokenizer: the last tail kept per thread must not be
+        // reused across tokenizers.
+        for family in crate::test_support::FAMILIES {
+            let Some(t) = crate::test_support::load_family(family) else {
+                continue;
+            };
+            let prompt = format!("{}hello world\nassistant\n", t.control_tokens()[0]);
+            let full = format!("{prompt}the answer");
+            let whole = (
+                t.encode(&prompt, false).unwrap(),
+                t.encode(&full, false).unwrap(),
+            );
+            assert_eq!(
+                t.encode_prompt_and_full(&prompt, &full).unwrap(),
+                whole,
+                "{family}"
+            );
+        }
         let mut rng = crate::test_support::Rng(0x5eed_7a11_0c07_0002);
         let mut covered = 0;
         for family in crate::test_support::FAMILIES {
