@@ -973,8 +973,6 @@ mod tests {
 
     #[test]
     fn prompt_and_full_equal_whole_encodings_on_every_family() {
-        // Added tokens, their fragments and text around them, so that cuts fall before, inside
-        // and after tokens near the end of the shared prefix.
         // One tail after another family's tokenizer: the last tail kept per thread must not be
         // reused across tokenizers.
         for family in crate::test_support::FAMILIES {
@@ -999,6 +997,8 @@ mod tests {
             let Some(t) = crate::test_support::load_family(family) else {
                 continue;
             };
+            // Added tokens, their halves and text around them, so that cuts fall before, inside
+            // and after tokens near the end of the shared prefix.
             let mut pieces: Vec<String> = t.control_tokens().into_iter().take(6).collect();
             let fragments = pieces
                 .iter()
