@@ -315,7 +315,7 @@ impl FastBpe {
     /// `encode(text, false)`.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_into(text, &mut ids, None);
+        self.encode_into(text, &mut ids, None, None);
         ids
     }
 
@@ -324,7 +324,7 @@ impl FastBpe {
     /// each on its own, so the ids up to such a token are the ids of the text up to its end.
     pub fn encode_noting_added(&self, text: &str, added: &mut Vec<AddedAt>) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_pieces(text, &mut ids, None, Some(added));
+        self.encode_into(text, &mut ids, None, Some(added));
         ids
     }
 
@@ -335,7 +335,7 @@ impl FastBpe {
             return self.encode(text);
         }
         let mut ids = self.prefix_ids.clone();
-        self.encode_into(text, &mut ids, None);
+        self.encode_into(text, &mut ids, None, None);
         ids.extend_from_slice(&self.suffix_ids);
         ids
     }
@@ -345,7 +345,7 @@ impl FastBpe {
     pub fn encode_with_offsets(&self, text: &str) -> (Vec<u32>, Vec<(usize, usize)>) {
         let mut ids = Vec::new();
         let mut offsets = Vec::new();
-        self.encode_into(text, &mut ids, Some(&mut offsets));
+        self.encode_into(text, &mut ids, Some(&mut offsets), None);
         (ids, offsets)
     }
 
@@ -362,16 +362,9 @@ impl FastBpe {
         (ids, offsets)
     }
 
+    /// Appends the ids of `text` and, when asked, each token's offsets and where the added
+    /// tokens matched on the raw text are.
     fn encode_into(
-        &self,
-        text: &str,
-        ids: &mut Vec<u32>,
-        offsets: Option<&mut Vec<(usize, usize)>>,
-    ) {
-        self.encode_pieces(text, ids, offsets, None);
-    }
-
-    fn encode_pieces(
         &self,
         text: &str,
         ids: &mut Vec<u32>,
