@@ -69,17 +69,6 @@ export declare class SFTDataset {
    * converted; a row that fails to build rejects the batch that holds it.
    */
   constructor(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null)
-  /**
-   * `createSFTDataset` with the examples `lib/encode.js` wrote into bytes: `spans` holds each
-   * example's `[start, end)` in `bytes`, or `0xffffffff` twice for one that napi converts.
-   */
-  static _createEncoded(examples: unknown, tokenizer: unknown, config: unknown | undefined | null, bytes: Uint8Array, spans: Uint32Array): SFTDataset
-  /**
-   * The examples as `createSFTDataset` converts them, each as JSON text (integers without a
-   * fraction, floats with one), from the bytes of `lib/encode.js` when given: what tests
-   * compare the two conversions with.
-   */
-  static _convertedExamples(examples: unknown, bytes?: Uint8Array | undefined | null, spans?: Uint32Array | undefined | null): Array<string>
   /** *(addition)* The format every example shares, as detected from the first one. */
   get format(): 'prompt-completion' | 'conversation'
   /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */

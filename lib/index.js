@@ -7,7 +7,6 @@ const path = require('node:path')
 const native = require('./native.js')
 const { asPublic, invalidArgument } = require('./arguments.js')
 const distill = require('./distill.js')
-const { encodeExamples } = require('./encode.js')
 
 const { SFTDataset, Tokenizer } = native
 
@@ -43,15 +42,6 @@ async function loadSFTDataset(filePath, tokenizer, config) {
   const root = getAllowedRoot(config)
   const absolute = resolveAndValidatePath(filePath, root, config)
   return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
-}
-
-// The examples are written into one buffer here (lib/encode.js), which the native side reads far
-// faster than it reads JS objects through napi; what the buffer cannot hold goes through napi as
-// before, so values and errors are the same either way.
-function createSFTDataset(examples, tokenizer, config) {
-  const encoded = encodeExamples(examples)
-  if (encoded === null) return native.createSFTDataset(examples, tokenizer, config)
-  return SFTDataset._createEncoded(examples, tokenizer, config, encoded.bytes, encoded.spans)
 }
 
 /**
@@ -107,7 +97,6 @@ module.exports = {
   getAllowedRoot: asPublic('getAllowedRoot', getAllowedRoot),
   validatePathContainment: asPublic('validatePathContainment', validatePathContainment),
   resolveAndValidatePath: asPublic('resolveAndValidatePath', resolveAndValidatePath),
-  createSFTDataset: asPublic('createSFTDataset', createSFTDataset),
   loadSFTDataset: asPublic('loadSFTDataset', loadSFTDataset),
   exportSFTParquet: asPublic('exportSFTParquet', exportSFTParquet),
   attachDistillation: asPublic('attachDistillation', distill.attachDistillation),

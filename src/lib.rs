@@ -19,7 +19,6 @@ pub mod export;
 pub mod fast_bpe;
 pub mod grpo;
 pub mod input;
-pub mod js_encoded;
 pub mod json_dumps;
 pub mod json_value;
 pub mod jsonl;

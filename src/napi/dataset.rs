@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{
     Array, AsyncTask, Either, FnArgs, FromNapiValue, Function, Int32Array, JsObjectValue, Object,
-    Uint32Array, Uint32ArraySlice, Uint8ArraySlice, Unknown,
+    Uint32Array, Unknown,
 };
 use napi::{Env, JsValue};
 use napi_derive::napi;
@@ -917,60 +917,15 @@ impl JsSftDataset {
         ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null"
     )]
     pub fn new(examples: Unknown, tokenizer: Unknown, config: Option<Unknown>) -> Result<Self> {
-        Self::create("new SFTDataset", examples, tokenizer, config, None)
-    }
-
-    /// `createSFTDataset` with the examples `lib/encode.js` wrote into bytes: `spans` holds each
-    /// example's `[start, end)` in `bytes`, or `0xffffffff` twice for one that napi converts.
-    #[napi(js_name = "_createEncoded")]
-    pub fn create_encoded<'env>(
-        examples: Unknown<'env>,
-        tokenizer: Unknown<'env>,
-        config: Option<Unknown<'env>>,
-        bytes: Uint8ArraySlice<'env>,
-        spans: Uint32ArraySlice<'env>,
-    ) -> Result<Self> {
-        Self::create(
-            "createSFTDataset",
-            examples,
-            tokenizer,
-            config,
-            Some(Encoded { bytes, spans }),
-        )
-    }
-
-    /// The examples as `createSFTDataset` converts them, each as JSON text (integers without a
-    /// fraction, floats with one), from the bytes of `lib/encode.js` when given: what tests
-    /// compare the two conversions with.
-    #[napi(js_name = "_convertedExamples")]
-    pub fn converted_examples<'env>(
-        examples: Unknown<'env>,
-        bytes: Option<Uint8ArraySlice<'env>>,
-        spans: Option<Uint32ArraySlice<'env>>,
-    ) -> Result<Vec<String>> {
-        run_sync(|| {
-            let encoded = match (bytes, spans) {
-                (Some(bytes), Some(spans)) => Some(Encoded { bytes, spans }),
-                _ => None,
-            };
-            let mut slices = ExampleSlices::new(&examples, "examples".to_string(), encoded)?;
-            let mut out = Vec::with_capacity(slices.len());
-            while !slices.is_done() {
-                for value in slices.next(CREATE_SLICE)? {
-                    out.push(value.to_string());
-                }
-            }
-            Ok(out)
-        })
+        Self::create("new SFTDataset", examples, tokenizer, config)
     }
 
     /// The constructor and `createSFTDataset`; `caller` names the one called in errors.
-    fn create<'env>(
+    fn create(
         caller: &str,
-        examples: Unknown<'env>,
-        tokenizer: Unknown<'env>,
-        config: Option<Unknown<'env>>,
-        encoded: Option<Encoded<'env>>,
+        examples: Unknown,
+        tokenizer: Unknown,
+        config: Option<Unknown>,
     ) -> Result<Self> {
         run_sync(|| {
             let what = |arg: &str| format!("{caller}: {arg}");
@@ -978,7 +933,7 @@ impl JsSftDataset {
             // building on other threads while the next one is converted. Errors keep the order
             // of a whole conversion first: any example's conversion error comes before an error
             // of the tokenizer, the config or an example's format.
-            let mut slices = ExampleSlices::new(&examples, what("examples"), encoded)?;
+            let mut slices = ExampleSlices::new(&examples, what("examples"))?;
             let first = slices.next(1)?.into_iter().next();
             let setup = (|| {
                 let tokenizer = tokenizer_arg(&tokenizer)?;
@@ -1274,63 +1229,19 @@ struct ExampleSlices<'env> {
     array: Array<'env>,
     next: u32,
     what: String,
-    encoded: Option<Encoded<'env>>,
-}
-
-/// What `lib/encode.js` wrote of the examples: the bytes, and per example its `[start, end)` in
-/// them, or `SLOW` twice for an example left to napi's conversion.
-#[derive(Clone, Copy)]
-pub struct Encoded<'env> {
-    bytes: Uint8ArraySlice<'env>,
-    spans: Uint32ArraySlice<'env>,
-}
-
-impl Encoded<'_> {
-    const SLOW: u32 = u32::MAX;
-
-    /// The bytes of example `index`, `None` for one left to napi; `what` names the argument.
-    fn of(&self, index: u32, what: &str) -> SftResult<Option<&[u8]>> {
-        let at = index as usize * 2;
-        let (start, end) = (self.spans[at], self.spans[at + 1]);
-        if start == Self::SLOW && end == Self::SLOW {
-            return Ok(None);
-        }
-        let (start, end) = (start as usize, end as usize);
-        if start > end || end > self.bytes.len() {
-            return Err(SftError::invalid_argument(format!(
-                "{what}: encoded example {index}: bytes {start}..{end} are not within the {} given",
-                self.bytes.len()
-            )));
-        }
-        Ok(Some(&self.bytes[start..end]))
-    }
 }
 
 impl<'env> ExampleSlices<'env> {
-    fn new(
-        examples: &Unknown<'env>,
-        what: String,
-        encoded: Option<Encoded<'env>>,
-    ) -> SftResult<Self> {
+    fn new(examples: &Unknown<'env>, what: String) -> SftResult<Self> {
         let raw = examples.value();
         // SAFETY: `raw` is a live value of the current call; `Array::from_napi_value` checks that
         // it is an array before it reads it.
         let array = unsafe { Array::from_napi_value(raw.env, raw.value) }
             .map_err(|e| arg_error(&what, EXAMPLES, &e))?;
-        if let Some(encoded) = &encoded {
-            if encoded.spans.len() != array.len() as usize * 2 {
-                return Err(SftError::invalid_argument(format!(
-                    "{what}: {} encoded spans for {} examples",
-                    encoded.spans.len(),
-                    array.len()
-                )));
-            }
-        }
         Ok(ExampleSlices {
             array,
             next: 0,
             what,
-            encoded,
         })
     }
 
@@ -1347,38 +1258,18 @@ impl<'env> ExampleSlices<'env> {
         let end = self.array.len().min(self.next.saturating_add(count));
         let mut out = Vec::with_capacity((end - self.next) as usize);
         while self.next < end {
-            let encoded = match &self.encoded {
-                Some(encoded) => encoded.of(self.next, &self.what)?,
-                None => None,
-            };
-            let value = match encoded {
-                Some(bytes) => crate::js_encoded::decode(bytes).map_err(|e| {
-                    SftError::invalid_argument(format!(
-                        "{}: encoded example {}: {}",
-                        self.what, self.next, e.0
-                    ))
-                })?,
-                None => self.walk(self.next)?,
-            };
-            out.push(value);
+            let value = self.array.get::<JsJson>(self.next).and_then(|v| {
+                v.ok_or_else(|| {
+                    napi::Error::new(
+                        napi::Status::InvalidArg,
+                        "Found inconsistent data type in Array<T> when converting to Rust Vec<T>",
+                    )
+                })
+            });
+            out.push(value.map_err(|e| arg_error(&self.what, EXAMPLES, &e))?.0);
             self.next += 1;
         }
         Ok(out)
-    }
-
-    /// Example `index` through napi's conversion.
-    fn walk(&self, index: u32) -> SftResult<Json> {
-        let value = self.array.get::<JsJson>(index).and_then(|v| {
-            v.ok_or_else(|| {
-                napi::Error::new(
-                    napi::Status::InvalidArg,
-                    "Found inconsistent data type in Array<T> when converting to Rust Vec<T>",
-                )
-            })
-        });
-        value
-            .map(|v| v.0)
-            .map_err(|e| arg_error(&self.what, EXAMPLES, &e))
     }
 
     /// Converts the examples left, for their errors only.
@@ -1401,7 +1292,7 @@ pub fn create_sft_dataset(
     tokenizer: Unknown,
     config: Option<Unknown>,
 ) -> Result<JsSftDataset> {
-    JsSftDataset::create("createSFTDataset", examples, tokenizer, config, None)
+    JsSftDataset::create("createSFTDataset", examples, tokenizer, config)
 }
 
 /// `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and
