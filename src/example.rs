@@ -6,6 +6,7 @@
 use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::json_value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -118,12 +119,12 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
                 "SFT example {index}: completion must be a message object"
             )));
         }
-        if completion.get("role").and_then(Json::as_str) != Some("assistant") {
+        if json_value::str_field(&completion, "role") != Some("assistant") {
             return Err(invalid(format!(
                 "SFT example {index}: completion.role must be 'assistant'"
             )));
         }
-        if !completion.get("content").is_some_and(Json::is_string) {
+        if !json_value::field(&completion, "content").is_some_and(Json::is_string) {
             return Err(invalid(format!(
                 "SFT example {index}: completion.content must be a string"
             )));
@@ -152,7 +153,7 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
         }
         let has_assistant = messages
             .iter()
-            .any(|m| m.get("role").and_then(Json::as_str) == Some("assistant"));
+            .any(|m| json_value::str_field(m, "role") == Some("assistant"));
         if !has_assistant {
             return Err(invalid(format!(
                 "SFT example {index}: messages must contain at least one assistant message"

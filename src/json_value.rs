@@ -9,6 +9,9 @@
 //! holds integers up to 64 bits. A `BigInt` beyond that, up to 128 bits, travels as a *wide
 //! integer*: a one-key object `{WIDE_INT_KEY: "<decimal digits>"}` that [`to_template`] turns
 //! into minijinja's 128-bit integer. Wider `BigInt`s are refused ([`from_js_bigint`] says so).
+//!
+//! Also the key lookup every stage does on messages ([`get`], [`field`]): a chat message has a
+//! handful of keys, and comparing them costs less than hashing the key looked for.
 
 use minijinja::value::Value;
 use serde_json::{Map, Number, Value as Json};
@@ -132,11 +135,57 @@ pub fn list_to_template(values: &[Json]) -> Value {
     Value::from(values.iter().map(to_template).collect::<Vec<_>>())
 }
 
+/// Objects of at most this many keys are searched by a scan of their keys.
+const SCAN_KEYS: usize = 8;
+
+/// `map.get(key)`: a scan of a small object's keys, the map's hash lookup beyond.
+pub fn get<'a>(map: &'a Map<String, Json>, key: &str) -> Option<&'a Json> {
+    if map.len() <= SCAN_KEYS {
+        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
+
+/// `value.get(key)` of an object (`None` for any other value), by [`get`].
+pub fn field<'a>(value: &'a Json, key: &str) -> Option<&'a Json> {
+    value.as_object().and_then(|map| get(map, key))
+}
+
+/// The string at `key` of an object, if it is one.
+pub fn str_field<'a>(value: &'a Json, key: &str) -> Option<&'a str> {
+    field(value, key).and_then(Json::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use minijinja::value::Serde;
     use serde_json::json;
+
+    #[test]
+    fn lookups_agree_with_the_map_on_small_and_large_objects() {
+        for keys in [0usize, 1, 2, SCAN_KEYS, SCAN_KEYS + 1, 40] {
+            let mut map = Map::new();
+            for k in 0..keys {
+                map.insert(format!("k{k}"), json!(k));
+            }
+            let value = Json::Object(map.clone());
+            for probe in ["k0", "k1", "k7", "k8", "k39", "k40", "", "k"] {
+                assert_eq!(get(&map, probe), map.get(probe), "{keys} keys, {probe:?}");
+                assert_eq!(
+                    field(&value, probe),
+                    value.get(probe),
+                    "{keys} keys, {probe:?}"
+                );
+            }
+        }
+        let message = json!({"role": "user", "content": 3});
+        assert_eq!(str_field(&message, "role"), Some("user"));
+        assert_eq!(str_field(&message, "content"), None);
+        assert_eq!(field(&json!(["role"]), "role"), None);
+        assert_eq!(field(&json!("role"), "role"), None);
+    }
 
     fn number(n: f64) -> String {
         from_js_number(n).map(|j| j.to_string()).unwrap_or_default()

@@ -10,6 +10,7 @@
 use serde_json::{Map, Value as Json};
 
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::json_value;
 
 const CAMEL_TO_SNAKE: [(&str, &str); 3] = [
     ("toolCalls", "tool_calls"),
@@ -27,12 +28,6 @@ fn invalid(index: usize, what: impl std::fmt::Display) -> SftError {
 /// Renames camelCase keys in place, keeping each key's position (templates that print a message
 /// with `tojson` see the original order).
 fn rename_camel_keys(map: &mut Map<String, Json>) {
-    if !CAMEL_TO_SNAKE
-        .iter()
-        .any(|(camel, _)| map.contains_key(*camel))
-    {
-        return;
-    }
     let old = std::mem::take(map);
     for (key, value) in old {
         match CAMEL_TO_SNAKE.iter().find(|(camel, _)| *camel == key) {
@@ -52,17 +47,27 @@ pub fn normalize_message(index: usize, message: &mut Json) -> SftResult<()> {
     let map = message
         .as_object_mut()
         .ok_or_else(|| invalid(index, "must be an object"))?;
+    // One pass over the keys tells whether anything changes (nearly never).
+    let (mut nulls, mut camel) = (false, false);
+    for (key, value) in map.iter() {
+        nulls |= value.is_null();
+        camel |= CAMEL_TO_SNAKE.iter().any(|(c, _)| c == key);
+    }
     // transformers 5 (`_normalize_chat_messages`) drops the message's own null-valued keys, not
     // those nested inside its values: a null tool-call argument still prints `null`. Dropped
     // before the renaming, so that `toolCalls: [...]` is not hidden by `tool_calls: null`.
-    map.retain(|_, value| !value.is_null());
-    rename_camel_keys(map);
-    match map.get("role") {
+    if nulls {
+        map.retain(|_, value| !value.is_null());
+    }
+    if camel {
+        rename_camel_keys(map);
+    }
+    match json_value::get(map, "role") {
         Some(Json::String(_)) => {}
         Some(_) => return Err(invalid(index, "role must be a string")),
         None => return Err(invalid(index, "role is missing")),
     }
-    match map.get("tool_calls") {
+    match json_value::get(map, "tool_calls") {
         None | Some(Json::Array(_)) => {}
         Some(_) => return Err(invalid(index, "tool_calls must be an array")),
     }

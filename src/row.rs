@@ -335,7 +335,7 @@ fn build_row_into(
 }
 
 fn role(message: &Json) -> Option<&str> {
-    message.get("role").and_then(Json::as_str)
+    crate::json_value::str_field(message, "role")
 }
 
 /// `truncation: 'turns'`: keeps the leading system messages and removes whole turns, oldest

@@ -14,6 +14,7 @@ use aho_corasick::AhoCorasick;
 use serde_json::Value as Json;
 
 use crate::example::SftExample;
+use crate::json_value;
 use crate::row::ToolsMode;
 use crate::tokenizer::ChatTokenizer;
 
@@ -211,7 +212,7 @@ impl LossChecker {
         let mut within = Within::new(rendered);
         for (i, m) in messages.iter().enumerate() {
             let role = || role_of(m);
-            if let Some(content) = m.get("content").and_then(Json::as_str) {
+            if let Some(content) = json_value::str_field(m, "content") {
                 let text = content.trim();
                 if !text.is_empty() && !within.contains(text) {
                     let answer = text.rsplit_once("</think>").map(|(_, a)| a.trim());
@@ -233,7 +234,7 @@ impl LossChecker {
                     }
                 }
             }
-            if let Some(reasoning) = m.get("reasoning_content").and_then(Json::as_str) {
+            if let Some(reasoning) = json_value::str_field(m, "reasoning_content") {
                 let text = reasoning.trim();
                 if !text.is_empty() && !within.contains(text) {
                     found.found(LossKind::ContentDroppedByTemplate, || {
@@ -249,7 +250,7 @@ impl LossChecker {
         if let Some((ac, tokens)) = &self.control {
             for (i, m) in messages.iter().enumerate() {
                 for key in ["content", "reasoning_content"] {
-                    let Some(text) = m.get(key).and_then(Json::as_str) else {
+                    let Some(text) = json_value::str_field(m, key) else {
                         continue;
                     };
                     if let Some(hit) = ac.find(text) {
@@ -338,7 +339,7 @@ fn ignored_tools_into(tools: Option<&Json>, mode: ToolsMode, found: &mut impl Fi
 }
 
 fn role_of(m: &Json) -> &str {
-    m.get("role").and_then(Json::as_str).unwrap_or("?")
+    json_value::str_field(m, "role").unwrap_or("?")
 }
 
 /// What tells examples apart: the first 16 bytes of a BLAKE3 digest, as two words (a map entry

@@ -16,7 +16,7 @@
 use serde_json::{Map, Value as Json};
 
 use crate::json_dumps::{dumps, DumpOptions};
-use crate::json_value::to_template;
+use crate::json_value::{self, to_template};
 
 use super::python_str::{lstrip_chars, python_strip, rstrip_chars, strip_chars};
 use super::RenderOptions;
@@ -133,8 +133,8 @@ impl Compiled {
         let mut plain = Vec::with_capacity(messages.len());
         for message in messages {
             let object = message.as_object()?;
-            let role = object.get("role")?.as_str()?;
-            let content = object.get("content")?.as_str()?;
+            let role = json_value::get(object, "role")?.as_str()?;
+            let content = json_value::get(object, "content")?.as_str()?;
             plain.push(Plain {
                 role,
                 content,
@@ -173,7 +173,7 @@ fn qwen3(messages: &[Plain], opts: &RenderOptions, out: &mut String) -> Option<(
     let mut calls_of = Vec::with_capacity(messages.len());
     for m in messages {
         calls_of.push(qwen3_tool_calls(m.object)?);
-        reasoning_of.push(match m.object.get("reasoning_content") {
+        reasoning_of.push(match json_value::get(m.object, "reasoning_content") {
             None | Some(Json::Null) => None,
             Some(Json::String(s)) => Some(s.as_str()),
             Some(_) => return None,
@@ -279,7 +279,7 @@ struct ToolCall<'a> {
 /// the interpreter renders: other `function` values, missing or non-string names, missing
 /// arguments, non-object calls, `tool_calls` that is not a list.
 fn qwen3_tool_calls(message: &Map<String, Json>) -> Option<Vec<ToolCall<'_>>> {
-    let calls = match message.get("tool_calls") {
+    let calls = match json_value::get(message, "tool_calls") {
         None => return Some(Vec::new()),
         Some(Json::Array(calls)) => calls,
         Some(_) => return None,
@@ -287,13 +287,13 @@ fn qwen3_tool_calls(message: &Map<String, Json>) -> Option<Vec<ToolCall<'_>>> {
     let mut out = Vec::with_capacity(calls.len());
     for call in calls {
         let mut call = call.as_object()?;
-        match call.get("function") {
+        match json_value::get(call, "function") {
             None => {}
             Some(Json::Object(function)) if !function.is_empty() => call = function,
             Some(_) => return None,
         }
-        let name = call.get("name")?.as_str()?;
-        let arguments = match call.get("arguments")? {
+        let name = json_value::get(call, "name")?.as_str()?;
+        let arguments = match json_value::get(call, "arguments")? {
             Json::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
             other => std::borrow::Cow::Owned(
                 dumps(&to_template(other), &DumpOptions::python_defaults(None)).ok()?,
