@@ -158,6 +158,7 @@ pub fn load_rows(
         let mut losses = LossSummary::default();
         for message in receiver {
             let (chunk, bytes) = message?;
+            seen.reserve(chunk.len());
             let base = rows.len();
             let building = first_invalid.is_none() && settings.is_some();
             let mut outcomes = chunk
@@ -325,7 +326,10 @@ fn row_sources(
     base: usize,
     seen: &rustc_hash::FxHashMap<ExampleKey, u32>,
 ) -> Vec<Source> {
-    let mut first_here = rustc_hash::FxHashMap::<ExampleKey, usize>::default();
+    let mut first_here = rustc_hash::FxHashMap::<ExampleKey, usize>::with_capacity_and_hasher(
+        outcomes.len(),
+        Default::default(),
+    );
     outcomes
         .iter()
         .enumerate()

@@ -203,6 +203,9 @@ pub(crate) fn io_error(path: &str, e: &std::io::Error) -> SftError {
     read_error(path, e)
 }
 
+/// The read buffer of a text stream (JSONL, JSON, decompressed text).
+const TEXT_BUFFER: usize = 256 << 10;
+
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 const PARQUET_MAGIC: &[u8] = b"PAR1";
@@ -324,7 +327,10 @@ impl RecordReader {
             }
         }
         let text: Box<dyn Read + Send> = Box::new(Cursor::new(seen).chain(stream));
-        let reader = BufReader::with_capacity(1 << 20, text);
+        // std zeroes the buffer before its first fill (the counting reader under the chain
+        // implements only `read`): once per load, so 256 KiB, not more. A longer line is still
+        // read whole.
+        let reader = BufReader::with_capacity(TEXT_BUFFER, text);
         let (container, inner) = if is_array {
             (
                 Container::JsonArray,
