@@ -144,8 +144,8 @@ impl Gpt4Split {
     }
 }
 
-// Inlined into the scans: out of line, the call costs as much as the lookup (callgrind: a
-// quarter of the split's instructions).
+// Inlined into the scans: left out of line by the compiler (as it once was), the calls cost a
+// glaive load 4.6M more instructions (callgrind), 6 % of the load.
 #[inline(always)]
 fn char_at(text: &str, at: usize) -> Option<(char, Class)> {
     let c = text.get(at..)?.chars().next()?;
