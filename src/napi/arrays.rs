@@ -68,8 +68,10 @@ impl<T: Element> ToNapiValue for Owned<T> {
     }
 }
 
-/// A typed array of `len` elements whose `ArrayBuffer` is a new, uninitialized Node `Buffer`
-/// (no zero fill, unlike `napi_create_arraybuffer`), and its cells to write.
+/// A typed array of `len` elements over a new `ArrayBuffer`, and its cells to write. The
+/// buffer comes zero-filled; a Node `Buffer` skips that fill but costs two more JS objects and
+/// napi calls, and measured 10-20 % slower per batch of 8 (about 1 µs of 6-11 µs, alpaca and
+/// glaive rows, the two builds alternating in one process).
 ///
 /// # Safety
 /// `env` must be the live environment of the current call. Every cell must be written before
@@ -82,40 +84,25 @@ pub unsafe fn uninit_array<'c, T: Element>(
 ) -> napi::Result<(sys::napi_value, &'c mut [MaybeUninit<T>])> {
     let bytes = len * mem::size_of::<T>();
     let mut data = ptr::null_mut();
-    let mut node_buffer = ptr::null_mut();
     let mut buffer = ptr::null_mut();
-    let mut offset = 0;
     // SAFETY: the caller's contract gives a live `env`; the out-pointers are locals.
     unsafe {
         check(
-            sys::napi_create_buffer(env, bytes, &mut data, &mut node_buffer),
-            "napi_create_buffer",
-        )?;
-        check(
-            sys::napi_get_typedarray_info(
-                env,
-                node_buffer,
-                ptr::null_mut(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-                &mut buffer,
-                &mut offset,
-            ),
-            "napi_get_typedarray_info",
+            sys::napi_create_arraybuffer(env, bytes, &mut data, &mut buffer),
+            "napi_create_arraybuffer",
         )?;
     }
-    let align = mem::align_of::<T>();
-    if !offset.is_multiple_of(align) || !(data as usize).is_multiple_of(align) {
+    if len > 0 && !(data as usize).is_multiple_of(mem::align_of::<T>()) {
         return Err(napi::Error::new(
             napi::Status::GenericFailure,
-            "a new Buffer is not aligned for its elements",
+            "a new ArrayBuffer is not aligned for its elements",
         ));
     }
     let mut array = ptr::null_mut();
-    // SAFETY: as above; `buffer` is the new Buffer's ArrayBuffer and `offset` its start in it.
+    // SAFETY: as above; `buffer` is the new ArrayBuffer.
     unsafe {
         check(
-            sys::napi_create_typedarray(env, T::KIND, len, buffer, offset, &mut array),
+            sys::napi_create_typedarray(env, T::KIND, len, buffer, 0, &mut array),
             "napi_create_typedarray",
         )?;
     }
