@@ -94,8 +94,9 @@ pub struct LoadedRows {
 /// Reads, parses and validates the whole file, in the reference's order of errors: a parse error
 /// anywhere wins over a validation error, and the first of each kind is reported. Rows are built
 /// only while no error has been seen and `settings` is given. A record that repeats an earlier one
-/// (same duplicate key, neither with distillation targets) is not rendered or tokenized again:
-/// its row is a copy of the earlier row.
+/// (same duplicate key, neither with distillation targets) is not rendered or tokenized again
+/// (inside a chunk, two tasks racing for a key may both build it, rarely): its row is a copy of
+/// the earlier row.
 pub fn load_rows(
     path: &Path,
     tokenizer: &ChatTokenizer,
@@ -161,68 +162,80 @@ pub fn load_rows(
             seen.reserve(chunk.len());
             let base = rows.len();
             let building = first_invalid.is_none() && settings.is_some();
-            let mut outcomes = chunk
-                .into_par_iter()
-                .with_max_len(PARALLEL_GRAIN)
-                .enumerate()
-                .map(|(k, raw)| {
-                    let at = raw.at;
-                    let record = raw.parse(&shown, container)?;
-                    let converted =
-                        converter
-                            .convert(record, base + k)
-                            .and_then(|(record, read_as)| {
-                                Ok((validate_record(record, base + k)?, read_as))
-                            });
-                    Ok(match converted {
-                        Ok((example, read_as)) => LineOutcome::Valid {
-                            format: example.format(),
-                            read_as,
-                            key: duplicate_key(&example),
-                            distilled: example.has_distill(),
-                            example: Some(example),
-                            at,
-                        },
-                        Err(e) => LineOutcome::Invalid(e.at(&shown, at)),
+            // Each record is parsed, keyed and, unless it repeats an earlier one, built in one
+            // task, so that its values are still in cache when they are rendered and are freed
+            // by the thread that made them. Which record of a key is the first in this chunk is
+            // settled as the tasks run: a record builds when no record before it has claimed
+            // its key yet (a later one may have built too; the merge below copies the first).
+            let claims = std::sync::Mutex::new(
+                rustc_hash::FxHashMap::<ExampleKey, usize>::with_capacity_and_hasher(
+                    chunk.len(),
+                    Default::default(),
+                ),
+            );
+            let seen_before = &seen;
+            let claims = &claims;
+            let (outcomes, mut fresh): (Vec<LineOutcome>, Vec<Option<SftResult<TokenizedRow>>>) =
+                chunk
+                    .into_par_iter()
+                    .with_max_len(PARALLEL_GRAIN)
+                    .enumerate()
+                    .map(|(k, raw)| {
+                        let at = raw.at;
+                        let record = raw.parse(&shown, container)?;
+                        let converted =
+                            converter
+                                .convert(record, base + k)
+                                .and_then(|(record, read_as)| {
+                                    Ok((validate_record(record, base + k)?, read_as))
+                                });
+                        let (example, read_as) = match converted {
+                            Ok(valid) => valid,
+                            Err(e) => return Ok((LineOutcome::Invalid(e.at(&shown, at)), None)),
+                        };
+                        let key = duplicate_key(&example);
+                        let distilled = example.has_distill();
+                        // The row to copy came out whole in an earlier chunk: the example is dropped
+                        // here, on the thread that made it, as a built one is.
+                        let copies_earlier_chunk = building
+                            && !distilled
+                            && matches!(seen_before.get(&key), Some(&from) if from != NO_SOURCE);
+                        let builds = building
+                            && !copies_earlier_chunk
+                            && (distilled || claim(claims, key, base + k));
+                        let format = example.format();
+                        let (example, row) = if builds {
+                            let row = build_one(tokenizer, settings, example, base + k, &shown, at);
+                            (None, Some(row))
+                        } else if copies_earlier_chunk {
+                            (None, None)
+                        } else {
+                            // Kept for the merge, which builds it if its source's row fails.
+                            (Some(example), None)
+                        };
+                        Ok((
+                            LineOutcome::Valid {
+                                format,
+                                read_as,
+                                key,
+                                distilled,
+                                example,
+                                at,
+                            },
+                            row,
+                        ))
                     })
-                })
-                .collect::<Vec<SftResult<LineOutcome>>>()
-                .into_iter()
-                // The first parse error in the file's order.
-                .collect::<SftResult<Vec<LineOutcome>>>()?;
+                    .collect::<Vec<SftResult<(LineOutcome, Option<SftResult<TokenizedRow>>)>>>()
+                    .into_iter()
+                    // The first parse error in the file's order.
+                    .collect::<SftResult<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
             let sources = if building {
                 row_sources(&outcomes, base, &seen)
             } else {
                 Vec::new()
             };
-            // Rows are built on all cores, each from its own example; a copy waits for its source.
-            let mut fresh: Vec<Option<SftResult<TokenizedRow>>> = outcomes
-                .par_iter_mut()
-                .with_max_len(PARALLEL_GRAIN)
-                .enumerate()
-                .map(|(k, outcome)| match (outcome, sources.get(k)) {
-                    (LineOutcome::Valid { example, at, .. }, Some(Source::Build)) => {
-                        let example = example.take()?;
-                        Some(build_one(
-                            tokenizer,
-                            settings,
-                            example,
-                            base + k,
-                            &shown,
-                            *at,
-                        ))
-                    }
-                    // The row to copy came out whole in an earlier chunk: the example is dropped
-                    // here, on a worker, as a built one is.
-                    (LineOutcome::Valid { example, .. }, Some(&Source::Copy(from)))
-                        if from < base =>
-                    {
-                        drop(example.take());
-                        None
-                    }
-                    _ => None,
-                })
-                .collect();
             let mut built: Vec<SftResult<TokenizedRow>> = Vec::with_capacity(outcomes.len());
             for (k, outcome) in outcomes.into_iter().enumerate() {
                 match outcome {
@@ -265,7 +278,8 @@ pub fn load_rows(
                                     rows.get(from).ok().map(|row| row.to_row())
                                 };
                                 // A source whose row failed is no source: this example is built
-                                // here, and fails with its own index.
+                                // here, and fails with its own index (or was built already, by a
+                                // task that claimed the key before its source did).
                                 match (earlier, example) {
                                     (Some(row), _) => Some(Ok(row)),
                                     (None, Some(example)) => Some(build_one(
@@ -356,6 +370,32 @@ fn row_sources(
         .collect()
 }
 
+/// Claims `key` for the record at `index` of the current chunk: true when no record before it
+/// holds the key (it then holds it), false when one does (that one is built, this one copies it).
+fn claim(
+    claims: &std::sync::Mutex<rustc_hash::FxHashMap<ExampleKey, usize>>,
+    key: ExampleKey,
+    index: usize,
+) -> bool {
+    let mut claims = claims
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    match claims.entry(key) {
+        std::collections::hash_map::Entry::Vacant(v) => {
+            v.insert(index);
+            true
+        }
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            if index < *e.get() {
+                e.insert(index);
+                true
+            } else {
+                false
+            }
+        }
+    }
+}
+
 /// Builds one record's row; template and message errors say which example they are about: the
 /// record's index alongside the file and line.
 fn build_one(
@@ -394,7 +434,8 @@ mod tests {
 
     /// Records cycling over a few conversations and prompt-completion pairs, so that repeats fall
     /// inside the first chunk and across chunks; some carry distillation targets that do not fit
-    /// their rows (their rows fail) and some tools (ignored, a silent loss).
+    /// their rows (their rows fail), one conversation's row fails whatever its targets, and some
+    /// carry tools (ignored, a silent loss).
     fn records() -> Vec<Json> {
         (0..400)
             .map(|i| {
@@ -413,6 +454,10 @@ mod tests {
                 }
                 if v == 7 && i % 2 == 0 {
                     record["distill"] = json!({"tokenIds": [[1]], "logprobs": [[0.0]]});
+                }
+                // Valid as a record, but its row fails: no source for its repeats.
+                if v == 13 {
+                    record["messages"][2]["tool_calls"] = json!("not a list");
                 }
                 record
             })
@@ -443,25 +488,51 @@ mod tests {
             loss: Some(&checker),
             ..row_settings(&config, &masking, turn_end.as_ref())
         };
-        let loaded = load_rows(
-            &path,
-            &tokenizer,
-            Some(&settings),
-            &converter,
-            &LoadOptions::default(),
-        )
-        .unwrap();
+        // Which record of a key is built first depends on the threads' timing: any number of
+        // threads, run after run, gives the rows of the file's order.
+        let mut runs = Vec::new();
+        for threads in [1, 2, 8, 8, 8] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let loaded = pool
+                .install(|| {
+                    load_rows(
+                        &path,
+                        &tokenizer,
+                        Some(&settings),
+                        &converter,
+                        &LoadOptions::default(),
+                    )
+                })
+                .unwrap();
+            runs.push(loaded);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
 
+        for loaded in &runs {
+            check_rows(loaded, &records, &tokenizer, &converter, &settings);
+        }
+    }
+
+    /// Compares every row of `loaded` with its record's own build, a repeat marked as one.
+    fn check_rows(
+        loaded: &LoadedRows,
+        records: &[Json],
+        tokenizer: &ChatTokenizer,
+        converter: &Converter,
+        settings: &RowSettings,
+    ) {
         assert_eq!(loaded.rows.len(), records.len());
         // Each record built on its own; a duplicate is one whose key an earlier whole row had.
         let mut seen = std::collections::HashSet::new();
         let (mut copies, mut failed) = (0, 0);
-        for (i, record) in records.into_iter().enumerate() {
+        for (i, record) in records.iter().cloned().enumerate() {
             let (record, _) = converter.convert(record, i).unwrap();
             let example = validate_record(record, i).unwrap();
             let key = duplicate_key(&example);
-            let expected = build_row(&tokenizer, &settings, example);
+            let expected = build_row(tokenizer, settings, example);
             match (loaded.rows.get(i), expected) {
                 (Ok(got), Ok(mut want)) => {
                     if !seen.insert(key) {
