@@ -173,8 +173,6 @@ pub fn load_rows(
                     Default::default(),
                 ),
             );
-            let seen_before = &seen;
-            let claims = &claims;
             let (outcomes, mut fresh): (Vec<LineOutcome>, Vec<Option<SftResult<TokenizedRow>>>) =
                 chunk
                     .into_par_iter()
@@ -199,10 +197,10 @@ pub fn load_rows(
                         // here, on the thread that made it, as a built one is.
                         let copies_earlier_chunk = building
                             && !distilled
-                            && matches!(seen_before.get(&key), Some(&from) if from != NO_SOURCE);
+                            && matches!(seen.get(&key), Some(&from) if from != NO_SOURCE);
                         let builds = building
                             && !copies_earlier_chunk
-                            && (distilled || claim(claims, key, base + k));
+                            && (distilled || claim(&claims, key, base + k));
                         let format = example.format();
                         let (example, row) = if builds {
                             let row = build_one(tokenizer, settings, example, base + k, &shown, at);
