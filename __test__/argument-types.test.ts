@@ -126,8 +126,9 @@ describe('wrong JS types', () => {
   })
 })
 
-// createSFTDataset converts its examples a slice of 64 at a time and starts building rows while
-// it converts: the errors and the rows must be those of one whole conversion.
+// createSFTDataset converts its examples a slice at a time (example 0, then 8, 16, 32 and 64 at
+// most: examples 1-8, 9-24, 25-56, 57-120, 121-184...) and starts building rows while it
+// converts: the errors and the rows must be those of one whole conversion.
 describe('createSFTDataset over many examples', () => {
   const pc = (i: number) => ({ prompt: [{ role: 'user', content: `q${i}` }], completion: { role: 'assistant', content: `a${i}` } })
   const many = (n: number) => Array.from({ length: n }, (_, i) => pc(i)) as unknown[]
@@ -176,7 +177,7 @@ describe('createSFTDataset over many examples', () => {
       }
     }
     expect(rows.length).toBe(150)
-    for (const i of [0, 1, 63, 64, 65, 127, 128, 149]) {
+    for (const i of [0, 1, 8, 9, 24, 25, 56, 57, 63, 64, 120, 121, 149]) {
       const alone = await lib.createSFTDataset([examples[i]], tok, { completionOnly: true }).collateBatch([0])
       const n = alone.shape[1]
       expect(rows[i].ids.slice(0, n), `example ${i}`).toEqual(Array.from(alone.inputIds))

