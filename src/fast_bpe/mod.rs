@@ -41,6 +41,7 @@ mod split_tests;
 #[cfg(test)]
 mod tests;
 mod unicode_classes;
+mod word_split;
 
 use std::borrow::Cow;
 

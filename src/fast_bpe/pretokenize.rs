@@ -6,6 +6,7 @@
 use onig::Regex;
 
 use super::gpt4_split::{Gpt4Split, RunSplit};
+use super::word_split::WordSplit;
 
 /// The split `ByteLevel` applies when `use_regex` is true.
 pub(super) const GPT2_PATTERN: &str =
@@ -17,6 +18,8 @@ enum Stage {
     /// faster than the regex engine).
     Gpt4(Gpt4Split),
     Runs(RunSplit),
+    /// DeepSeek V3's word stage, matched by hand.
+    Words(WordSplit),
 }
 
 pub(super) struct PreTokenizer {
@@ -33,6 +36,9 @@ impl PreTokenizer {
                 }
                 if let Some(split) = RunSplit::for_pattern(p) {
                     return Ok(Stage::Runs(split));
+                }
+                if let Some(split) = WordSplit::for_pattern(p) {
+                    return Ok(Stage::Words(split));
                 }
                 Regex::new(p)
                     .map(Stage::Regex)
@@ -64,6 +70,10 @@ impl PreTokenizer {
                         continue;
                     }
                     Stage::Runs(split) => {
+                        split.split(piece, start, tmp);
+                        continue;
+                    }
+                    Stage::Words(split) => {
                         split.split(piece, start, tmp);
                         continue;
                     }

@@ -1,0 +1,177 @@
+//! A hand-written matcher for DeepSeek V3's third split stage (after its digit and CJK stages):
+//!
+//! ```text
+//! [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+//! | ?[\p{P}\p{S}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+//! ```
+//!
+//! Unlike the GPT-4-style pattern, some chars start no match (digits, controls, format chars):
+//! they are kept as the stretches between matches, as `Split(Isolated)` keeps them. Oniguruma
+//! takes the first alternative that matches at the leftmost position; `match_end` tries them in
+//! the same order. Char classes come from tables generated from Oniguruma itself; the tests
+//! compare every code point's class and the splits of every code point in context and of random
+//! strings with the regex.
+
+use super::unicode_classes::WORD_RANGES;
+
+/// The pattern as DeepSeek V3's `tokenizer.json` spells it (JSON escapes decoded).
+pub(super) const DEEPSEEK_V3_PATTERN: &str = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum WordClass {
+    Other,
+    /// `[\p{L}\p{M}]`
+    LetterOrMark,
+    /// `[\p{P}\p{S}]`
+    PunctOrSymbol,
+    /// `\s`
+    Space,
+}
+
+const fn ascii_word_class(b: u8) -> WordClass {
+    if b.is_ascii_alphabetic() {
+        WordClass::LetterOrMark
+    } else if b.is_ascii_punctuation() {
+        WordClass::PunctOrSymbol
+    } else if matches!(b, b'\t'..=b'\r' | b' ') {
+        WordClass::Space
+    } else {
+        WordClass::Other
+    }
+}
+
+const ASCII: [WordClass; 128] = {
+    let mut table = [WordClass::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = ascii_word_class(b as u8);
+        b += 1;
+    }
+    table
+};
+
+#[inline]
+pub(super) fn word_class_of(c: char) -> WordClass {
+    let cp = c as u32;
+    if cp < 128 {
+        return ASCII[cp as usize];
+    }
+    let i = WORD_RANGES.partition_point(|&(_, hi, _)| hi < cp);
+    match WORD_RANGES.get(i) {
+        Some(&(lo, _, class)) if lo <= cp => match class {
+            1 => WordClass::LetterOrMark,
+            2 => WordClass::PunctOrSymbol,
+            3 => WordClass::Space,
+            _ => WordClass::Other,
+        },
+        _ => WordClass::Other,
+    }
+}
+
+pub(super) struct WordSplit;
+
+impl WordSplit {
+    /// The splitter for `pattern` when it is the known spelling.
+    pub(super) fn for_pattern(pattern: &str) -> Option<Self> {
+        (pattern == DEEPSEEK_V3_PATTERN).then_some(WordSplit)
+    }
+
+    /// Appends the matches of `text` and the stretches between them (offset by `base`) to
+    /// `out`.
+    pub(super) fn split(&self, text: &str, base: usize, out: &mut Vec<(usize, usize)>) {
+        let mut at = 0;
+        let mut gap = None;
+        while let Some((c, class)) = char_at(text, at) {
+            match match_end(text, at, c, class) {
+                Some(end) => {
+                    if let Some(start) = gap.take() {
+                        out.push((base + start, base + at));
+                    }
+                    out.push((base + at, base + end));
+                    at = end;
+                }
+                None => {
+                    gap.get_or_insert(at);
+                    at += c.len_utf8();
+                }
+            }
+        }
+        if let Some(start) = gap {
+            out.push((base + start, base + text.len()));
+        }
+    }
+}
+
+#[inline(always)]
+fn char_at(text: &str, at: usize) -> Option<(char, WordClass)> {
+    let c = text.get(at..)?.chars().next()?;
+    Some((c, word_class_of(c)))
+}
+
+fn run_end(text: &str, mut at: usize, class: WordClass) -> usize {
+    while let Some((c, k)) = char_at(text, at) {
+        if k != class {
+            break;
+        }
+        at += c.len_utf8();
+    }
+    at
+}
+
+fn newline_run_end(text: &str, at: usize) -> usize {
+    at + text.as_bytes()[at..]
+        .iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count()
+}
+
+/// The end of the match that starts at `start` (with char `c` of class `class`), if one does.
+fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usize> {
+    use WordClass::*;
+    let after = start + c.len_utf8();
+    let next = char_at(text, after);
+    // [ASCII punctuation][A-Za-z]+
+    if c.is_ascii_punctuation() && matches!(next, Some((n, _)) if n.is_ascii_alphabetic()) {
+        let letters = text.as_bytes()[after..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        return Some(after + letters);
+    }
+    // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+: a letter or mark starts the run itself (a mark
+    // may also be the optional char, which ends at the same place); any other char but line
+    // breaks, punctuation and symbols may precede a run.
+    let next_class = next.map(|(_, k)| k);
+    if class == LetterOrMark
+        || (c != '\r' && c != '\n' && class != PunctOrSymbol && next_class == Some(LetterOrMark))
+    {
+        return Some(run_end(text, after, LetterOrMark));
+    }
+    //  ?[\p{P}\p{S}]+[\r\n]*
+    if class == PunctOrSymbol || (c == ' ' && next_class == Some(PunctOrSymbol)) {
+        return Some(newline_run_end(text, run_end(text, after, PunctOrSymbol)));
+    }
+    if class != Space {
+        return None;
+    }
+    // A whitespace run: `\s*[\r\n]+` ends after its last line break; otherwise `\s+(?!\S)`
+    // leaves the last space to what follows, unless the run is a single char or ends the text,
+    // where `\s+` takes it all.
+    let mut end = start;
+    let mut last_break = None;
+    let mut last_start = start;
+    while let Some((w, Space)) = char_at(text, end) {
+        last_start = end;
+        end += w.len_utf8();
+        if w == '\r' || w == '\n' {
+            last_break = Some(end);
+        }
+    }
+    if let Some(b) = last_break {
+        return Some(b);
+    }
+    if end == text.len() || last_start == start {
+        return Some(end);
+    }
+    Some(last_start)
+}
