@@ -116,13 +116,17 @@ impl FastBpe {
             spec.vocab.iter().map(|(t, id)| (t.as_str(), *id)).collect();
         let mut merges = FxHashMap::default();
         merges.reserve(spec.merges.len());
+        let mut joined = String::new();
         for (rank, (a, b)) in spec.merges.iter().enumerate() {
             let lookup = |t: &str| {
                 model_vocab.get(t).copied().ok_or_else(|| {
                     Unsupported::new("model", format!("merge part {t:?} is not in the vocab"))
                 })
             };
-            let merged = lookup(&format!("{a}{b}"))?;
+            joined.clear();
+            joined.push_str(a);
+            joined.push_str(b);
+            let merged = lookup(&joined)?;
             // Later duplicates overwrite earlier ones, as in HF's map.
             merges.insert(BpeModel::key(lookup(a)?, lookup(b)?), (rank as u32, merged));
         }

@@ -175,12 +175,24 @@ impl ChatTokenizer {
         if json_text.trim().is_empty() {
             return Err(load_error(format!("{} is empty", source.display())));
         }
-        // The tokenizers crate has panicked on malformed files in the past; a bad file must
-        // surface as an error, not abort the process.
-        let parsed = catch_unwind(AssertUnwindSafe(|| {
-            json_text.parse::<tokenizers::Tokenizer>()
-        }))
-        .map_err(|_| load_error(format!("{} could not be parsed", source.display())))?;
+        // The two engines are built from the file at the same time, on two cores. The HF
+        // engine's verdict on the file still comes first, and the tokenizers crate has
+        // panicked on malformed files in the past: a bad file must surface as an error, not
+        // abort the process.
+        let (parsed, fast) = rayon::join(
+            || {
+                catch_unwind(AssertUnwindSafe(|| {
+                    json_text.parse::<tokenizers::Tokenizer>()
+                }))
+            },
+            || match engine {
+                EngineChoice::Hf => Ok(None),
+                _ => catch_unwind(AssertUnwindSafe(|| FastBpe::from_tokenizer_json(json_text)))
+                    .map(Some),
+            },
+        );
+        let parsed =
+            parsed.map_err(|_| load_error(format!("{} could not be parsed", source.display())))?;
         let hf = parsed.map_err(|e| {
             load_error(format!(
                 "{} is not a valid tokenizer.json: {e}",
@@ -188,10 +200,13 @@ impl ChatTokenizer {
             ))
         })?;
         let tail_reuse = Self::tail_reuse_for(&hf);
-        let fast = match engine {
-            EngineChoice::Hf => None,
-            EngineChoice::Auto => FastBpe::from_tokenizer_json(json_text).ok(),
-            EngineChoice::Fast => Some(FastBpe::from_tokenizer_json(json_text).map_err(|e| {
+        // A panic of the fast engine's build goes on as it would have without the HF build
+        // beside it.
+        let fast = fast.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let fast = match (engine, fast) {
+            (EngineChoice::Hf, _) | (_, None) => None,
+            (EngineChoice::Auto, Some(built)) => built.ok(),
+            (EngineChoice::Fast, Some(built)) => Some(built.map_err(|e| {
                 SftError::new(
                     ErrorCode::UnsupportedTokenizer,
                     format!(
