@@ -459,6 +459,12 @@ describe('tokenizer files', () => {
     const e = await rejection(Tokenizer.fromPretrained(d))
     expect(e.code).toBe('TOKENIZER_LOAD')
     expect(e.message).toMatch(new RegExp(`^${d}/tokenizer\\.json is not a valid tokenizer\\.json: EOF while parsing`))
+    // Both engines are built at once; the HF engine's verdict is the one reported, whatever the
+    // engine asked for.
+    for (const engine of ['fast', 'hf'] as const) {
+      expect((await rejection(Tokenizer.fromPretrained(d, { engine }))).message).toBe(e.message)
+      expect(thrown(() => Tokenizer.fromPretrainedSync(d, { engine })).message).toBe(e.message)
+    }
   })
 
   it('a JSON file that is not a tokenizer names the path', async () => {
