@@ -9,7 +9,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::chars::{CharSymbols, Initials};
@@ -76,21 +75,18 @@ impl BpeModel {
             whole_words: FxHashMap::default(),
             exact_words: None,
         };
-        // Every entry is merged from its own symbols once, on all cores (a few hundred
-        // thousand entries for the larger vocabularies); the map is filled in vocab order.
-        let whole: Vec<(Box<[u8]>, u32)> = vocab
-            .par_iter()
-            .map_init(
-                || (Scratch::default(), Vec::new()),
-                |(scratch, ids), (bytes, id)| {
-                    ids.clear();
-                    model.encode_entry(bytes, scratch, ids);
-                    (ids.as_slice() == [*id]).then(|| (bytes.clone().into_boxed_slice(), *id))
-                },
-            )
-            .flatten()
+        let mut scratch = Scratch::default();
+        let mut ids = Vec::new();
+        let whole_words = vocab
+            .iter()
+            .filter(|(bytes, id)| {
+                ids.clear();
+                model.encode_entry(bytes, &mut scratch, &mut ids);
+                ids == [*id]
+            })
+            .map(|(bytes, id)| (bytes.clone().into_boxed_slice(), *id))
             .collect();
-        model.whole_words = whole.into_iter().collect();
+        model.whole_words = whole_words;
         if ignore_merges {
             model.exact_words = Some(
                 vocab

@@ -175,22 +175,31 @@ impl ChatTokenizer {
         if json_text.trim().is_empty() {
             return Err(load_error(format!("{} is empty", source.display())));
         }
-        // The two engines are built from the file at the same time, on two cores. The HF
-        // engine's verdict on the file still comes first, and the tokenizers crate has
-        // panicked on malformed files in the past: a bad file must surface as an error, not
-        // abort the process.
-        let (parsed, fast) = rayon::join(
-            || {
-                catch_unwind(AssertUnwindSafe(|| {
-                    json_text.parse::<tokenizers::Tokenizer>()
-                }))
-            },
-            || match engine {
-                EngineChoice::Hf => Ok(None),
-                _ => catch_unwind(AssertUnwindSafe(|| FastBpe::from_tokenizer_json(json_text)))
-                    .map(Some),
-            },
-        );
+        // The two engines are built from the file at the same time: the fast one on a thread of
+        // its own (not the rayon pool, which may be busy building another dataset's rows), the
+        // HF one here. The HF engine's verdict on the file still comes first, and the
+        // tokenizers crate has panicked on malformed files in the past: a bad file must surface
+        // as an error, not abort the process.
+        let build_fast = || match engine {
+            EngineChoice::Hf => Ok(None),
+            _ => {
+                catch_unwind(AssertUnwindSafe(|| FastBpe::from_tokenizer_json(json_text))).map(Some)
+            }
+        };
+        let (parsed, fast) = std::thread::scope(|scope| {
+            let beside = std::thread::Builder::new()
+                .name("sft-fast-engine".into())
+                .spawn_scoped(scope, build_fast);
+            let parsed = catch_unwind(AssertUnwindSafe(|| {
+                json_text.parse::<tokenizers::Tokenizer>()
+            }));
+            let fast = match beside {
+                Ok(handle) => handle.join().unwrap_or_else(Err),
+                // No thread to be had: one after the other, as before.
+                Err(_) => build_fast(),
+            };
+            (parsed, fast)
+        });
         let parsed =
             parsed.map_err(|_| load_error(format!("{} could not be parsed", source.display())))?;
         let hf = parsed.map_err(|e| {
