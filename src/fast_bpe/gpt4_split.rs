@@ -121,27 +121,36 @@ impl Gpt4Split {
             let symbols_end = run_end(text, after, |k| k == Class::Other);
             return newline_run_end(text, symbols_end);
         }
-        // A whitespace run: `\s*[\r\n]+` ends after its last line break; otherwise
-        // `\s+(?!\S)` leaves the last space to the following word, unless the run is a
-        // single char or ends the text, where `\s+` takes it all.
-        let mut end = start;
-        let mut last_break = None;
-        let mut last_start = start;
-        while let Some((w, Class::Space)) = char_at(text, end) {
-            last_start = end;
-            end += w.len_utf8();
-            if w == '\r' || w == '\n' {
-                last_break = Some(end);
-            }
-        }
-        if let Some(b) = last_break {
-            return b;
-        }
-        if end == text.len() || last_start == start {
-            return end;
-        }
-        last_start
+        space_run_end(text, start, |c| class_of(c) == Class::Space)
     }
+}
+
+/// The end of the match of `\s*[\r\n]+|\s+(?!\S)|\s+` at `start`, a whitespace char (`is_space`
+/// is `\s`): the run ends after its last line break; without one, `\s+(?!\S)` leaves the last
+/// space to what follows, unless the run is a single char or ends the text, where `\s+` takes it
+/// all. The GPT-4-style and DeepSeek V3 patterns end with these three alternatives.
+#[inline(always)]
+pub(super) fn space_run_end(text: &str, start: usize, is_space: impl Fn(char) -> bool) -> usize {
+    let mut end = start;
+    let mut last_break = None;
+    let mut last_start = start;
+    while let Some(w) = text.get(end..).and_then(|rest| rest.chars().next()) {
+        if !is_space(w) {
+            break;
+        }
+        last_start = end;
+        end += w.len_utf8();
+        if w == '\r' || w == '\n' {
+            last_break = Some(end);
+        }
+    }
+    if let Some(b) = last_break {
+        return b;
+    }
+    if end == text.len() || last_start == start {
+        return end;
+    }
+    last_start
 }
 
 // Inlined into the scans: left out of line by the compiler (as it once was), the calls cost a
@@ -162,7 +171,8 @@ fn run_end(text: &str, mut at: usize, keep: impl Fn(Class) -> bool) -> usize {
     at
 }
 
-fn newline_run_end(text: &str, at: usize) -> usize {
+/// `at` past any `[\r\n]*` that follows it.
+pub(super) fn newline_run_end(text: &str, at: usize) -> usize {
     at + text.as_bytes()[at..]
         .iter()
         .take_while(|&&b| b == b'\r' || b == b'\n')

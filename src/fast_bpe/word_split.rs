@@ -12,6 +12,7 @@
 //! compare every code point's class and the splits of every code point in context and of random
 //! strings with the regex.
 
+use super::gpt4_split::{newline_run_end, space_run_end};
 use super::unicode_classes::WORD_RANGES;
 
 /// The pattern as DeepSeek V3's `tokenizer.json` spells it (JSON escapes decoded).
@@ -118,13 +119,6 @@ fn run_end(text: &str, mut at: usize, class: WordClass) -> usize {
     at
 }
 
-fn newline_run_end(text: &str, at: usize) -> usize {
-    at + text.as_bytes()[at..]
-        .iter()
-        .take_while(|&&b| b == b'\r' || b == b'\n')
-        .count()
-}
-
 /// The end of the match that starts at `start` (with char `c` of class `class`), if one does.
 fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usize> {
     use WordClass::*;
@@ -154,24 +148,5 @@ fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usiz
     if class != Space {
         return None;
     }
-    // A whitespace run: `\s*[\r\n]+` ends after its last line break; otherwise `\s+(?!\S)`
-    // leaves the last space to what follows, unless the run is a single char or ends the text,
-    // where `\s+` takes it all.
-    let mut end = start;
-    let mut last_break = None;
-    let mut last_start = start;
-    while let Some((w, Space)) = char_at(text, end) {
-        last_start = end;
-        end += w.len_utf8();
-        if w == '\r' || w == '\n' {
-            last_break = Some(end);
-        }
-    }
-    if let Some(b) = last_break {
-        return Some(b);
-    }
-    if end == text.len() || last_start == start {
-        return Some(end);
-    }
-    Some(last_start)
+    Some(space_run_end(text, start, |w| word_class_of(w) == Space))
 }
