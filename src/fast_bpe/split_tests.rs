@@ -161,24 +161,30 @@ fn every_code_point_splits_like_the_regex() {
     }
 }
 
+/// `count` random strings of up to 15 chars of `alphabet` (xorshift from `seed`).
+fn random_texts(alphabet: &[char], seed: u64, count: usize) -> impl Iterator<Item = String> + '_ {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..count).map(move |_| {
+        let len = (next() % 16) as usize;
+        (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect()
+    })
+}
+
 #[test]
 fn random_strings_split_like_the_regex() {
     let pairs = splitters();
     let alphabet: Vec<char> = "aZ'sStTmMdDrReEvVlLſ 09\t\n\r\u{a0}\u{2028}\u{85}\u{3000}!?.-_\u{301}é中あ한😀\u{200d}٣²\u{b}\u{c}"
         .chars()
         .collect();
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    for _ in 0..200_000 {
-        let len = (next() % 16) as usize;
-        let text: String = (0..len)
-            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-            .collect();
+    for text in random_texts(&alphabet, 0x2545_F491_4F6C_DD1Du64, 200_000) {
         for (regex, split) in &pairs {
             assert_eq!(
                 hand_pieces(split, &text),
@@ -357,18 +363,7 @@ fn random_strings_word_split_like_the_regex() {
     let alphabet: Vec<char> = "aZé\u{301}\u{93f}ـ 09٣²\t\n\r\u{a0}\u{2028}\u{85}\u{3000}\u{b}!?.-_$+^`~'\"\\[]中あ😀\u{200b}\u{200d}\u{0}\u{7f}\u{e000}€©"
         .chars()
         .collect();
-    let mut state = 0x6A09_E667_F3BC_C908u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    for _ in 0..200_000 {
-        let len = (next() % 16) as usize;
-        let text: String = (0..len)
-            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-            .collect();
+    for text in random_texts(&alphabet, 0x6A09_E667_F3BC_C908u64, 200_000) {
         assert_eq!(
             word_pieces(&text),
             isolated_pieces(&regex, &text),
