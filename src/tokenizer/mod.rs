@@ -180,23 +180,22 @@ impl ChatTokenizer {
         // HF one here. The HF engine's verdict on the file still comes first, and the
         // tokenizers crate has panicked on malformed files in the past: a bad file must surface
         // as an error, not abort the process.
-        let build_fast = || match engine {
-            EngineChoice::Hf => Ok(None),
-            _ => {
-                catch_unwind(AssertUnwindSafe(|| FastBpe::from_tokenizer_json(json_text))).map(Some)
-            }
-        };
+        let build_fast =
+            || catch_unwind(AssertUnwindSafe(|| FastBpe::from_tokenizer_json(json_text)));
         let (parsed, fast) = std::thread::scope(|scope| {
-            let beside = std::thread::Builder::new()
-                .name("sft-fast-engine".into())
-                .spawn_scoped(scope, build_fast);
+            let beside = (!matches!(engine, EngineChoice::Hf)).then(|| {
+                std::thread::Builder::new()
+                    .name("sft-fast-engine".into())
+                    .spawn_scoped(scope, build_fast)
+            });
             let parsed = catch_unwind(AssertUnwindSafe(|| {
                 json_text.parse::<tokenizers::Tokenizer>()
             }));
             let fast = match beside {
-                Ok(handle) => handle.join().unwrap_or_else(Err),
+                None => Ok(None),
+                Some(Ok(handle)) => handle.join().unwrap_or_else(Err).map(Some),
                 // No thread to be had: one after the other, as before.
-                Err(_) => build_fast(),
+                Some(Err(_)) => build_fast().map(Some),
             };
             (parsed, fast)
         });
