@@ -128,14 +128,24 @@ async function benchFile(label, file, opts) {
   const ref = await best(1, () => referenceStyleEpoch(examples, auto, opts.batchSize))
   const runs = { hf: [], auto: [], interpreted: [], create: [], encode: [] }
   const texts = fullTexts(examples, auto)
-  // encodeBatch is timed in the same rounds as the epochs it is compared with, so that a drift
-  // of the machine's speed during the run weighs on both sides of the ratio alike.
+  // The HF-engine and interpreter epochs run in rounds of their own, before the sections compared
+  // with encodeBatch: a load timed right after the HF engine's load (ten times longer) was 4-19 %
+  // slower at its fastest than one after a section of its own size (see the README), which
+  // biased the ratio against the load.
   for (let i = 0; i < opts.repeat; i++) {
     runs.hf.push(await datasetEpochs(file, hf, opts.batchSize))
-    runs.auto.push(await datasetEpochs(file, auto, opts.batchSize))
-    runs.encode.push((await best(1, () => auto.encodeBatch(texts, false))).seconds)
     runs.interpreted.push(await datasetEpochs(file, interpreted, opts.batchSize))
+  }
+  // encodeBatch is timed in the same rounds as the epochs it is compared with, so that a drift
+  // of the machine's speed during the run weighs on both sides of the ratio alike, and each side
+  // follows the other: a load after an encodeBatch, an encodeBatch after a load or a create.
+  const encode = async () => runs.encode.push((await best(1, () => auto.encodeBatch(texts, false))).seconds)
+  await encode()
+  for (let i = 0; i < opts.repeat; i++) {
+    runs.auto.push(await datasetEpochs(file, auto, opts.batchSize))
+    await encode()
     runs.create.push(await datasetEpochs(file, auto, opts.batchSize, 'reference', readJsonl(file)))
+    await encode()
   }
   const pick = (list, key) => Math.min(...list.map((r) => r[key]))
   const encAuto = { seconds: Math.min(...runs.encode) }
