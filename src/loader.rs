@@ -2,10 +2,15 @@
 //! build every row on all cores while the next records are read. Nothing but the rows is kept, so peak
 //! memory stays near the token cache whatever the file size.
 
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::mpsc::sync_channel;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
-use rayon::prelude::*;
+use rayon::Yield;
+use rustc_hash::FxHashMap;
 
 use crate::dataset_format::{Converter, DatasetFormat};
 use crate::error::{ErrorCode, SftError, SftResult};
@@ -16,19 +21,27 @@ use crate::row::{build_row, RowSettings, TokenizedRow};
 use crate::silent_loss::{duplicate_key, ExampleKey, LossKind, LossSummary};
 use crate::tokenizer::ChatTokenizer;
 
-/// A chunk of lines is parsed and tokenized in parallel while the next one is read. Large chunks
-/// keep both cores busy to the end of each chunk; the byte bound keeps memory flat on files with
-/// huge lines. The first chunk is small, so that the cores start while the rest is read, and each
-/// next one doubles up to the full size.
-const CHUNK_LINES: usize = 4096;
-const FIRST_CHUNK_LINES: usize = 128;
-const CHUNK_BYTES: usize = 8 << 20;
-/// Records per unit of work stealing. rayon splits a chunk in halves only as deep as its thread
-/// count asks, so a core that finishes early could wait on the other's last half-chunk; pieces
-/// this small keep the end of every chunk balanced.
+/// Records are read in pieces of a few records; each piece is parsed, validated and built as one
+/// job on the rayon pool while the reading goes on. The pool takes the pieces in the order they
+/// were read, so the cores start after the first few records and stay busy to the last piece,
+/// with no barrier between chunks. The job that ends the next piece in file order merges it into
+/// the rows (and every piece after it that is ready), so the merge follows the cores closely and
+/// no thread wakes up only to merge. At most `READ_AHEAD_RECORDS` records and `READ_AHEAD_BYTES`
+/// bytes are read ahead of the merge, which keeps memory flat however large the file.
+const READ_AHEAD_RECORDS: usize = 4096;
+const READ_AHEAD_BYTES: usize = 32 << 20;
+/// Records per unit of parallel work: a piece holds at least this many. Small enough that no core
+/// waits long on the other's last piece, large enough that a piece costs what its records cost.
 pub const PARALLEL_GRAIN: usize = 4;
+/// A piece of short records holds more of them, up to about this many bytes.
+const PIECE_BYTES: usize = 8 << 10;
+/// Merged rows are packed into a block once they hold this many token ids or number this many
+/// rows (and at the end): blocks stay large enough that their own cost is nothing against their
+/// rows', and the last one, packed after every piece is built, stays short.
+const PACK_IDS: usize = 1 << 15;
+const PACK_ROWS: usize = 4096;
 
-/// Progress of a load, reported after each chunk.
+/// Progress of a load, reported as rows are packed.
 #[derive(Debug, Clone, Copy)]
 pub struct LoadProgress {
     pub records: usize,
@@ -64,6 +77,22 @@ enum LineOutcome {
 
 /// In the loader's map of keys: the first row with this key is not to be copied.
 const NO_SOURCE: u32 = u32::MAX;
+/// In the loader's map of keys: no row with this key has been merged whole yet.
+const UNMERGED: u32 = u32::MAX - 1;
+/// In the loader's map of keys: no record has claimed the key (the first row had distillation
+/// targets, or its record was not built).
+const NO_CLAIM: u32 = u32::MAX;
+
+/// What the loader knows of a duplicate key: the first record (by index) that took it on to build
+/// its row, and the record whose row its repeats copy, once that row is merged whole
+/// (`NO_SOURCE` if it has distillation targets). 24 bytes an entry with its key.
+#[derive(Clone, Copy)]
+struct KeyState {
+    claim: u32,
+    source: u32,
+}
+
+type Keys = Mutex<FxHashMap<ExampleKey, KeyState>>;
 
 /// How a valid line gets its row.
 #[derive(Clone, Copy)]
@@ -81,7 +110,7 @@ fn not_built() -> SftError {
 }
 
 pub struct LoadedRows {
-    /// Every row, packed as each chunk is built.
+    /// Every row, packed as the merge goes.
     pub rows: PackedRows,
     pub format: Format,
     /// The first record whose format differs from record 0's: its index, format and line or
@@ -95,8 +124,7 @@ pub struct LoadedRows {
 /// anywhere wins over a validation error, and the first of each kind is reported. Rows are built
 /// only while no error has been seen and `settings` is given. A record that repeats an earlier one
 /// (same duplicate key, neither with distillation targets) is not rendered or tokenized again
-/// (inside a chunk, two tasks racing for a key may both build it, rarely): its row is a copy of
-/// the earlier row.
+/// (two jobs racing for a key may both build it, rarely): its row is a copy of the earlier row.
 pub fn load_rows(
     path: &Path,
     tokenizer: &ChatTokenizer,
@@ -106,237 +134,533 @@ pub fn load_rows(
 ) -> SftResult<LoadedRows> {
     let mut reader = RecordReader::open(path, &converter.top_level_keys())?;
     let shown = reader.path().to_string();
-    let container = reader.kind().container;
+    let context = PieceContext {
+        tokenizer,
+        settings,
+        converter,
+        shown: &shown,
+        container: reader.kind().container,
+        keys: Mutex::new(FxHashMap::default()),
+        stop: AtomicBool::new(false),
+    };
     let limit = options.limit.unwrap_or(usize::MAX);
-    let (sender, receiver) = sync_channel::<SftResult<(Vec<RawRecord>, u64)>>(4);
+    let board = Board::new(&context, options);
 
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut taken = 0usize;
-            let mut ended = false;
-            let mut lines = FIRST_CHUNK_LINES;
-            while taken < limit && !ended {
-                let mut chunk = Vec::new();
-                let mut chunk_bytes = 0;
-                let mut failed = None;
-                while chunk.len() < lines && chunk_bytes < CHUNK_BYTES && taken < limit {
-                    match reader.next_record() {
-                        Ok(Some(record)) => {
-                            chunk_bytes += record.size_hint();
-                            taken += 1;
-                            chunk.push(record);
-                        }
-                        Ok(None) => {
-                            ended = true;
-                            break;
-                        }
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                }
-                lines = (lines * 2).min(CHUNK_LINES);
-                let bytes = reader.bytes_read();
-                if !chunk.is_empty() && sender.send(Ok((chunk, bytes))).is_err() {
-                    return;
-                }
-                if let Some(e) = failed {
-                    let _ = sender.send(Err(e));
-                    return;
-                }
+    let read = rayon::in_place_scope_fifo(|scope| {
+        let (mut launched, mut taken, mut read_bytes) = (0usize, 0usize, 0usize);
+        loop {
+            // Read no further ahead of the merge than the bounds, nor past a failed merge.
+            if !board.wait_for_room(taken, read_bytes) {
+                return Ok(());
             }
-        });
-
-        let mut rows = PackedRows::default();
-        let mut first_invalid: Option<SftError> = None;
-        let mut format: Option<Format> = None;
-        let mut first_inconsistent = None;
-        let mut read_as_first: Option<DatasetFormat> = None;
-        // Per key of an example whose row came out whole: the record to copy that row from
-        // (`NO_SOURCE` if it has distillation targets). 24 bytes an entry.
-        let mut seen = rustc_hash::FxHashMap::<ExampleKey, u32>::default();
-        let mut losses = LossSummary::default();
-        for message in receiver {
-            let (chunk, bytes) = message?;
-            seen.reserve(chunk.len());
-            let base = rows.len();
-            let building = first_invalid.is_none() && settings.is_some();
-            // Each record is parsed, keyed and, unless it repeats an earlier one, built in one
-            // task, so that its values are still in cache when they are rendered and are freed
-            // by the thread that made them. Which record of a key is the first in this chunk is
-            // settled as the tasks run: a record builds when no record before it has claimed
-            // its key yet (a later one may have built too; the merge below copies the first).
-            let claims = std::sync::Mutex::new(
-                rustc_hash::FxHashMap::<ExampleKey, usize>::with_capacity_and_hasher(
-                    chunk.len(),
-                    Default::default(),
-                ),
-            );
-            let (outcomes, mut fresh): (Vec<LineOutcome>, Vec<Option<SftResult<TokenizedRow>>>) =
-                chunk
-                    .into_par_iter()
-                    .with_max_len(PARALLEL_GRAIN)
-                    .enumerate()
-                    .map(|(k, raw)| {
-                        let at = raw.at;
-                        let record = raw.parse(&shown, container)?;
-                        let converted =
-                            converter
-                                .convert(record, base + k)
-                                .and_then(|(record, read_as)| {
-                                    Ok((validate_record(record, base + k)?, read_as))
-                                });
-                        let (example, read_as) = match converted {
-                            Ok(valid) => valid,
-                            Err(e) => return Ok((LineOutcome::Invalid(e.at(&shown, at)), None)),
-                        };
-                        let key = duplicate_key(&example);
-                        let distilled = example.has_distill();
-                        // The row to copy came out whole in an earlier chunk: the example is dropped
-                        // here, on the thread that made it, as a built one is.
-                        let copies_earlier_chunk = building
-                            && !distilled
-                            && matches!(seen.get(&key), Some(&from) if from != NO_SOURCE);
-                        let builds = building
-                            && !copies_earlier_chunk
-                            && (distilled || claim(&claims, key, base + k));
-                        let format = example.format();
-                        let (example, row) = if builds {
-                            let row = build_one(tokenizer, settings, example, base + k, &shown, at);
-                            (None, Some(row))
-                        } else if copies_earlier_chunk {
-                            (None, None)
-                        } else {
-                            // Kept for the merge, which builds it if its source's row fails.
-                            (Some(example), None)
-                        };
-                        Ok((
-                            LineOutcome::Valid {
-                                format,
-                                read_as,
-                                key,
-                                distilled,
-                                example,
-                                at,
-                            },
-                            row,
-                        ))
-                    })
-                    .collect::<Vec<SftResult<(LineOutcome, Option<SftResult<TokenizedRow>>)>>>()
-                    .into_iter()
-                    // The first parse error in the file's order.
-                    .collect::<SftResult<Vec<_>>>()?
-                    .into_iter()
-                    .unzip();
-            let sources = if building {
-                row_sources(&outcomes, base, &seen)
-            } else {
-                Vec::new()
-            };
-            let mut built: Vec<SftResult<TokenizedRow>> = Vec::with_capacity(outcomes.len());
-            for (k, outcome) in outcomes.into_iter().enumerate() {
-                match outcome {
-                    LineOutcome::Invalid(e) => {
-                        first_invalid.get_or_insert(e);
-                        built.push(Err(not_built()));
-                    }
-                    LineOutcome::Valid {
-                        format: f,
-                        read_as,
-                        key,
-                        distilled,
-                        example,
-                        at,
-                    } => {
-                        let index = base + built.len();
-                        match read_as_first {
-                            None => read_as_first = Some(read_as),
-                            Some(first)
-                                if !Converter::compatible(first, read_as) && format == Some(f) =>
-                            {
-                                first_invalid.get_or_insert(
-                                    mixed_formats(first, index, read_as).at(&shown, at),
-                                );
-                            }
-                            _ => {}
-                        }
-                        match format {
-                            None => format = Some(f),
-                            Some(first) if first != f && first_inconsistent.is_none() => {
-                                first_inconsistent = Some((index, f, at))
-                            }
-                            _ => {}
-                        }
-                        let copied = match sources.get(k) {
-                            Some(&Source::Copy(from)) => {
-                                let earlier = if from >= base {
-                                    built[from - base].as_ref().ok().cloned()
-                                } else {
-                                    rows.get(from).ok().map(|row| row.to_row())
-                                };
-                                // A source whose row failed is no source: this example is built
-                                // here, and fails with its own index (or was built already, by a
-                                // task that claimed the key before its source did).
-                                match (earlier, example) {
-                                    (Some(row), _) => Some(Ok(row)),
-                                    (None, Some(example)) => Some(build_one(
-                                        tokenizer, settings, example, index, &shown, at,
-                                    )),
-                                    (None, None) => None,
-                                }
-                            }
-                            _ => None,
-                        };
-                        let mut row = copied
-                            .or_else(|| fresh[k].take())
-                            .unwrap_or_else(|| Err(not_built()));
-                        if let Ok(row) = &mut row {
-                            let reusable = match u32::try_from(index) {
-                                Ok(index) if !distilled && index != NO_SOURCE => index,
-                                _ => NO_SOURCE,
-                            };
-                            match seen.entry(key) {
-                                std::collections::hash_map::Entry::Vacant(v) => {
-                                    v.insert(reusable);
-                                }
-                                std::collections::hash_map::Entry::Occupied(_) => {
-                                    row.mark_loss(LossKind::DuplicateExample)
-                                }
-                            }
-                            losses.add(index, row.stats().losses);
-                        }
-                        built.push(row);
-                    }
-                }
-            }
-            rows.push_rows(built);
-            if let Some(report) = &options.on_progress {
-                report(LoadProgress {
-                    records: rows.len(),
-                    bytes,
+            let (piece, bytes, at_end, failed) = read_piece(&mut reader, limit - taken);
+            if !piece.is_empty() {
+                let (base, seq) = (taken, launched);
+                taken += piece.len();
+                read_bytes += bytes;
+                launched += 1;
+                // A file with an invalid record fails: its rows need not be built.
+                let building = settings.is_some() && !board.invalid.load(Ordering::Relaxed);
+                let progress = reader.bytes_read();
+                let board = &board;
+                scope.spawn_fifo(move |_| {
+                    let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        board.context.build(piece, base, building)
+                    }));
+                    board.post(
+                        seq,
+                        Posted {
+                            built,
+                            bytes,
+                            progress,
+                        },
+                    );
                 });
             }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if at_end {
+                return Ok(());
+            }
         }
-        if let Some(e) = first_invalid {
-            return Err(e);
-        }
-        Ok(LoadedRows {
-            rows,
-            format: format.unwrap_or(Format::Conversation),
-            first_inconsistent,
-            losses,
-        })
+    });
+    // The scope has waited for every job, so every piece is merged unless the merge failed; a
+    // failure there (a parse error, in file order) wins over a read error after those pieces.
+    let mut merge = board.finish()?;
+    read?;
+    merge.pack(options, reader.bytes_read());
+    if let Some(e) = merge.first_invalid {
+        return Err(e);
+    }
+    Ok(LoadedRows {
+        rows: merge.rows,
+        format: merge.format.unwrap_or(Format::Conversation),
+        first_inconsistent: merge.first_inconsistent,
+        losses: merge.losses,
     })
 }
 
-/// Which valid records of a chunk (the first at `base`) are built and which copy an earlier row:
-/// a record copies the first one with its key, in an earlier chunk (`seen`) or in this one, when
-/// neither carries distillation targets (the only part of an example its key leaves out).
+/// A piece as its job leaves it: its build (or the panic that ended it), the bytes of its
+/// records, and how far the file was read when it was.
+struct Posted {
+    built: std::thread::Result<SftResult<PieceBuild>>,
+    bytes: usize,
+    progress: u64,
+}
+
+/// Why the merge stopped early.
+enum Failure {
+    Error(SftError),
+    Panic(Box<dyn std::any::Any + Send>),
+}
+
+/// Where the jobs leave their pieces, and the merge, which runs on whichever job's thread finds
+/// the next piece in file order ready and nobody merging: no thread wakes up only to merge.
+struct Board<'a> {
+    context: &'a PieceContext<'a>,
+    options: &'a LoadOptions,
+    state: Mutex<BoardState>,
+    /// Touched only by the one thread merging at a time (`BoardState::merging`).
+    merge: Mutex<Merge>,
+    /// The merge moved on or stopped; the reader waits for it when it is far enough ahead.
+    moved: Condvar,
+    /// Some record merged so far is invalid: the pieces read from now on are not built.
+    invalid: AtomicBool,
+}
+
+#[derive(Default)]
+struct BoardState {
+    /// Pieces posted and not merged yet, by sequence number.
+    done: BTreeMap<usize, Posted>,
+    /// Pieces, records and bytes merged so far.
+    next: usize,
+    merged_records: usize,
+    merged_bytes: usize,
+    merging: bool,
+    failure: Option<Failure>,
+    /// The reader waits on `moved`.
+    waiting: bool,
+}
+
+impl<'a> Board<'a> {
+    fn new(context: &'a PieceContext<'a>, options: &'a LoadOptions) -> Self {
+        Board {
+            context,
+            options,
+            state: Mutex::default(),
+            merge: Mutex::default(),
+            moved: Condvar::new(),
+            invalid: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BoardState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Leaves piece `seq`; merges it, and every piece after it that is ready, when it is the next
+    /// in file order and no other thread is merging.
+    fn post(&self, seq: usize, posted: Posted) {
+        let mut state = self.lock();
+        state.done.insert(seq, posted);
+        if state.merging || state.failure.is_some() {
+            return;
+        }
+        state.merging = true;
+        loop {
+            let mut ready = Vec::new();
+            loop {
+                let seq = state.next + ready.len();
+                match state.done.remove(&seq) {
+                    Some(posted) => ready.push(posted),
+                    None => break,
+                }
+            }
+            if ready.is_empty() {
+                break;
+            }
+            drop(state);
+            let pieces = ready.len();
+            let merged = std::panic::catch_unwind(AssertUnwindSafe(|| self.merge_ready(ready)));
+            state = self.lock();
+            match merged {
+                Ok(Ok((records, bytes))) => {
+                    state.next += pieces;
+                    state.merged_records += records;
+                    state.merged_bytes += bytes;
+                }
+                Ok(Err(e)) => state.failure = Some(Failure::Error(e)),
+                Err(panic) => state.failure = Some(Failure::Panic(panic)),
+            }
+            if state.failure.is_some() {
+                // The first failure in the file's order: the jobs still queued stop.
+                self.context.stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        state.merging = false;
+        let wake = state.waiting;
+        drop(state);
+        if wake {
+            self.moved.notify_all();
+        }
+    }
+
+    /// Merges pieces in order; the records and bytes merged.
+    fn merge_ready(&self, ready: Vec<Posted>) -> SftResult<(usize, usize)> {
+        let mut merge = self
+            .merge
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (mut records, mut bytes) = (0, 0);
+        for posted in ready {
+            let build = match posted.built {
+                Ok(built) => built?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            records += build.outcomes.len();
+            bytes += posted.bytes;
+            merge.piece(self.context, build)?;
+            if merge.first_invalid.is_some() {
+                self.invalid.store(true, Ordering::Relaxed);
+            }
+            if merge.pending_ids >= PACK_IDS || merge.pending.len() >= PACK_ROWS {
+                merge.pack(self.options, posted.progress);
+            }
+        }
+        Ok((records, bytes))
+    }
+
+    /// Waits until fewer than `READ_AHEAD_RECORDS` records and `READ_AHEAD_BYTES` bytes of the
+    /// `taken` records (`read_bytes` bytes) read are not merged yet; false once the merge has
+    /// failed. On a thread of a rayon pool (a load run inside `install`), queued jobs, this
+    /// load's among them, run here while it waits: blocking would take a thread from the pool
+    /// its own jobs need.
+    fn wait_for_room(&self, taken: usize, read_bytes: usize) -> bool {
+        let in_pool = rayon::current_thread_index().is_some();
+        let mut state = self.lock();
+        loop {
+            if state.failure.is_some() {
+                return false;
+            }
+            if taken - state.merged_records < READ_AHEAD_RECORDS
+                && read_bytes - state.merged_bytes < READ_AHEAD_BYTES
+            {
+                state.waiting = false;
+                return true;
+            }
+            state.waiting = true;
+            if in_pool {
+                drop(state);
+                let idle = rayon::yield_now() != Some(Yield::Executed);
+                state = self.lock();
+                if idle {
+                    state = self
+                        .moved
+                        .wait_timeout(state, Duration::from_micros(100))
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .0;
+                }
+            } else {
+                state = self
+                    .moved
+                    .wait(state)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        }
+    }
+
+    /// The merge, once every job has ended; the failure that stopped it, if one did.
+    fn finish(self) -> SftResult<Merge> {
+        let state = self
+            .state
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match state.failure {
+            Some(Failure::Error(e)) => Err(e),
+            Some(Failure::Panic(panic)) => std::panic::resume_unwind(panic),
+            None if state.done.is_empty() => Ok(self
+                .merge
+                .into_inner()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())),
+            // Every posted piece is merged unless the merge stopped.
+            None => Err(SftError::new(
+                ErrorCode::Internal,
+                "pieces left unmerged after the load",
+            )),
+        }
+    }
+}
+
+/// The next piece: `PARALLEL_GRAIN` records or more, up to `PIECE_BYTES` of them (fewer at the
+/// end of the file or at `left`); its size; whether the file ended; and the read error that ended
+/// the piece early, if one did.
+fn read_piece(
+    reader: &mut RecordReader,
+    left: usize,
+) -> (Vec<RawRecord>, usize, bool, Option<SftError>) {
+    let mut piece = Vec::with_capacity(PARALLEL_GRAIN);
+    let mut bytes = 0;
+    while piece.len() < left && (piece.len() < PARALLEL_GRAIN || bytes < PIECE_BYTES) {
+        match reader.next_record() {
+            Ok(Some(record)) => {
+                bytes += record.size_hint();
+                piece.push(record);
+            }
+            Ok(None) => return (piece, bytes, true, None),
+            Err(e) => return (piece, bytes, false, Some(e)),
+        }
+    }
+    let ended = piece.len() == left;
+    (piece, bytes, ended, None)
+}
+
+/// What the jobs of a load share.
+struct PieceContext<'a> {
+    tokenizer: &'a ChatTokenizer,
+    settings: Option<&'a RowSettings<'a>>,
+    converter: &'a Converter,
+    shown: &'a str,
+    container: crate::input::Container,
+    /// Every key seen: a record whose key an earlier record claimed leaves its row to the merge,
+    /// which copies that record's row (or builds this one if that row failed).
+    keys: Keys,
+    /// Set when the load fails: the jobs still queued skip their work.
+    stop: AtomicBool,
+}
+
+/// A piece's records as its job left them, in file order.
+struct PieceBuild {
+    base: usize,
+    building: bool,
+    outcomes: Vec<LineOutcome>,
+    rows: Vec<Option<SftResult<TokenizedRow>>>,
+}
+
+impl PieceContext<'_> {
+    /// Parses, keys and builds a piece's records (the first at `base`), all on one thread, so
+    /// that a record's values are still in cache when they are rendered and are freed by the
+    /// thread that made them. The first parse error in the piece fails it.
+    fn build(&self, piece: Vec<RawRecord>, base: usize, building: bool) -> SftResult<PieceBuild> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(not_built());
+        }
+        let mut outcomes = Vec::with_capacity(piece.len());
+        let mut rows = Vec::with_capacity(piece.len());
+        for (k, raw) in piece.into_iter().enumerate() {
+            let (outcome, row) = self.record(raw, base + k, building)?;
+            outcomes.push(outcome);
+            rows.push(row);
+        }
+        Ok(PieceBuild {
+            base,
+            building,
+            outcomes,
+            rows,
+        })
+    }
+
+    fn record(
+        &self,
+        raw: RawRecord,
+        index: usize,
+        building: bool,
+    ) -> SftResult<(LineOutcome, Option<SftResult<TokenizedRow>>)> {
+        let at = raw.at;
+        let record = raw.parse(self.shown, self.container)?;
+        let converted = self
+            .converter
+            .convert(record, index)
+            .and_then(|(record, read_as)| Ok((validate_record(record, index)?, read_as)));
+        let (example, read_as) = match converted {
+            Ok(valid) => valid,
+            Err(e) => return Ok((LineOutcome::Invalid(e.at(self.shown, at)), None)),
+        };
+        let key = duplicate_key(&example);
+        let distilled = example.has_distill();
+        let builds = building
+            && !self.stop.load(Ordering::Relaxed)
+            && (distilled || claim(&self.keys, key, index));
+        let format = example.format();
+        let (example, row) = if builds {
+            let row = build_one(
+                self.tokenizer,
+                self.settings,
+                example,
+                index,
+                self.shown,
+                at,
+            );
+            (None, Some(row))
+        } else {
+            // Kept for the merge, which copies an earlier row or builds it.
+            (Some(example), None)
+        };
+        Ok((
+            LineOutcome::Valid {
+                format,
+                read_as,
+                key,
+                distilled,
+                example,
+                at,
+            },
+            row,
+        ))
+    }
+}
+
+/// The rows merged so far, in file order, and what the merge has learned about the file.
+#[derive(Default)]
+struct Merge {
+    /// The rows packed so far, then the merged rows not packed yet.
+    rows: PackedRows,
+    pending: Vec<SftResult<TokenizedRow>>,
+    /// The token ids of the pending rows.
+    pending_ids: usize,
+    first_invalid: Option<SftError>,
+    format: Option<Format>,
+    first_inconsistent: Option<(usize, Format, Location)>,
+    read_as_first: Option<DatasetFormat>,
+    losses: LossSummary,
+}
+
+impl Merge {
+    /// Appends a piece's rows: the first invalid record and the first of another format are
+    /// noted, a repeat gets a copy of its source's row (built here if that row failed), and
+    /// every row's silent losses are counted.
+    fn piece(&mut self, context: &PieceContext, build: PieceBuild) -> SftResult<()> {
+        let PieceBuild {
+            base,
+            building,
+            outcomes,
+            rows: mut fresh,
+        } = build;
+        let sources = if building {
+            row_sources(&outcomes, base, &lock_keys(&context.keys))
+        } else {
+            Vec::new()
+        };
+        for (k, outcome) in outcomes.into_iter().enumerate() {
+            let index = base + k;
+            let (f, read_as, key, distilled, example, at) = match outcome {
+                LineOutcome::Invalid(e) => {
+                    self.first_invalid.get_or_insert(e);
+                    self.pending.push(Err(not_built()));
+                    continue;
+                }
+                LineOutcome::Valid {
+                    format,
+                    read_as,
+                    key,
+                    distilled,
+                    example,
+                    at,
+                } => (format, read_as, key, distilled, example, at),
+            };
+            match self.read_as_first {
+                None => self.read_as_first = Some(read_as),
+                Some(first) if !Converter::compatible(first, read_as) && self.format == Some(f) => {
+                    self.first_invalid
+                        .get_or_insert(mixed_formats(first, index, read_as).at(context.shown, at));
+                }
+                _ => {}
+            }
+            match self.format {
+                None => self.format = Some(f),
+                Some(first) if first != f && self.first_inconsistent.is_none() => {
+                    self.first_inconsistent = Some((index, f, at))
+                }
+                _ => {}
+            }
+            // A source whose row failed is no source: this example is built here, and fails
+            // with its own index (unless its job built it already, having claimed the key before
+            // its source did).
+            let copied = match sources.get(k) {
+                Some(&Source::Copy(from)) => self.row(from),
+                _ => None,
+            };
+            let mut row = match (copied, fresh[k].take(), example) {
+                (Some(row), _, _) => Ok(row),
+                (None, Some(row), _) => row,
+                (None, None, Some(example)) if building => build_one(
+                    context.tokenizer,
+                    context.settings,
+                    example,
+                    index,
+                    context.shown,
+                    at,
+                ),
+                (None, None, _) => Err(not_built()),
+            };
+            if let Ok(row) = &mut row {
+                let reusable = match u32::try_from(index) {
+                    Ok(index) if !distilled && index < UNMERGED => index,
+                    _ => NO_SOURCE,
+                };
+                let repeat = match lock_keys(&context.keys).entry(key) {
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(KeyState {
+                            claim: NO_CLAIM,
+                            source: reusable,
+                        });
+                        false
+                    }
+                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                        let state = e.get_mut();
+                        let repeat = state.source != UNMERGED;
+                        if !repeat {
+                            state.source = reusable;
+                        }
+                        repeat
+                    }
+                };
+                if repeat {
+                    row.mark_loss(LossKind::DuplicateExample)
+                }
+                self.losses.add(index, row.stats().losses);
+            }
+            self.pending_ids += row.as_ref().map_or(0, |row| row.ids.len());
+            self.pending.push(row);
+        }
+        Ok(())
+    }
+
+    /// A copy of merged row `index` when it came out whole.
+    fn row(&self, index: usize) -> Option<TokenizedRow> {
+        match index.checked_sub(self.rows.len()) {
+            Some(k) => self.pending.get(k)?.as_ref().ok().cloned(),
+            None => self.rows.get(index).ok().map(|row| row.to_row()),
+        }
+    }
+
+    /// Packs the pending rows into a block and reports the progress.
+    fn pack(&mut self, options: &LoadOptions, bytes: u64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.rows.push_rows(std::mem::take(&mut self.pending));
+        self.pending_ids = 0;
+        if let Some(report) = &options.on_progress {
+            report(LoadProgress {
+                records: self.rows.len(),
+                bytes,
+            });
+        }
+    }
+}
+
+/// Which valid records of a piece (the first at `base`) are built and which copy an earlier row:
+/// a record copies the first one with its key, in an earlier piece (merged whole: its `source` in
+/// `keys`) or in this one, when neither carries distillation targets (the only part of an example
+/// its key leaves out).
 fn row_sources(
     outcomes: &[LineOutcome],
     base: usize,
-    seen: &rustc_hash::FxHashMap<ExampleKey, u32>,
+    keys: &FxHashMap<ExampleKey, KeyState>,
 ) -> Vec<Source> {
     let mut first_here = rustc_hash::FxHashMap::<ExampleKey, usize>::with_capacity_and_hasher(
         outcomes.len(),
@@ -351,8 +675,10 @@ fn row_sources(
                 distilled: false,
                 ..
             } => {
-                match seen.get(key) {
-                    Some(&from) if from != NO_SOURCE => return Source::Copy(from as usize),
+                match keys.get(key) {
+                    Some(state) if state.source < UNMERGED => {
+                        return Source::Copy(state.source as usize)
+                    }
                     _ => {}
                 }
                 match first_here.entry(*key) {
@@ -368,30 +694,37 @@ fn row_sources(
         .collect()
 }
 
-/// Claims `key` for the record at `index` of the current chunk: true when no record before it
-/// holds the key (it then holds it), false when one does (that one is built, this one copies it).
-fn claim(
-    claims: &std::sync::Mutex<rustc_hash::FxHashMap<ExampleKey, usize>>,
-    key: ExampleKey,
-    index: usize,
-) -> bool {
-    let mut claims = claims
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    match claims.entry(key) {
+/// Claims `key` for the record at `index`: true when no record before it holds the key (it then
+/// holds it), false when one does (the merge then copies that one's row, or builds this one if
+/// that row failed).
+fn claim(keys: &Keys, key: ExampleKey, index: usize) -> bool {
+    let index = match u32::try_from(index) {
+        Ok(index) if index < UNMERGED => index,
+        // Past what the map holds: built, never copied.
+        _ => return true,
+    };
+    match lock_keys(keys).entry(key) {
         std::collections::hash_map::Entry::Vacant(v) => {
-            v.insert(index);
+            v.insert(KeyState {
+                claim: index,
+                source: UNMERGED,
+            });
             true
         }
         std::collections::hash_map::Entry::Occupied(mut e) => {
-            if index < *e.get() {
-                e.insert(index);
+            let state = e.get_mut();
+            if index < state.claim {
+                state.claim = index;
                 true
             } else {
                 false
             }
         }
     }
+}
+
+fn lock_keys(keys: &Keys) -> MutexGuard<'_, FxHashMap<ExampleKey, KeyState>> {
+    keys.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Builds one record's row; template and message errors say which example they are about: the
@@ -431,13 +764,14 @@ mod tests {
     use serde_json::{json, Value as Json};
 
     /// Records cycling over a few conversations and prompt-completion pairs, so that repeats fall
-    /// inside the first chunk and across chunks; some carry distillation targets that do not fit
+    /// inside one piece and across pieces (every eleventh record repeats the one before it); some
+    /// carry distillation targets that do not fit
     /// their rows (their rows fail), one conversation's row fails whatever its targets, and some
     /// carry tools (ignored, a silent loss).
     fn records() -> Vec<Json> {
         (0..400)
             .map(|i| {
-                let v = (i * 7) % 23;
+                let v = if i % 11 == 10 { (i - 1) * 7 } else { i * 7 } % 23;
                 let mut record = if v % 3 == 0 {
                     json!({"prompt": [{"role": "user", "content": format!("question {v}")}],
                            "completion": {"role": "assistant", "content": format!("answer {v}")}})
@@ -507,6 +841,21 @@ mod tests {
                 .unwrap();
             runs.push(loaded);
         }
+        // As `loadSFTDataset` runs it: from a thread outside any pool, on the global one.
+        let outside = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    load_rows(
+                        &path,
+                        &tokenizer,
+                        Some(&settings),
+                        &converter,
+                        &LoadOptions::default(),
+                    )
+                })
+                .join()
+        });
+        runs.push(outside.unwrap().unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
 
         for loaded in &runs {
