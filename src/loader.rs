@@ -92,6 +92,12 @@ struct KeyState {
     source: u32,
 }
 
+/// A key neither claimed nor merged yet.
+const UNSEEN: KeyState = KeyState {
+    claim: NO_CLAIM,
+    source: UNMERGED,
+};
+
 type Keys = Mutex<FxHashMap<ExampleKey, KeyState>>;
 
 /// How a valid line gets its row.
@@ -601,23 +607,13 @@ impl Merge {
                     Ok(index) if !distilled && index < UNMERGED => index,
                     _ => NO_SOURCE,
                 };
-                let repeat = match lock_keys(&context.keys).entry(key) {
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(KeyState {
-                            claim: NO_CLAIM,
-                            source: reusable,
-                        });
-                        false
-                    }
-                    std::collections::hash_map::Entry::Occupied(mut e) => {
-                        let state = e.get_mut();
-                        let repeat = state.source != UNMERGED;
-                        if !repeat {
-                            state.source = reusable;
-                        }
-                        repeat
-                    }
-                };
+                let mut keys = lock_keys(&context.keys);
+                let state = keys.entry(key).or_insert(UNSEEN);
+                let repeat = state.source != UNMERGED;
+                if !repeat {
+                    state.source = reusable;
+                }
+                drop(keys);
                 if repeat {
                     row.mark_loss(LossKind::DuplicateExample)
                 }
@@ -703,24 +699,13 @@ fn claim(keys: &Keys, key: ExampleKey, index: usize) -> bool {
         // Past what the map holds: built, never copied.
         _ => return true,
     };
-    match lock_keys(keys).entry(key) {
-        std::collections::hash_map::Entry::Vacant(v) => {
-            v.insert(KeyState {
-                claim: index,
-                source: UNMERGED,
-            });
-            true
-        }
-        std::collections::hash_map::Entry::Occupied(mut e) => {
-            let state = e.get_mut();
-            if index < state.claim {
-                state.claim = index;
-                true
-            } else {
-                false
-            }
-        }
+    let mut keys = lock_keys(keys);
+    let state = keys.entry(key).or_insert(UNSEEN);
+    let first = index < state.claim;
+    if first {
+        state.claim = index;
     }
+    first
 }
 
 fn lock_keys(keys: &Keys) -> MutexGuard<'_, FxHashMap<ExampleKey, KeyState>> {
