@@ -16,7 +16,7 @@ use crate::dataset_format::{Converter, DatasetFormat};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{validate_record, Format, SftExample};
 use crate::input::{Location, RawRecord, RecordReader};
-use crate::packed_rows::PackedRows;
+use crate::packed_rows::{BlockBound, PackedRows};
 use crate::row::{build_row, RowSettings, TokenizedRow};
 use crate::silent_loss::{duplicate_key, ExampleKey, LossKind, LossSummary};
 use crate::tokenizer::ChatTokenizer;
@@ -35,11 +35,14 @@ const READ_AHEAD_BYTES: usize = 32 << 20;
 pub const PARALLEL_GRAIN: usize = 4;
 /// A piece of short records holds more of them, up to about this many bytes.
 const PIECE_BYTES: usize = 8 << 10;
-/// Merged rows are packed into a block once they hold this many token ids or number this many
-/// rows (and at the end): blocks stay large enough that their own cost is nothing against their
-/// rows', and the last one, packed after every piece is built, stays short.
-const PACK_IDS: usize = 1 << 15;
-const PACK_ROWS: usize = 4096;
+/// Merged rows are packed into blocks of at most 32,768 token ids (128 KiB: the allocator serves
+/// it without rounding it up, where a slightly larger size would waste up to a fifth) or 4,096
+/// rows. A block is packed once the rows merged fill it; the last one, packed after every piece
+/// is built, stays short.
+const PACK: BlockBound = BlockBound {
+    ids: 1 << 15,
+    rows: 4096,
+};
 
 /// Progress of a load, reported as rows are packed.
 #[derive(Debug, Clone, Copy)]
@@ -195,7 +198,7 @@ pub fn load_rows(
     // failure there (a parse error, in file order) wins over a read error after those pieces.
     let mut merge = board.finish()?;
     read?;
-    merge.pack(options, reader.bytes_read());
+    merge.pack(options, reader.bytes_read(), true);
     if let Some(e) = merge.first_invalid {
         return Err(e);
     }
@@ -333,8 +336,8 @@ impl<'a> Board<'a> {
             if merge.first_invalid.is_some() {
                 self.invalid.store(true, Ordering::Relaxed);
             }
-            if merge.pending_ids >= PACK_IDS || merge.pending.len() >= PACK_ROWS {
-                merge.pack(self.options, posted.progress);
+            if merge.pending_ids >= PACK.ids || merge.pending.len() >= PACK.rows {
+                merge.pack(self.options, posted.progress, false);
             }
         }
         Ok((records, bytes))
@@ -448,19 +451,52 @@ struct PieceBuild {
 
 impl PieceContext<'_> {
     /// Parses, keys and builds a piece's records (the first at `base`), all on one thread, so
-    /// that a record's values are still in cache when they are rendered and are freed by the
-    /// thread that made them. The first parse error in the piece fails it.
+    /// that a piece's values are still in cache when they are rendered and are freed by the
+    /// thread that made them. The piece's keys are claimed under one lock of the map. The first
+    /// parse error in the piece fails it.
     fn build(&self, piece: Vec<RawRecord>, base: usize, building: bool) -> SftResult<PieceBuild> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(not_built());
         }
         let mut outcomes = Vec::with_capacity(piece.len());
-        let mut rows = Vec::with_capacity(piece.len());
         for (k, raw) in piece.into_iter().enumerate() {
-            let (outcome, row) = self.record(raw, base + k, building)?;
-            outcomes.push(outcome);
-            rows.push(row);
+            outcomes.push(self.outcome(raw, base + k)?);
         }
+        let building = building && !self.stop.load(Ordering::Relaxed);
+        let claims = if building {
+            claim_piece(&self.keys, &outcomes, base)
+        } else {
+            Vec::new()
+        };
+        let rows = outcomes
+            .iter_mut()
+            .enumerate()
+            .map(|(k, outcome)| {
+                let LineOutcome::Valid { example, at, .. } = outcome else {
+                    return None;
+                };
+                match claims.get(k) {
+                    Some(Claim::Build) => {
+                        let example = example.take()?;
+                        Some(build_one(
+                            self.tokenizer,
+                            self.settings,
+                            example,
+                            base + k,
+                            self.shown,
+                            *at,
+                        ))
+                    }
+                    // The merge copies a row merged whole: the example is not needed.
+                    Some(Claim::Merged) => {
+                        *example = None;
+                        None
+                    }
+                    // Kept for the merge, which copies an earlier row or builds it.
+                    Some(Claim::Held) | None => None,
+                }
+            })
+            .collect();
         Ok(PieceBuild {
             base,
             building,
@@ -469,12 +505,8 @@ impl PieceContext<'_> {
         })
     }
 
-    fn record(
-        &self,
-        raw: RawRecord,
-        index: usize,
-        building: bool,
-    ) -> SftResult<(LineOutcome, Option<SftResult<TokenizedRow>>)> {
+    /// One record parsed, converted and validated, its example kept.
+    fn outcome(&self, raw: RawRecord, index: usize) -> SftResult<LineOutcome> {
         let at = raw.at;
         let record = raw.parse(self.shown, self.container)?;
         let converted = self
@@ -483,39 +515,16 @@ impl PieceContext<'_> {
             .and_then(|(record, read_as)| Ok((validate_record(record, index)?, read_as)));
         let (example, read_as) = match converted {
             Ok(valid) => valid,
-            Err(e) => return Ok((LineOutcome::Invalid(e.at(self.shown, at)), None)),
+            Err(e) => return Ok(LineOutcome::Invalid(e.at(self.shown, at))),
         };
-        let key = duplicate_key(&example);
-        let distilled = example.has_distill();
-        let builds = building
-            && !self.stop.load(Ordering::Relaxed)
-            && (distilled || claim(&self.keys, key, index));
-        let format = example.format();
-        let (example, row) = if builds {
-            let row = build_one(
-                self.tokenizer,
-                self.settings,
-                example,
-                index,
-                self.shown,
-                at,
-            );
-            (None, Some(row))
-        } else {
-            // Kept for the merge, which copies an earlier row or builds it.
-            (Some(example), None)
-        };
-        Ok((
-            LineOutcome::Valid {
-                format,
-                read_as,
-                key,
-                distilled,
-                example,
-                at,
-            },
-            row,
-        ))
+        Ok(LineOutcome::Valid {
+            format: example.format(),
+            read_as,
+            key: duplicate_key(&example),
+            distilled: example.has_distill(),
+            example: Some(example),
+            at,
+        })
     }
 }
 
@@ -550,6 +559,8 @@ impl Merge {
         } else {
             Vec::new()
         };
+        // Where each whole row sits in `pending`, its key, and the record its repeats copy.
+        let mut merged = Vec::with_capacity(outcomes.len());
         for (k, outcome) in outcomes.into_iter().enumerate() {
             let index = base + k;
             let (f, read_as, key, distilled, example, at) = match outcome {
@@ -589,7 +600,7 @@ impl Merge {
                 Some(&Source::Copy(from)) => self.row(from),
                 _ => None,
             };
-            let mut row = match (copied, fresh[k].take(), example) {
+            let row = match (copied, fresh[k].take(), example) {
                 (Some(row), _, _) => Ok(row),
                 (None, Some(row), _) => row,
                 (None, None, Some(example)) if building => build_one(
@@ -602,25 +613,34 @@ impl Merge {
                 ),
                 (None, None, _) => Err(not_built()),
             };
-            if let Ok(row) = &mut row {
+            if row.is_ok() {
                 let reusable = match u32::try_from(index) {
                     Ok(index) if !distilled && index < UNMERGED => index,
                     _ => NO_SOURCE,
                 };
-                let mut keys = lock_keys(&context.keys);
+                merged.push((self.pending.len(), key, reusable));
+            }
+            self.pending_ids += row.as_ref().map_or(0, |row| row.ids.len());
+            self.pending.push(row);
+        }
+        // The piece's whole rows, in order, under one lock of the map: the first row with a
+        // key becomes the one its repeats copy; a later one is marked as a repeat.
+        if !merged.is_empty() {
+            let mut keys = lock_keys(&context.keys);
+            let first = self.rows.len();
+            for (at, key, reusable) in merged {
                 let state = keys.entry(key).or_insert(UNSEEN);
                 let repeat = state.source != UNMERGED;
                 if !repeat {
                     state.source = reusable;
                 }
-                drop(keys);
-                if repeat {
-                    row.mark_loss(LossKind::DuplicateExample)
+                if let Ok(row) = &mut self.pending[at] {
+                    if repeat {
+                        row.mark_loss(LossKind::DuplicateExample)
+                    }
+                    self.losses.add(first + at, row.stats().losses);
                 }
-                self.losses.add(index, row.stats().losses);
             }
-            self.pending_ids += row.as_ref().map_or(0, |row| row.ids.len());
-            self.pending.push(row);
         }
         Ok(())
     }
@@ -633,13 +653,19 @@ impl Merge {
         }
     }
 
-    /// Packs the pending rows into a block and reports the progress.
-    fn pack(&mut self, options: &LoadOptions, bytes: u64) {
-        if self.pending.is_empty() {
+    /// Packs the pending rows that fill a block (all of them when `all`) and reports the
+    /// progress.
+    fn pack(&mut self, options: &LoadOptions, bytes: u64, all: bool) {
+        let before = self.rows.len();
+        self.rows.push_blocks(&mut self.pending, PACK, all);
+        if self.rows.len() == before {
             return;
         }
-        self.rows.push_rows(std::mem::take(&mut self.pending));
-        self.pending_ids = 0;
+        self.pending_ids = self
+            .pending
+            .iter()
+            .map(|row| row.as_ref().map_or(0, |row| row.ids.len()))
+            .sum();
         if let Some(report) = &options.on_progress {
             report(LoadProgress {
                 records: self.rows.len(),
@@ -690,22 +716,50 @@ fn row_sources(
         .collect()
 }
 
-/// Claims `key` for the record at `index`: true when no record before it holds the key (it then
-/// holds it), false when one does (the merge then copies that one's row, or builds this one if
-/// that row failed).
-fn claim(keys: &Keys, key: ExampleKey, index: usize) -> bool {
-    let index = match u32::try_from(index) {
-        Ok(index) if index < UNMERGED => index,
-        // Past what the map holds: built, never copied.
-        _ => return true,
-    };
+/// What a record's job does with its example.
+enum Claim {
+    /// Builds its row: the record claimed its key first, or carries distillation targets.
+    Build,
+    /// Drops it: a row with its key is merged whole, and the merge copies that row.
+    Merged,
+    /// Keeps it for the merge: an earlier record claimed the key and its row is not merged yet
+    /// (the merge copies that row or, if it failed, builds this one).
+    Held,
+}
+
+/// Claims the keys of a piece's records (the first at `base`) under one lock of the map: a
+/// record builds when no record before it holds its key (it then holds it).
+fn claim_piece(keys: &Keys, outcomes: &[LineOutcome], base: usize) -> Vec<Claim> {
     let mut keys = lock_keys(keys);
-    let state = keys.entry(key).or_insert(UNSEEN);
-    let first = index < state.claim;
-    if first {
-        state.claim = index;
-    }
-    first
+    outcomes
+        .iter()
+        .enumerate()
+        .map(|(k, outcome)| {
+            let LineOutcome::Valid {
+                key,
+                distilled: false,
+                ..
+            } = outcome
+            else {
+                // Distilled: always built. Invalid: nothing to build.
+                return Claim::Build;
+            };
+            let index = match u32::try_from(base + k) {
+                Ok(index) if index < UNMERGED => index,
+                // Past what the map holds: built, never copied.
+                _ => return Claim::Build,
+            };
+            let state = keys.entry(*key).or_insert(UNSEEN);
+            if state.source < UNMERGED {
+                Claim::Merged
+            } else if index < state.claim {
+                state.claim = index;
+                Claim::Build
+            } else {
+                Claim::Held
+            }
+        })
+        .collect()
 }
 
 fn lock_keys(keys: &Keys) -> MutexGuard<'_, FxHashMap<ExampleKey, KeyState>> {

@@ -21,6 +21,21 @@ use crate::row::{DropReason, RowExtra, RowStats, RowView, TokenizedRow};
 /// Offsets inside a block are `u32`: a block closes before its ids would overflow them.
 const BLOCK_LIMIT: usize = u32::MAX as usize;
 
+/// How large a block may grow: at most `ids` token ids (unless one row has more) and `rows`
+/// rows.
+#[derive(Clone, Copy)]
+pub struct BlockBound {
+    pub ids: usize,
+    pub rows: usize,
+}
+
+impl BlockBound {
+    const UNBOUNDED: BlockBound = BlockBound {
+        ids: BLOCK_LIMIT,
+        rows: usize::MAX,
+    };
+}
+
 // Trained ranges are stored in a cache entry as (start, end) pairs of little-endian u32 and
 // read in place as `Range<u32>`: that needs exactly this layout, checked when compiling.
 const _: () = assert!(
@@ -236,38 +251,61 @@ impl PackedRows {
     /// Appends rows (the next ones in example order) as one or more new blocks; each row's own
     /// allocations are freed as it is copied in.
     pub fn push_rows(&mut self, rows: Vec<SftResult<TokenizedRow>>) {
-        let mut rest = rows.into_iter().peekable();
-        while rest.peek().is_some() {
-            let mut taken = Vec::new();
-            let (mut ids, mut spans) = (0usize, 0usize);
-            while let Some(next) = rest.peek() {
-                let (i, s) = next
-                    .as_ref()
-                    .map_or((0, 0), |r| (r.ids.len(), r.spans.len()));
-                if !taken.is_empty() && (ids + i > BLOCK_LIMIT || spans + s > BLOCK_LIMIT) {
-                    break;
-                }
-                ids += i;
-                spans += s;
-                taken.extend(rest.next());
+        let mut rows = rows;
+        self.push_blocks(&mut rows, BlockBound::UNBOUNDED, true);
+    }
+
+    /// Appends the leading rows of `rows` (the next ones in example order) as blocks within
+    /// `bound`, leaving in `rows` (capacity kept) those that do not fill a block yet, or none
+    /// when `all`. A row larger than the bound makes a block of its own.
+    pub fn push_blocks(
+        &mut self,
+        rows: &mut Vec<SftResult<TokenizedRow>>,
+        bound: BlockBound,
+        all: bool,
+    ) {
+        let ids = bound.ids.min(BLOCK_LIMIT);
+        // Each block's rows, ids and trained ranges.
+        let mut blocks = Vec::new();
+        let (mut count, mut id_count, mut span_count) = (0usize, 0usize, 0usize);
+        for row in rows.iter() {
+            let (i, s) = row
+                .as_ref()
+                .map_or((0, 0), |r| (r.ids.len(), r.spans.len()));
+            if count > 0
+                && (id_count + i > ids || span_count + s > BLOCK_LIMIT || count == bound.rows)
+            {
+                blocks.push((count, id_count, span_count));
+                (count, id_count, span_count) = (0, 0, 0);
             }
-            self.push_block(taken, ids, spans);
+            count += 1;
+            id_count += i;
+            span_count += s;
+        }
+        if all && count > 0 {
+            blocks.push((count, id_count, span_count));
+        }
+        let taken: usize = blocks.iter().map(|&(count, _, _)| count).sum();
+        let mut rest = rows.drain(..taken);
+        for (count, id_count, span_count) in blocks {
+            self.push_block(rest.by_ref().take(count), count, id_count, span_count);
         }
     }
 
     fn push_block(
         &mut self,
-        rows: Vec<SftResult<TokenizedRow>>,
+        rows: impl Iterator<Item = SftResult<TokenizedRow>>,
+        row_count: usize,
         id_count: usize,
         span_count: usize,
     ) {
         let mut block_ids = Vec::with_capacity(id_count);
         let mut block_spans = Vec::with_capacity(span_count);
-        let mut id_ends = Vec::with_capacity(rows.len());
-        let mut span_ends = Vec::with_capacity(rows.len());
+        let mut id_ends = Vec::with_capacity(row_count);
+        let mut span_ends = Vec::with_capacity(row_count);
         let mut extras = Vec::new();
         let mut failures = Vec::new();
-        for (local, row) in rows.into_iter().enumerate() {
+        for (local, row) in rows.enumerate() {
             match row {
                 Ok(row) => {
                     block_ids.extend_from_slice(&row.ids);
@@ -278,7 +316,7 @@ impl PackedRows {
                 }
                 Err(e) => failures.push((local as u32, e)),
             }
-            // Both counts stay within BLOCK_LIMIT, checked by `push_rows`.
+            // Both counts stay within BLOCK_LIMIT, checked by `push_blocks`.
             id_ends.push(block_ids.len() as u32);
             span_ends.push(block_spans.len() as u32);
         }
@@ -569,6 +607,45 @@ mod tests {
             warning.map(Into::into),
             RowStats::default(),
         )
+    }
+
+    #[test]
+    fn bounded_blocks_close_before_a_row_that_does_not_fit() {
+        let sizes = [3usize, 4, 2, 9, 1, 1, 1, 1, 2];
+        let built: Vec<SftResult<TokenizedRow>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                if k == 5 {
+                    return Err(SftError::new(ErrorCode::TemplateRender, "row 5"));
+                }
+                let ids: Vec<u32> = (0..n as u32).map(|i| 100 * k as u32 + i).collect();
+                Ok(row(&ids, &[0..1], None))
+            })
+            .collect();
+        let bound = BlockBound { ids: 8, rows: 3 };
+        let mut packed = PackedRows::default();
+        let mut pending = built.clone();
+        packed.push_blocks(&mut pending, bound, false);
+        // [3 4] (2 would make 9 ids), [2] (9 would make 11), [9] (alone, larger than the
+        // bound), [err 1 1] (three rows); [1 2] does not fill a block yet and stays.
+        let shape = |packed: &PackedRows| -> Vec<(usize, usize)> {
+            packed.blocks.iter().map(|b| (b.first, b.rows())).collect()
+        };
+        assert_eq!(shape(&packed), [(0, 2), (2, 1), (3, 1), (4, 3)]);
+        assert_eq!(pending.len(), 2);
+        assert_eq!(pending[0], built[7]);
+        packed.push_blocks(&mut pending, bound, true);
+        assert_eq!(shape(&packed), [(0, 2), (2, 1), (3, 1), (4, 3), (7, 2)]);
+        assert!(pending.is_empty());
+        assert_eq!(packed.blocks[0].ids.len(), 7);
+        for (i, expected) in built.iter().enumerate() {
+            match (packed.get(i), expected) {
+                (Ok(view), Ok(row)) => assert_eq!(view.to_row(), *row, "row {i}"),
+                (Err(e), Err(x)) => assert_eq!(e, x),
+                (got, _) => panic!("row {i}: {got:?}"),
+            }
+        }
     }
 
     #[test]
