@@ -2,13 +2,13 @@
 // `validateSFTFile` reports (code, example, line, strictness, message), what `report()` marks,
 // the loader's one warning per class and dataset, and `sft-dataset validate --strict`.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 
-import { loadSFTDataset, validateSFTFile } from '../lib/index.js'
-import { repoRoot, tokenizer } from './helpers'
+import { createSFTDataset, loadSFTDataset, validateSFTFile } from '../lib/index.js'
+import { hasShared, repoRoot, sharedParity, tokenizer } from './helpers'
 
 const dir = mkdtempSync(join(tmpdir(), 'sft-silent-loss-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -182,6 +182,46 @@ describe('4. DUPLICATE_EXAMPLE: an exact copy of an earlier example', () => {
         `[SFT Dataset] DUPLICATE_EXAMPLE: 2 examples of ${path} are exact copies of earlier examples, the first is example 2 (\`sft-dataset validate\` lists them)`,
       ],
     ])
+  })
+})
+
+describe('4b. DUPLICATE_EXAMPLE in a dataset created from JS examples', () => {
+  const a = { prompt: [user('Capital of France?')], completion: assistant('Paris.') }
+  const b = { prompt: [user('Capital of Spain?')], completion: assistant('Madrid.') }
+  const records = [a, b, a, { ...a, completion: assistant('Paris!') }, b, structuredClone(a)]
+
+  async function epoch(ds: { batches(n: number): AsyncIterable<Record<string, Int32Array>> }) {
+    const out: Array<[number[], number[]]> = []
+    for await (const batch of ds.batches(2)) out.push([Array.from(batch.inputIds), Array.from(batch.labels)])
+    return out
+  }
+
+  it('report() marks the copies the loader marks, and the rows copied are the rows built', async () => {
+    const created = createSFTDataset(records, tokenizer('qwen3'), { completionOnly: true })
+    const report = await created.report()
+    expect(report.examples.map((e) => e.silentLosses)).toEqual([[], [], ['DUPLICATE_EXAMPLE'], [], ['DUPLICATE_EXAMPLE'], ['DUPLICATE_EXAMPLE']])
+    expect(report.totals.silentLosses).toEqual({ DUPLICATE_EXAMPLE: 3 })
+    const { ds: loaded } = await loaderWarnings(file('created-duplicates.jsonl', records), { completionOnly: true })
+    expect(report).toEqual(await loaded.report())
+    const batches = await epoch(created)
+    expect(batches).toEqual(await epoch(loaded))
+    // A copy holds the first occurrence's ids: example 5 is example 0 (the third batch's second row).
+    expect(batches[2][0].slice(batches[2][0].length / 2)).toEqual(batches[0][0].slice(0, batches[0][0].length / 2))
+  })
+})
+
+describe.skipIf(!hasShared)('4c. created and loaded datasets report the same losses (real data in ../shared)', () => {
+  const dataDir = join(sharedParity, 'real', 'data')
+  const files = hasShared ? readdirSync(dataDir).filter((f) => f.endsWith('.jsonl')) : []
+  it.each(files)('%s', async (name) => {
+    const path = join(dataDir, name)
+    const records = readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+    const config = { completionOnly: true }
+    const created = await createSFTDataset(records, tokenizer('qwen3'), config).report()
+    const { ds: loaded } = await loaderWarnings(path, config)
+    const expected = await loaded.report()
+    expect(created.examples.map((e) => e.silentLosses)).toEqual(expected.examples.map((e) => e.silentLosses))
+    expect(created).toEqual(expected)
   })
 })
 

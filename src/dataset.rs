@@ -20,11 +20,12 @@ use crate::loader::{load_rows, LoadOptions, PARALLEL_GRAIN};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::packed_rows::PackedRows;
 use crate::plan::{plan, plan_cost, plan_key, Batching, Plan, PlanCost, PlanSettings, Shard};
-use crate::report::{example_report, DatasetReport};
+use crate::repeats::Repeats;
+use crate::report::{example_report, DatasetReport, ExampleReport};
 use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow, ToolsMode};
 use crate::row_cache::RowCache;
 use crate::shuffle::epoch_order;
-use crate::silent_loss::{LossChecker, LossSummary};
+use crate::silent_loss::{duplicate_key, LossChecker, LossKind, LossSummary};
 use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
 use crate::truncation::{kept_window, Truncation};
@@ -367,6 +368,9 @@ pub struct Dataset {
     loss: LossChecker,
     /// The silent losses a load found (empty for datasets built from JS examples).
     losses: LossSummary,
+    /// For a dataset built from JS examples: their keys, for `report()`'s repeats, and the rows
+    /// repeats copy. `None` for a loaded dataset, whose loader did both.
+    repeats: Option<Repeats>,
 }
 
 impl Dataset {
@@ -409,7 +413,9 @@ impl Dataset {
         let rows = RowCache::lazy(count);
         let turn_end = turn_end_of(&tokenizer, &config);
         let examples = (0..count).map(|_| Mutex::new(None)).collect();
-        let dataset = Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
+        let mut dataset =
+            Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
+        dataset.repeats = Some(Repeats::new(count));
         // Plans other than the reference's read every row's length.
         let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
         let mut creation = Creation {
@@ -539,6 +545,7 @@ impl Dataset {
             cancelled: AtomicBool::new(false),
             loss,
             losses: LossSummary::default(),
+            repeats: None,
         }
     }
 
@@ -668,13 +675,39 @@ impl Dataset {
             )
         })?;
         let example = from_created(example, index, self.format)?;
+        // A repeat of an example whose row is built whole is a copy of that row when neither
+        // carries distillation targets (the one part of an example its key leaves out): the
+        // same messages, tools and format make the same row.
+        let reusable = match &self.repeats {
+            Some(repeats) => {
+                let key = duplicate_key(&example);
+                repeats.note(index, key);
+                let distilled = example.has_distill();
+                let copied = match repeats.source(&key) {
+                    Some(from) if !distilled => match self.rows.built(from) {
+                        Some(Ok(row)) => Some(row.to_row()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(row) = copied {
+                    return Ok(row);
+                }
+                (!distilled).then_some((repeats, key))
+            }
+            None => None,
+        };
         let settings = RowSettings {
             loss: Some(&self.loss),
             ..row_settings(&self.config, &self.masking, self.turn_end.as_ref())
         };
         // A render error deep in a batch must say which example it comes from.
-        build_row(&self.tokenizer, &settings, example)
-            .map_err(|e| e.context(format_args!("SFT example {index}")))
+        let row = build_row(&self.tokenizer, &settings, example)
+            .map_err(|e| e.context(format_args!("SFT example {index}")))?;
+        if let Some((repeats, key)) = reusable {
+            repeats.built(index, key);
+        }
+        Ok(row)
     }
 
     /// Collates the rows of `examples` (example indices, in batch order). The first failing
@@ -1004,7 +1037,15 @@ impl Dataset {
                     )
                 })
             })
-            .collect::<SftResult<Vec<_>>>()?;
+            .collect::<SftResult<Vec<ExampleReport>>>()?;
+        let mut examples = examples;
+        if let Some(repeats) = &self.repeats {
+            for (example, repeated) in examples.iter_mut().zip(repeats.repeated()) {
+                if repeated {
+                    example.losses |= LossKind::DuplicateExample.bit();
+                }
+            }
+        }
         Ok(DatasetReport::new(
             examples,
             self.turn_end.as_ref().map(|t| t.text.clone()),
@@ -1128,4 +1169,97 @@ fn inconsistent(format: Format, index: usize, other: Format) -> SftError {
             other.name()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Conversations cycling over a few distinct ones, some with tools (ignored: a silent loss),
+    /// some with distillation targets (never copied, never a source); one conversation carries
+    /// the targets only in some of its repeats.
+    fn examples(distilled: bool) -> Vec<Json> {
+        (0..120)
+            .map(|i| {
+                let v = (i * 7) % 13;
+                let mut example = json!({"messages": [
+                    {"role": "user", "content": format!("hello {v}")},
+                    {"role": "assistant", "content": format!("hi {v}")}]});
+                if v == 5 {
+                    example["tools"] = json!([{"type": "function", "function": {"name": "f"}}]);
+                }
+                // Targets that do not fit the row: its build fails (no report then).
+                if distilled && v == 8 && i % 2 == 0 {
+                    example["distill"] = json!({"tokenIds": [[1]], "logprobs": [[0.0]]});
+                }
+                example
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_created_repeat_gets_the_row_its_own_build_would_give_and_is_reported() {
+        let Some(tokenizer) = crate::test_support::load_family("qwen3") else {
+            return;
+        };
+        let tokenizer = Arc::new(tokenizer);
+        let config = DatasetConfig {
+            completion_only: true,
+            ..Default::default()
+        };
+        for distilled in [true, false] {
+            let examples = examples(distilled);
+            // Its own build, in a dataset of its own (an error then names example 0).
+            let own = |i: usize| {
+                let alone = vec![examples[i].clone()];
+                let dataset = Dataset::from_examples(alone, tokenizer.clone(), config.clone());
+                let dataset = dataset.unwrap();
+                dataset.row(0).map(|row| row.to_row()).map_err(|e| e.code)
+            };
+            // Rows built in another order than the examples', on several threads: which
+            // example of a key is built first, and so which one the others copy, changes from
+            // run to run.
+            for threads in [1, 2, 8] {
+                let dataset =
+                    Dataset::from_examples(examples.clone(), tokenizer.clone(), config.clone())
+                        .unwrap();
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| {
+                    (0..examples.len()).into_par_iter().rev().for_each(|i| {
+                        let _ = dataset.row(i);
+                    })
+                });
+                for i in 0..examples.len() {
+                    let got = dataset.row(i).map(|row| row.to_row());
+                    if let Err(e) = &got {
+                        assert!(e.message.starts_with(&format!("SFT example {i}:")), "{e:?}");
+                    }
+                    assert_eq!(
+                        got.map_err(|e| e.code),
+                        own(i),
+                        "example {i}, {threads} threads"
+                    );
+                }
+                if distilled {
+                    assert!(dataset.report().is_err());
+                    continue;
+                }
+                let report = dataset.report().unwrap();
+                let mut seen = std::collections::HashSet::new();
+                for (i, example) in report.examples.iter().enumerate() {
+                    let v = (i * 7) % 13;
+                    let repeat = !seen.insert(v);
+                    let bit = LossKind::DuplicateExample.bit();
+                    assert_eq!(example.losses & bit != 0, repeat, "example {i}");
+                    let tools = LossKind::ToolsIgnored.bit();
+                    assert_eq!(example.losses & tools != 0, v == 5, "example {i}");
+                }
+                assert_eq!(report.totals.losses[3], 120 - 13);
+            }
+        }
+    }
 }

@@ -30,6 +30,7 @@ pub mod napi;
 pub mod packed_rows;
 pub mod path_security;
 pub mod plan;
+pub mod repeats;
 pub mod report;
 pub mod row;
 pub mod row_cache;
