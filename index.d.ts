@@ -333,7 +333,7 @@ export interface ExampleReport {
   bosTokens: number
   /**
    * Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
-   * `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE` (loaded datasets),
+   * `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE`,
    * `CONTROL_TOKEN_IN_CONTENT`.
    */
   silentLosses: Array<string>

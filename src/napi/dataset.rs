@@ -640,7 +640,7 @@ pub struct ExampleReport {
     /// BOS tokens at the start of the row (more than one: the template and the text both add it).
     pub bos_tokens: u32,
     /// Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
-    /// `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE` (loaded datasets),
+    /// `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE`,
     /// `CONTROL_TOKEN_IN_CONTENT`.
     pub silent_losses: Vec<String>,
 }
