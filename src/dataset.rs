@@ -21,11 +21,11 @@ use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::packed_rows::PackedRows;
 use crate::plan::{plan, plan_cost, plan_key, Batching, Plan, PlanCost, PlanSettings, Shard};
 use crate::repeats::Repeats;
-use crate::report::{example_report, DatasetReport, ExampleReport};
+use crate::report::{example_report, DatasetReport};
 use crate::row::{build_row, Masking, RowSettings, RowView, TokenizedRow, ToolsMode};
 use crate::row_cache::RowCache;
 use crate::shuffle::epoch_order;
-use crate::silent_loss::{duplicate_key, LossChecker, LossKind, LossSummary};
+use crate::silent_loss::{duplicate_key, ExampleKey, LossChecker, LossKind, LossSummary};
 use crate::spans::{discover_turn_end, TurnEnd};
 use crate::tokenizer::{ChatTokenizer, IM_END, IM_START};
 use crate::truncation::{kept_window, Truncation};
@@ -678,25 +678,15 @@ impl Dataset {
         // A repeat of an example whose row is built whole is a copy of that row when neither
         // carries distillation targets (the one part of an example its key leaves out): the
         // same messages, tools and format make the same row.
-        let reusable = match &self.repeats {
-            Some(repeats) => {
-                let key = duplicate_key(&example);
-                repeats.note(index, key);
-                let distilled = example.has_distill();
-                let copied = match repeats.source(&key) {
-                    Some(from) if !distilled => match self.rows.built(from) {
-                        Some(Ok(row)) => Some(row.to_row()),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                if let Some(row) = copied {
-                    return Ok(row);
-                }
-                (!distilled).then_some((repeats, key))
-            }
-            None => None,
-        };
+        let key = self.repeats.as_ref().map(|repeats| {
+            let key = duplicate_key(&example);
+            repeats.note(index, key);
+            key
+        });
+        let reusable = key.filter(|_| !example.has_distill());
+        if let Some(row) = reusable.and_then(|key| self.built_copy(&key)) {
+            return Ok(row);
+        }
         let settings = RowSettings {
             loss: Some(&self.loss),
             ..row_settings(&self.config, &self.masking, self.turn_end.as_ref())
@@ -704,10 +694,19 @@ impl Dataset {
         // A render error deep in a batch must say which example it comes from.
         let row = build_row(&self.tokenizer, &settings, example)
             .map_err(|e| e.context(format_args!("SFT example {index}")))?;
-        if let Some((repeats, key)) = reusable {
+        if let (Some(repeats), Some(key)) = (&self.repeats, reusable) {
             repeats.built(index, key);
         }
         Ok(row)
+    }
+
+    /// A copy of a row built whole from an example with `key` and no distillation targets.
+    fn built_copy(&self, key: &ExampleKey) -> Option<TokenizedRow> {
+        let from = self.repeats.as_ref()?.source(key)?;
+        match self.rows.built(from)? {
+            Ok(row) => Some(row.to_row()),
+            Err(_) => None,
+        }
     }
 
     /// Collates the rows of `examples` (example indices, in batch order). The first failing
@@ -1024,7 +1023,7 @@ impl Dataset {
     /// What every row holds and what happened to it; builds the rows not built yet, on all
     /// cores. The first row that fails to build fails the report.
     pub fn report(&self) -> SftResult<DatasetReport> {
-        let examples = (0..self.rows.len())
+        let mut examples = (0..self.rows.len())
             .into_par_iter()
             .map(|i| {
                 self.row(i).map_err(Clone::clone).map(|row| {
@@ -1037,8 +1036,7 @@ impl Dataset {
                     )
                 })
             })
-            .collect::<SftResult<Vec<ExampleReport>>>()?;
-        let mut examples = examples;
+            .collect::<SftResult<Vec<_>>>()?;
         if let Some(repeats) = &self.repeats {
             for (example, repeated) in examples.iter_mut().zip(repeats.repeated()) {
                 if repeated {

@@ -859,6 +859,15 @@ mod tests {
             loss: Some(&checker),
             ..row_settings(&config, &masking, turn_end.as_ref())
         };
+        let load = || {
+            load_rows(
+                &path,
+                &tokenizer,
+                Some(&settings),
+                &converter,
+                &LoadOptions::default(),
+            )
+        };
         // Which record of a key is built first depends on the threads' timing: any number of
         // threads, run after run, gives the rows of the file's order.
         let mut runs = Vec::new();
@@ -867,33 +876,10 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let loaded = pool
-                .install(|| {
-                    load_rows(
-                        &path,
-                        &tokenizer,
-                        Some(&settings),
-                        &converter,
-                        &LoadOptions::default(),
-                    )
-                })
-                .unwrap();
-            runs.push(loaded);
+            runs.push(pool.install(load).unwrap());
         }
         // As `loadSFTDataset` runs it: from a thread outside any pool, on the global one.
-        let outside = std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    load_rows(
-                        &path,
-                        &tokenizer,
-                        Some(&settings),
-                        &converter,
-                        &LoadOptions::default(),
-                    )
-                })
-                .join()
-        });
+        let outside = std::thread::scope(|scope| scope.spawn(load).join());
         runs.push(outside.unwrap().unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
 

@@ -250,8 +250,7 @@ impl PackedRows {
 
     /// Appends rows (the next ones in example order) as one or more new blocks; each row's own
     /// allocations are freed as it is copied in.
-    pub fn push_rows(&mut self, rows: Vec<SftResult<TokenizedRow>>) {
-        let mut rows = rows;
+    pub fn push_rows(&mut self, mut rows: Vec<SftResult<TokenizedRow>>) {
         self.push_blocks(&mut rows, BlockBound::UNBOUNDED, true);
     }
 
