@@ -204,6 +204,13 @@ export declare class Tokenizer {
 }
 export type JsTokenizer = Tokenizer
 
+/**
+ * *(diagnostic)* How `createSFTDataset` reads `examples`, each on its own: from V8's
+ * serialization of the array where it can (`wire: true`), by the napi walk otherwise or for
+ * all with `wire: false`. The tests hold the two readings to the same JSON and errors.
+ */
+export declare function _readExamples(examples: unknown, wire: boolean): Array<ReadExample>
+
 /** Options of `applyChatTemplate` beyond the reference's arguments. */
 export interface ApplyChatTemplateOptions {
   /**
@@ -570,6 +577,16 @@ export interface PruneTokenCacheOptions {
    * bytes.
    */
   maxBytes?: number
+}
+
+/** One example as `_readExamples` saw it. */
+export interface ReadExample {
+  /** The example as JSON text (keys in their order), unless it was refused. */
+  json?: string
+  /** Why the napi walk refused it. */
+  error?: string
+  /** Read from V8's serialization of the array, not by the napi walk. */
+  wire: boolean
 }
 
 /** Options of `renderChatTemplate`, named as in `apply_chat_template`. */

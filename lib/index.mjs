@@ -7,6 +7,7 @@ export const {
   SFTDataset,
   Tokenizer,
   __napiBindingTarget,
+  _readExamples,
   attachDistillation,
   checkDistillationReplies,
   checkPathContainment,

@@ -14,6 +14,7 @@
 
 mod json_array;
 mod parquet;
+pub mod v8_wire;
 
 use std::fs::File;
 use std::io::{BufReader, Cursor, ErrorKind, Read};

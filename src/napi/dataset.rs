@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 
 use super::arrays::{uninit_array, BatchArray, Owned, OwnedF32, OwnedI32, OwnedU32};
 use super::error::{arg_error, run_sync, typed_arg, JsResult as Result};
-use super::json::JsJson;
+use super::json::{serialized, JsJson};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
@@ -24,6 +24,7 @@ use crate::dataset::{
 use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::export::{write_parquet, write_parquet_batches, ExportSummary};
+use crate::input::v8_wire::{self, Element, WireArray};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::plan::{Batching, PlanCost, Shard};
@@ -1233,6 +1234,9 @@ const FIRST_CREATE_SLICE: u32 = 8;
 /// errors a whole conversion (`Vec<JsJson>`) gives.
 struct ExampleSlices<'env> {
     array: Array<'env>,
+    /// The array as V8's serializer wrote it, read in step with `next`: each example it reads
+    /// needs no napi walk.
+    wire: Option<WireArray<'env>>,
     next: u32,
     what: String,
 }
@@ -1244,8 +1248,13 @@ impl<'env> ExampleSlices<'env> {
         // it is an array before it reads it.
         let array = unsafe { Array::from_napi_value(raw.env, raw.value) }
             .map_err(|e| arg_error(&what, EXAMPLES, &e))?;
+        // SAFETY: as above; the bytes live as long as this call.
+        let wire = unsafe { serialized(raw.env, raw.value) }
+            .and_then(v8_wire::array)
+            .filter(|wire| wire.len() == array.len());
         Ok(ExampleSlices {
             array,
+            wire,
             next: 0,
             what,
         })
@@ -1264,6 +1273,11 @@ impl<'env> ExampleSlices<'env> {
         let end = self.array.len().min(self.next.saturating_add(count));
         let mut out = Vec::with_capacity((end - self.next) as usize);
         while self.next < end {
+            if let Some(Element::Json(json)) = self.wire.as_mut().and_then(|w| w.next_element()) {
+                out.push(json);
+                self.next += 1;
+                continue;
+            }
             let value = self.array.get::<JsJson>(self.next).and_then(|v| {
                 v.ok_or_else(|| {
                     napi::Error::new(
@@ -1288,6 +1302,52 @@ impl<'env> ExampleSlices<'env> {
 }
 
 const EXAMPLES: &str = "an array of examples";
+
+/// One example as `_readExamples` saw it.
+#[napi(object)]
+pub struct ReadExample {
+    /// The example as JSON text (keys in their order), unless it was refused.
+    pub json: Option<String>,
+    /// Why the napi walk refused it.
+    pub error: Option<String>,
+    /// Read from V8's serialization of the array, not by the napi walk.
+    pub wire: bool,
+}
+
+/// *(diagnostic)* How `createSFTDataset` reads `examples`, each on its own: from V8's
+/// serialization of the array where it can (`wire: true`), by the napi walk otherwise or for
+/// all with `wire: false`. The tests hold the two readings to the same JSON and errors.
+#[napi(js_name = "_readExamples")]
+pub fn read_examples(examples: Unknown, wire: bool) -> Result<Vec<ReadExample>> {
+    run_sync(|| {
+        let mut slices = ExampleSlices::new(&examples, "_readExamples: examples".to_string())?;
+        if !wire {
+            slices.wire = None;
+        }
+        let mut out = Vec::with_capacity(slices.len());
+        for i in 0..slices.array.len() {
+            if let Some(Element::Json(json)) = slices.wire.as_mut().and_then(|w| w.next_element()) {
+                out.push(ReadExample {
+                    json: Some(json.to_string()),
+                    error: None,
+                    wire: true,
+                });
+                continue;
+            }
+            let read = match slices.array.get::<JsJson>(i) {
+                Ok(Some(value)) => Ok(value.0.to_string()),
+                Ok(None) => Err("missing".to_string()),
+                Err(e) => Err(e.reason.clone()),
+            };
+            out.push(ReadExample {
+                json: read.as_ref().ok().cloned(),
+                error: read.err(),
+                wire: false,
+            });
+        }
+        Ok(out)
+    })
+}
 
 #[napi(
     js_name = "createSFTDataset",

@@ -18,10 +18,10 @@ impl JsJson {
     }
 }
 
-/// As napi's conversion: deeper values are refused before they can exhaust the stack, and one
-/// value may expand to at most this many nodes (a shared object counts once per reference).
-const MAX_DEPTH: usize = 128;
-const MAX_NODES: usize = 1_000_000;
+// As napi's conversion: deeper values are refused before they can exhaust the stack, and one
+// value may expand to at most `MAX_NODES` nodes (a shared object counts once per reference).
+// `input::v8_wire` reads examples under the same limits.
+use crate::input::v8_wire::{MAX_DEPTH, MAX_NODES};
 
 enum Step {
     Index(u32),
@@ -121,9 +121,21 @@ impl Walk {
                     }
                     Json::Array(items)
                 } else {
-                    // The keys `Object.keys` would give (napi's property names), each read
-                    // back with its own JS string: no key is made anew from Rust text.
-                    let names = unsafe { call(|out| sys::napi_get_property_names(env, raw, out))? };
+                    // The keys `Object.keys` gives (own, enumerable, not symbols), as
+                    // `JSON.stringify` and V8's serializer read them (`input::v8_wire`), each
+                    // read back with its own JS string: no key is made anew from Rust text.
+                    let names = unsafe {
+                        call(|out| {
+                            sys::napi_get_all_property_names(
+                                env,
+                                raw,
+                                sys::KeyCollectionMode::own_only,
+                                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                                sys::KeyConversion::numbers_to_strings,
+                                out,
+                            )
+                        })?
+                    };
                     let names = unsafe { Array::from_napi_value(env, names)? };
                     let mut map = Map::with_capacity(names.len() as usize);
                     for i in 0..names.len() {
@@ -265,4 +277,56 @@ impl ToNapiValue for JsJson {
     unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
         unsafe { Json::to_napi_value(env, value.0) }
     }
+}
+
+/// `value` as V8's serializer writes it (`v8.serialize`, found through
+/// `process.getBuiltinModule`, Node 20.16 and later), for `input::v8_wire` to read; `None` where
+/// there is no such function or the serializer refuses the value (a function, a symbol, a proxy,
+/// a getter that throws...), its exception cleared: the walk then reads the value itself and
+/// says what is wrong with it.
+///
+/// # Safety
+/// `raw` is a live value of the current call in `env`; the bytes stay valid while the call's
+/// handle scope holds the buffer, that is for `'env`.
+pub unsafe fn serialized<'env>(env: sys::napi_env, raw: sys::napi_value) -> Option<&'env [u8]> {
+    let read = || -> Option<&'env [u8]> {
+        let named = |object: sys::napi_value, name: &std::ffi::CStr| unsafe {
+            call(|out| sys::napi_get_named_property(env, object, name.as_ptr(), out)).ok()
+        };
+        let invoke = |this: sys::napi_value, function: sys::napi_value, arg: sys::napi_value| unsafe {
+            call(|out| sys::napi_call_function(env, this, function, 1, &arg, out)).ok()
+        };
+        let global = unsafe { call(|out| sys::napi_get_global(env, out)) }.ok()?;
+        let process = named(global, c"process")?;
+        let builtin = named(process, c"getBuiltinModule")?;
+        let module = c"node:v8";
+        let name =
+            unsafe { call(|out| sys::napi_create_string_utf8(env, module.as_ptr(), 7, out)) }
+                .ok()?;
+        let v8 = invoke(process, builtin, name)?;
+        let serialize = named(v8, c"serialize")?;
+        let buffer = invoke(v8, serialize, raw)?;
+        let mut data = std::ptr::null_mut();
+        let mut len = 0;
+        // SAFETY: napi writes the buffer's address and length, or fails on anything else.
+        let status = unsafe { sys::napi_get_buffer_info(env, buffer, &mut data, &mut len) };
+        if status != sys::Status::napi_ok || data.is_null() {
+            return None;
+        }
+        // SAFETY: a Node buffer's bytes do not move or go away while a handle holds it.
+        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>().cast_const(), len) })
+    };
+    let bytes = read();
+    if bytes.is_none() {
+        let mut pending = false;
+        // SAFETY: both calls only read or clear the env's pending exception.
+        unsafe {
+            if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending
+            {
+                let mut exception = std::ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut exception);
+            }
+        }
+    }
+    bytes
 }

@@ -1,0 +1,897 @@
+//! Examples handed over from JS as V8's serializer writes them (`v8.serialize`, format version
+//! 15), read back as the JSON values the napi walk (`napi::json`) would make of the same objects.
+//!
+//! `createSFTDataset` converts its array of examples from JS objects on the JS thread. Reading
+//! each object through napi costs about three napi calls a property and an array of property
+//! names an object; V8's serializer writes the whole array in one pass of native code, several
+//! times faster, and this module turns its bytes into JSON without touching JS.
+//!
+//! The two readings must give the same JSON, so this reader only answers where it is sure:
+//! - an element whose value the walk would refuse or might read differently (a number JSON
+//!   cannot hold, `undefined` or a hole in an array, a `BigInt` beyond 128 bits, more than
+//!   `MAX_NODES` values, a reference to an object being read, that is a cycle) is handed back
+//!   to the walk, which then gives its own value or its own error;
+//! - anything else the serializer can write (dates, boxed primitives, maps, sets, typed arrays,
+//!   regular expressions, errors, nesting past `MAX_DEPTH`) stops the reader: that element and
+//!   every later one go through the walk.
+//!
+//! What the serializer reads matches the walk's reading of an ordinary object: own enumerable
+//! string-keyed properties, integer keys first in ascending order, then the others in the order
+//! they were created; accessors are called; `undefined`-valued properties are left out. A
+//! shared object is read in full at each place it appears, as the walk does.
+
+use serde_json::{Map, Value as Json};
+
+use crate::json_value::{from_js_bigint, from_js_number};
+
+/// The walk's limits: objects and arrays nested deeper are refused, and one example may expand
+/// to at most this many values (a shared object counts once per reference).
+pub const MAX_DEPTH: usize = 128;
+pub const MAX_NODES: usize = 1_000_000;
+
+/// The only version of the format this reader knows (V8 10 to 13, Node 18 to 24).
+const VERSION: u32 = 15;
+
+mod tag {
+    pub const VERSION: u8 = 0xFF;
+    pub const PADDING: u8 = 0x00;
+    pub const NULL: u8 = b'0';
+    pub const UNDEFINED: u8 = b'_';
+    pub const TRUE: u8 = b'T';
+    pub const FALSE: u8 = b'F';
+    pub const INT32: u8 = b'I';
+    pub const DOUBLE: u8 = b'N';
+    pub const BIGINT: u8 = b'Z';
+    pub const ONE_BYTE_STRING: u8 = b'"';
+    pub const TWO_BYTE_STRING: u8 = b'c';
+    pub const OBJECT_REFERENCE: u8 = b'^';
+    pub const BEGIN_OBJECT: u8 = b'o';
+    pub const END_OBJECT: u8 = b'{';
+    pub const BEGIN_DENSE_ARRAY: u8 = b'A';
+    pub const END_DENSE_ARRAY: u8 = b'$';
+    pub const BEGIN_SPARSE_ARRAY: u8 = b'a';
+    pub const END_SPARSE_ARRAY: u8 = b'@';
+    pub const THE_HOLE: u8 = b'-';
+}
+
+/// One element of the array, as this reader sees it.
+#[derive(Debug, PartialEq)]
+pub enum Element {
+    /// The value, exactly as the walk would read it.
+    Json(Json),
+    /// The walk must read this element (it gives its value or refuses it).
+    Walk,
+}
+
+/// The reader cannot go on: the bytes hold something it does not read.
+#[derive(Debug)]
+struct Stop;
+
+#[derive(Clone, Copy)]
+enum Receiver {
+    Reading,
+    /// Its bytes, to be read again where a later reference points to it.
+    Read {
+        start: usize,
+        end: usize,
+    },
+    /// Read while a reference to one of its ancestors was found: part of a cycle.
+    Cyclic,
+}
+
+/// The elements of a serialized array, read in order.
+pub struct WireArray<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    len: u32,
+    next: u32,
+    stopped: bool,
+    /// Every object and array met so far, by the id the serializer gave it (the order in which it
+    /// began), for references.
+    receivers: Vec<Receiver>,
+    /// Ids of the receivers being read, outermost first.
+    open: Vec<usize>,
+    /// Reading a referenced object again: its receivers have their ids already.
+    replaying: usize,
+    nodes_left: usize,
+    walk: bool,
+}
+
+/// The elements of `bytes`, the serialization of a dense JS array; `None` if it is anything else
+/// or comes from another version of the format.
+pub fn array(bytes: &[u8]) -> Option<WireArray<'_>> {
+    let mut reader = WireArray {
+        bytes,
+        pos: 0,
+        len: 0,
+        next: 0,
+        stopped: false,
+        receivers: Vec::new(),
+        open: Vec::new(),
+        replaying: 0,
+        nodes_left: MAX_NODES,
+        walk: false,
+    };
+    if reader.byte().ok()? != tag::VERSION || reader.varint32().ok()? != VERSION {
+        return None;
+    }
+    if reader.tag().ok()? != tag::BEGIN_DENSE_ARRAY {
+        return None;
+    }
+    reader.receivers.push(Receiver::Reading);
+    reader.len = reader.varint32().ok()?;
+    Some(reader)
+}
+
+impl WireArray<'_> {
+    /// Number of elements.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The next element; `None` once the reader has stopped (on bytes it does not read) or
+    /// passed the last element: the walk reads every element from there.
+    pub fn next_element(&mut self) -> Option<Element> {
+        if self.stopped || self.next >= self.len {
+            return None;
+        }
+        self.nodes_left = MAX_NODES;
+        self.walk = false;
+        match self.element() {
+            Ok(json) => {
+                self.next += 1;
+                Some(if self.walk {
+                    Element::Walk
+                } else {
+                    Element::Json(json)
+                })
+            }
+            Err(Stop) => {
+                self.stopped = true;
+                None
+            }
+        }
+    }
+
+    /// A top-level element: a value the walk reads at depth 0, where `undefined` and a hole are
+    /// its to refuse.
+    fn element(&mut self) -> Result<Json, Stop> {
+        let t = self.tag()?;
+        if t == tag::UNDEFINED || t == tag::THE_HOLE {
+            self.walk = true;
+            return Ok(Json::Null);
+        }
+        self.value_of(t, 0)
+    }
+
+    fn byte(&mut self) -> Result<u8, Stop> {
+        let b = *self.bytes.get(self.pos).ok_or(Stop)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// The next tag, padding skipped.
+    fn tag(&mut self) -> Result<u8, Stop> {
+        loop {
+            let t = self.byte()?;
+            if t != tag::PADDING {
+                return Ok(t);
+            }
+        }
+    }
+
+    fn varint(&mut self, max_bytes: usize) -> Result<u64, Stop> {
+        let mut value = 0u64;
+        for k in 0..max_bytes {
+            let b = self.byte()?;
+            value |= u64::from(b & 0x7F) << (7 * k);
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(Stop)
+    }
+
+    fn varint32(&mut self) -> Result<u32, Stop> {
+        u32::try_from(self.varint(5)?).map_err(|_| Stop)
+    }
+
+    fn length(&mut self) -> Result<usize, Stop> {
+        let n = usize::try_from(self.varint(10)?).map_err(|_| Stop)?;
+        if n > self.bytes.len() - self.pos {
+            return Err(Stop);
+        }
+        Ok(n)
+    }
+
+    fn raw(&mut self, n: usize) -> Result<&[u8], Stop> {
+        let end = self.pos.checked_add(n).ok_or(Stop)?;
+        let slice = self.bytes.get(self.pos..end).ok_or(Stop)?;
+        self.pos = end;
+        Ok(slice)
+    }
+
+    fn int32(&mut self) -> Result<i32, Stop> {
+        let zigzag = self.varint32()?;
+        Ok(((zigzag >> 1) as i32) ^ -((zigzag & 1) as i32))
+    }
+
+    fn double(&mut self) -> Result<f64, Stop> {
+        let raw = self.raw(8)?;
+        let mut le = [0u8; 8];
+        le.copy_from_slice(raw);
+        Ok(f64::from_le_bytes(le))
+    }
+
+    /// A string's text as napi writes it: Latin-1 as UTF-8, UTF-16 with each lone surrogate
+    /// replaced by U+FFFD.
+    fn string_of(&mut self, t: u8) -> Result<String, Stop> {
+        match t {
+            tag::ONE_BYTE_STRING => {
+                let n = self.length()?;
+                let bytes = self.raw(n)?;
+                Ok(match std::str::from_utf8(bytes) {
+                    Ok(ascii) if bytes.is_ascii() => ascii.to_owned(),
+                    _ => bytes.iter().map(|&b| char::from(b)).collect(),
+                })
+            }
+            tag::TWO_BYTE_STRING => {
+                let n = self.length()?;
+                if n % 2 != 0 {
+                    return Err(Stop);
+                }
+                let bytes = self.raw(n)?;
+                let units = bytes
+                    .chunks_exact(2)
+                    .map(|pair| u16::from_le_bytes([pair[0], pair[1]]));
+                Ok(char::decode_utf16(units)
+                    .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+                    .collect())
+            }
+            _ => Err(Stop),
+        }
+    }
+
+    /// A property key: a string, or an integer index the serializer wrote as a number.
+    fn key_of(&mut self, t: u8) -> Result<String, Stop> {
+        match t {
+            tag::INT32 => Ok(self.int32()?.to_string()),
+            tag::DOUBLE => {
+                let n = self.double()?;
+                if n.fract() == 0.0 && (0.0..4_294_967_296.0).contains(&n) {
+                    Ok((n as u64).to_string())
+                } else {
+                    Err(Stop)
+                }
+            }
+            _ => self.string_of(t),
+        }
+    }
+
+    /// Counts one value against the example's budget, as the walk does.
+    fn count(&mut self) {
+        if self.nodes_left == 0 {
+            self.walk = true;
+        } else {
+            self.nodes_left -= 1;
+        }
+    }
+
+    /// The value that begins with tag `t`, at `depth` (0 for an element itself).
+    fn value_of(&mut self, t: u8, depth: usize) -> Result<Json, Stop> {
+        self.count();
+        Ok(match t {
+            tag::NULL => Json::Null,
+            tag::TRUE => Json::Bool(true),
+            tag::FALSE => Json::Bool(false),
+            tag::INT32 => {
+                let n = self.int32()?;
+                from_js_number(f64::from(n)).ok_or(Stop)?
+            }
+            tag::DOUBLE => {
+                let n = self.double()?;
+                from_js_number(n).unwrap_or_else(|| {
+                    self.walk = true;
+                    Json::Null
+                })
+            }
+            tag::BIGINT => self.bigint()?,
+            tag::ONE_BYTE_STRING | tag::TWO_BYTE_STRING => Json::String(self.string_of(t)?),
+            tag::BEGIN_OBJECT | tag::BEGIN_DENSE_ARRAY | tag::BEGIN_SPARSE_ARRAY => {
+                self.receiver(t, depth)?
+            }
+            tag::OBJECT_REFERENCE => self.reference(depth)?,
+            // `undefined` and holes inside arrays are the walk's to refuse.
+            tag::UNDEFINED | tag::THE_HOLE => {
+                self.walk = true;
+                Json::Null
+            }
+            _ => return Err(Stop),
+        })
+    }
+
+    /// A `BigInt`: a bitfield (sign in bit 0, byte length above it), then 64-bit digits, least
+    /// significant first.
+    fn bigint(&mut self) -> Result<Json, Stop> {
+        let bitfield = self.varint(10)?;
+        let negative = bitfield & 1 == 1;
+        let n = usize::try_from(bitfield >> 1).map_err(|_| Stop)?;
+        if n % 8 != 0 || n > self.bytes.len() - self.pos {
+            return Err(Stop);
+        }
+        let words: Vec<u64> = self
+            .raw(n)?
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+            .collect();
+        Ok(from_js_bigint(negative, &words).unwrap_or_else(|| {
+            self.walk = true;
+            Json::Null
+        }))
+    }
+
+    /// An object or array, which the serializer numbers in the order they begin.
+    fn receiver(&mut self, t: u8, depth: usize) -> Result<Json, Stop> {
+        // The walk refuses nesting this deep; the reader stops rather than follow it further.
+        if depth >= MAX_DEPTH {
+            return Err(Stop);
+        }
+        let id = if self.replaying == 0 {
+            self.receivers.push(Receiver::Reading);
+            let id = self.receivers.len() - 1;
+            self.open.push(id);
+            Some(id)
+        } else {
+            None
+        };
+        let start = self.pos - 1;
+        let json = match t {
+            tag::BEGIN_OBJECT => self.object(depth)?,
+            tag::BEGIN_DENSE_ARRAY => self.dense_array(depth)?,
+            _ => self.sparse_array(depth)?,
+        };
+        if let Some(id) = id {
+            self.open.pop();
+            if let Receiver::Reading = self.receivers[id] {
+                self.receivers[id] = Receiver::Read {
+                    start,
+                    end: self.pos,
+                };
+            }
+        }
+        Ok(json)
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Json, Stop> {
+        let mut map = Map::new();
+        let mut properties = 0u64;
+        loop {
+            let t = self.tag()?;
+            if t == tag::END_OBJECT {
+                if self.varint(10)? != properties {
+                    return Err(Stop);
+                }
+                return Ok(Json::Object(map));
+            }
+            let key = self.key_of(t)?;
+            properties += 1;
+            let t = self.tag()?;
+            // `undefined` properties are left out, as the walk (and JSON.stringify) does.
+            if t == tag::UNDEFINED {
+                continue;
+            }
+            let value = self.value_of(t, depth + 1)?;
+            map.insert(key, value);
+        }
+    }
+
+    /// Named properties of an array (the walk reads elements only), read to get past them.
+    fn skip_properties(&mut self, end: u8, depth: usize) -> Result<u64, Stop> {
+        let walk = self.walk;
+        let nodes_left = self.nodes_left;
+        let mut properties = 0u64;
+        loop {
+            let t = self.tag()?;
+            if t == end {
+                break;
+            }
+            self.key_of(t)?;
+            let t = self.tag()?;
+            self.value_of(t, depth + 1)?;
+            properties += 1;
+        }
+        self.walk = walk;
+        self.nodes_left = nodes_left;
+        Ok(properties)
+    }
+
+    fn dense_array(&mut self, depth: usize) -> Result<Json, Stop> {
+        let len = self.varint32()?;
+        let mut items = Vec::with_capacity((len as usize).min(self.bytes.len() - self.pos));
+        for _ in 0..len {
+            let t = self.tag()?;
+            items.push(self.value_of(t, depth + 1)?);
+        }
+        let named = self.skip_properties(tag::END_DENSE_ARRAY, depth)?;
+        if self.varint(10)? != named || self.varint32()? != len {
+            return Err(Stop);
+        }
+        Ok(Json::Array(items))
+    }
+
+    /// An array with holes or dictionary elements: index/value pairs. Unless every index below
+    /// its length has a value, the walk reads it (a hole may find a value on the prototype).
+    fn sparse_array(&mut self, depth: usize) -> Result<Json, Stop> {
+        let len = self.varint32()?;
+        let mut items = Vec::with_capacity((len as usize).min(self.bytes.len() - self.pos));
+        let mut properties = 0u64;
+        loop {
+            let t = self.tag()?;
+            if t == tag::END_SPARSE_ARRAY {
+                break;
+            }
+            properties += 1;
+            let index = match t {
+                tag::INT32 => u32::try_from(self.int32()?).ok(),
+                tag::DOUBLE => {
+                    let n = self.double()?;
+                    (n.fract() == 0.0 && (0.0..f64::from(u32::MAX)).contains(&n))
+                        .then_some(n as u32)
+                }
+                _ => {
+                    self.string_of(t)?;
+                    None
+                }
+            };
+            match index {
+                Some(i) if i < len => {
+                    if i as usize != items.len() {
+                        self.walk = true;
+                    }
+                    let t = self.tag()?;
+                    let value = self.value_of(t, depth + 1)?;
+                    items.push(value);
+                }
+                _ => {
+                    // A named property, or an index the array's length does not cover.
+                    let walk = self.walk;
+                    let nodes_left = self.nodes_left;
+                    let t = self.tag()?;
+                    self.value_of(t, depth + 1)?;
+                    self.walk = walk;
+                    self.nodes_left = nodes_left;
+                }
+            }
+        }
+        if self.varint(10)? != properties || self.varint32()? != len {
+            return Err(Stop);
+        }
+        if items.len() != len as usize {
+            self.walk = true;
+        }
+        Ok(Json::Array(items))
+    }
+
+    /// A reference to an object met before: read again from its bytes, unless it is still
+    /// being read (a cycle, which the walk refuses at its depth limit).
+    fn reference(&mut self, depth: usize) -> Result<Json, Stop> {
+        let id = usize::try_from(self.varint(10)?).map_err(|_| Stop)?;
+        let (start, end) = match self.receivers.get(id).copied().ok_or(Stop)? {
+            Receiver::Read { start, end } => (start, end),
+            Receiver::Reading => {
+                for &open in &self.open {
+                    self.receivers[open] = Receiver::Cyclic;
+                }
+                self.walk = true;
+                return Ok(Json::Null);
+            }
+            Receiver::Cyclic => {
+                self.walk = true;
+                return Ok(Json::Null);
+            }
+        };
+        if self.walk {
+            // The element goes to the walk anyway: no need to expand what it shares.
+            return Ok(Json::Null);
+        }
+        // The value counted itself as one node already; its bytes count it again.
+        self.nodes_left += 1;
+        let resume = self.pos;
+        self.pos = start;
+        self.replaying += 1;
+        let t = self.tag();
+        let json = t.and_then(|t| self.value_of(t, depth));
+        self.replaying -= 1;
+        let read_to = self.pos;
+        self.pos = resume;
+        let json = json?;
+        if read_to != end {
+            return Err(Stop);
+        }
+        Ok(json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A tiny writer of the format, to build inputs by hand.
+    #[derive(Default)]
+    struct W(Vec<u8>);
+
+    impl W {
+        fn header() -> W {
+            W(vec![0xFF, 15])
+        }
+        fn b(mut self, bytes: &[u8]) -> W {
+            self.0.extend_from_slice(bytes);
+            self
+        }
+        fn varint(mut self, mut v: u64) -> W {
+            loop {
+                let low = (v & 0x7F) as u8;
+                v >>= 7;
+                if v == 0 {
+                    self.0.push(low);
+                    return self;
+                }
+                self.0.push(low | 0x80);
+            }
+        }
+        fn int(self, n: i32) -> W {
+            self.b(b"I").varint(((n << 1) ^ (n >> 31)) as u32 as u64)
+        }
+        fn double(self, n: f64) -> W {
+            self.b(b"N").b(&n.to_le_bytes())
+        }
+        fn s(self, text: &str) -> W {
+            if text.chars().all(|c| (c as u32) < 256) {
+                let bytes: Vec<u8> = text.chars().map(|c| c as u8).collect();
+                self.b(b"\"").varint(bytes.len() as u64).b(&bytes)
+            } else {
+                let units: Vec<u16> = text.encode_utf16().collect();
+                self.utf16(&units)
+            }
+        }
+        fn utf16(self, units: &[u16]) -> W {
+            let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+            self.b(b"c").varint(bytes.len() as u64).b(&bytes)
+        }
+        fn dense(self, len: u64) -> W {
+            self.b(b"A").varint(len)
+        }
+        fn end_dense(self, props: u64, len: u64) -> W {
+            self.b(b"$").varint(props).varint(len)
+        }
+    }
+
+    fn elements(bytes: &[u8]) -> Vec<Option<Element>> {
+        let mut reader = array(bytes).expect("an array");
+        (0..reader.len() + 1)
+            .map(|_| reader.next_element())
+            .collect()
+    }
+
+    fn one(bytes: W) -> Option<Element> {
+        let bytes = bytes.end_dense(0, 1);
+        let mut out = elements(&bytes.0);
+        assert_eq!(out.pop(), Some(None), "one element, then nothing");
+        out.pop().unwrap()
+    }
+
+    #[test]
+    fn reads_objects_arrays_and_scalars() {
+        // [{"role": "user", "n": 1, "x": [true, false, null, 1.5, -3], "u": undefined}]
+        let w = W::header()
+            .dense(1)
+            .b(b"o")
+            .s("role")
+            .s("user")
+            .s("n")
+            .int(1)
+            .s("x")
+            .dense(5)
+            .b(b"TF0")
+            .double(1.5)
+            .int(-3)
+            .end_dense(0, 5)
+            .s("u")
+            .b(b"_")
+            .b(b"{")
+            .varint(4);
+        assert_eq!(
+            one(w),
+            Some(Element::Json(
+                json!({"role": "user", "n": 1, "x": [true, false, null, 1.5, -3]})
+            ))
+        );
+    }
+
+    #[test]
+    fn numbers_follow_the_walk() {
+        let read = |w: W| match one(W::header().dense(1).b(&w.0)) {
+            Some(Element::Json(j)) => j,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(read(W::default().double(-0.0)), json!(0));
+        assert_eq!(
+            read(W::default().double(2f64.powi(40))),
+            json!(1_099_511_627_776i64)
+        );
+        assert_eq!(
+            read(W::default().double(2f64.powi(60))),
+            json!(1_152_921_504_606_846_976f64)
+        );
+        assert_eq!(read(W::default().int(i32::MIN)), json!(i32::MIN));
+        assert_eq!(read(W::default().int(i32::MAX)), json!(i32::MAX));
+        // -5n and 2n ** 70n
+        assert_eq!(
+            read(W::default().b(b"Z").varint(17).b(&5u64.to_le_bytes())),
+            json!(-5)
+        );
+        let words = [0u64, 64];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(
+            read(W::default().b(b"Z").varint(32).b(&bytes)),
+            crate::json_value::from_digits("1180591620717411303424").unwrap()
+        );
+        for walked in [
+            W::header().dense(1).double(f64::NAN),
+            W::header().dense(1).double(f64::INFINITY),
+            // 2n ** 128n: three words.
+            W::header()
+                .dense(1)
+                .b(b"Z")
+                .varint(48)
+                .b(&[0u8; 16])
+                .b(&1u64.to_le_bytes()),
+            W::header().dense(1).b(b"_"),
+            W::header().dense(1).dense(1).b(b"_").end_dense(0, 1),
+            W::header().dense(1).dense(1).b(b"-").end_dense(0, 1),
+        ] {
+            assert_eq!(one(walked), Some(Element::Walk));
+        }
+    }
+
+    #[test]
+    fn strings_as_napi_writes_them() {
+        let read = |w: W| match one(W::header().dense(1).b(&w.0)) {
+            Some(Element::Json(Json::String(s))) => s,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(read(W::default().s("")), "");
+        assert_eq!(read(W::default().s("caf\u{e9} \u{ff}")), "café ÿ");
+        assert_eq!(read(W::default().s("€ and 😀")), "€ and 😀");
+        // Padding before a two-byte string, as the serializer aligns it.
+        assert_eq!(read(W::default().b(&[0, 0]).s("€")), "€");
+        // Lone surrogates become U+FFFD, a pair stays one character.
+        assert_eq!(
+            read(W::default().utf16(&[0xD800, 0x61, 0xDC00, 0xD83D, 0xDE00, 0xD800])),
+            "\u{FFFD}a\u{FFFD}😀\u{FFFD}"
+        );
+    }
+
+    #[test]
+    fn keys_numbers_and_named_array_properties() {
+        // {0: "a", 4294967294: "b", "k": "c"} and [1] with a named property "x"
+        let w = W::header()
+            .dense(2)
+            .b(b"o")
+            .int(0)
+            .s("a")
+            .double(4_294_967_294.0)
+            .s("b")
+            .s("k")
+            .s("c")
+            .b(b"{")
+            .varint(3)
+            .dense(1)
+            .int(1)
+            .s("x")
+            .double(f64::NAN)
+            .end_dense(1, 1)
+            .end_dense(0, 2);
+        let out = elements(&w.0);
+        assert_eq!(
+            out[0],
+            Some(Element::Json(
+                json!({"0": "a", "4294967294": "b", "k": "c"})
+            ))
+        );
+        // A named property is not read by the walk: its NaN does not matter.
+        assert_eq!(out[1], Some(Element::Json(json!([1]))));
+        assert_eq!(out[2], None);
+    }
+
+    #[test]
+    fn sparse_arrays_whole_or_walked() {
+        // A holey array with every index set, then one with a hole.
+        let w = W::header()
+            .dense(2)
+            .b(b"a")
+            .varint(2)
+            .int(0)
+            .s("x")
+            .int(1)
+            .s("y")
+            .s("name")
+            .int(7)
+            .b(b"@")
+            .varint(3)
+            .varint(2)
+            .b(b"a")
+            .varint(2)
+            .int(1)
+            .s("y")
+            .b(b"@")
+            .varint(1)
+            .varint(2)
+            .end_dense(0, 2);
+        let out = elements(&w.0);
+        assert_eq!(out[0], Some(Element::Json(json!(["x", "y"]))));
+        assert_eq!(out[1], Some(Element::Walk));
+    }
+
+    #[test]
+    fn shared_objects_are_read_again_and_cycles_walked() {
+        // tools = [{"name": "f"}]; [{"t": tools}, {"t": tools, "u": tools}]; ids: array 0,
+        // element 1, tools 2, its object 3, element 4.
+        let w = W::header()
+            .dense(2)
+            .b(b"o")
+            .s("t")
+            .dense(1)
+            .b(b"o")
+            .s("name")
+            .s("f")
+            .b(b"{")
+            .varint(1)
+            .end_dense(0, 1)
+            .b(b"{")
+            .varint(1)
+            .b(b"o")
+            .s("t")
+            .b(b"^")
+            .varint(2)
+            .s("u")
+            .b(b"^")
+            .varint(3)
+            .b(b"{")
+            .varint(2)
+            .end_dense(0, 2);
+        let out = elements(&w.0);
+        assert_eq!(out[0], Some(Element::Json(json!({"t": [{"name": "f"}]}))));
+        assert_eq!(
+            out[1],
+            Some(Element::Json(
+                json!({"t": [{"name": "f"}], "u": {"name": "f"}})
+            ))
+        );
+        // a = {"self": a}: a cycle; then b = {"a": a}, which shares the cyclic object.
+        let w = W::header()
+            .dense(2)
+            .b(b"o")
+            .s("self")
+            .b(b"^")
+            .varint(1)
+            .b(b"{")
+            .varint(1)
+            .b(b"o")
+            .s("a")
+            .b(b"^")
+            .varint(1)
+            .b(b"{")
+            .varint(1)
+            .end_dense(0, 2);
+        let out = elements(&w.0);
+        assert_eq!(out[0], Some(Element::Walk));
+        assert_eq!(out[1], Some(Element::Walk));
+        assert_eq!(out[2], None);
+    }
+
+    #[test]
+    fn node_budget_as_the_walk_counts_it() {
+        // Each level holds the one before it twice (ids: the outer array 0, the element 1, the
+        // first pair 2): 2^22 nulls at the last level, past the budget, in a few hundred bytes.
+        let mut w = W::header()
+            .dense(1)
+            .dense(22)
+            .dense(2)
+            .b(b"00")
+            .end_dense(0, 2);
+        for level in 0..21u64 {
+            w = w
+                .dense(2)
+                .b(b"^")
+                .varint(level + 2)
+                .b(b"^")
+                .varint(level + 2)
+                .end_dense(0, 2);
+        }
+        let w = w.end_dense(0, 22);
+        assert_eq!(one(w), Some(Element::Walk));
+        // Within the budget, the same sharing is expanded in full.
+        let mut w = W::header()
+            .dense(1)
+            .dense(4)
+            .dense(2)
+            .b(b"00")
+            .end_dense(0, 2);
+        for level in 0..3u64 {
+            w = w
+                .dense(2)
+                .b(b"^")
+                .varint(level + 2)
+                .b(b"^")
+                .varint(level + 2)
+                .end_dense(0, 2);
+        }
+        let Some(Element::Json(Json::Array(levels))) = one(w.end_dense(0, 4)) else {
+            panic!("an array")
+        };
+        assert_eq!(
+            levels[3],
+            json!([
+                [[[null, null], [null, null]], [[null, null], [null, null]]],
+                [[[null, null], [null, null]], [[null, null], [null, null]]]
+            ])
+        );
+    }
+
+    #[test]
+    fn depth_limit_stops_the_reader() {
+        let nested = |depth: usize| {
+            let mut w = W::header().dense(2);
+            for _ in 0..depth {
+                w = w.dense(1);
+            }
+            w = w.b(b"0");
+            for _ in 0..depth {
+                w = w.end_dense(0, 1);
+            }
+            w.b(b"0").end_dense(0, 2)
+        };
+        // An element at depth 0 holding 128 arrays: the innermost is at depth 127.
+        let out = elements(&nested(128).0);
+        assert!(matches!(out[0], Some(Element::Json(_))));
+        assert_eq!(out[1], Some(Element::Json(Json::Null)));
+        let out = elements(&nested(129).0);
+        assert_eq!(out[0], None);
+        assert_eq!(out[1], None);
+    }
+
+    #[test]
+    fn unknown_values_stop_the_reader() {
+        // [{"d": new Date(0)}, "after"]
+        let w = W::header()
+            .dense(2)
+            .b(b"o")
+            .s("d")
+            .b(b"D")
+            .double(0.0)
+            .b(b"{")
+            .varint(1)
+            .s("after")
+            .end_dense(0, 2);
+        assert_eq!(elements(&w.0), vec![None, None, None]);
+        // Truncated bytes and a wrong property count stop it too.
+        let w = W::header().dense(1).b(b"o").s("k");
+        assert_eq!(elements(&w.0), vec![None, None]);
+        let w = W::header()
+            .dense(1)
+            .b(b"o")
+            .b(b"{")
+            .varint(1)
+            .end_dense(0, 1);
+        assert_eq!(elements(&w.0), vec![None, None]);
+        // Another version, or not an array, is not read at all.
+        assert!(array(&[0xFF, 14, b'A', 0]).is_none());
+        assert!(array(&W::header().b(b"o").b(b"{").varint(0).0).is_none());
+    }
+}
