@@ -15,7 +15,8 @@ use crate::chat_template::RenderOptions;
 use crate::collate::{Batch, Layout, Padding};
 use crate::dataset_format::{Converter, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
-use crate::example::{detect_format, from_created, Format};
+use crate::example::{detect_format, format_from_keys, from_created, Format};
+use crate::input::v8_wire::{WireExample, WireExamples};
 use crate::loader::{load_rows, LoadOptions, PARALLEL_GRAIN};
 use crate::masking::{ChatMlMarkers, Reasoning, SpanPolicy};
 use crate::packed_rows::PackedRows;
@@ -355,7 +356,9 @@ pub struct Dataset {
     kept: Option<Vec<u32>>,
     /// The examples as given to the constructor, each taken when its row is built; empty for a
     /// loaded dataset, whose rows were all built while the file streamed by.
-    examples: Vec<Mutex<Option<Json>>>,
+    examples: Vec<Mutex<Option<Pending>>>,
+    /// The bytes `Pending::Wire` examples are decoded from.
+    wire: Option<Arc<WireExamples>>,
     rows: RowCache,
     warned: Vec<AtomicBool>,
     epoch: RwLock<Arc<Epoch>>,
@@ -382,8 +385,15 @@ impl Dataset {
     ) -> SftResult<Self> {
         let count = examples.len();
         let mut examples = examples.into_iter();
-        let mut creation = Self::begin_creation(examples.next(), count, tokenizer, config, false)?;
-        creation.add(examples.collect())?;
+        let mut creation = Self::begin_creation(
+            examples.next().map(Pending::Json),
+            count,
+            tokenizer,
+            config,
+            false,
+            None,
+        )?;
+        creation.add(examples.map(Pending::Json).collect())?;
         let dataset = creation.finish()?;
         Arc::try_unwrap(dataset)
             .map_err(|_| SftError::new(ErrorCode::Internal, "a dataset being created is shared"))
@@ -395,11 +405,12 @@ impl Dataset {
     /// slice start building on other threads as it is added, unless the config needs every row
     /// before the dataset exists (plans that read lengths, dropped rows).
     pub fn begin_creation(
-        first: Option<Json>,
+        first: Option<Pending>,
         count: usize,
         tokenizer: Arc<ChatTokenizer>,
         config: DatasetConfig,
         build_early: bool,
+        wire: Option<Arc<WireExamples>>,
     ) -> SftResult<Creation> {
         let Some(first) = first else {
             return Err(SftError::new(
@@ -409,13 +420,14 @@ impl Dataset {
         };
         config.check_batching()?;
         let masking = resolve_masking(&tokenizer, &config)?;
-        let format = detect_format(&first)?;
+        let format = first.format()?;
         let rows = RowCache::lazy(count);
         let turn_end = turn_end_of(&tokenizer, &config);
         let examples = (0..count).map(|_| Mutex::new(None)).collect();
         let mut dataset =
             Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
         dataset.repeats = Some(Repeats::new(count));
+        dataset.wire = wire;
         // Plans other than the reference's read every row's length.
         let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
         let mut creation = Creation {
@@ -520,7 +532,7 @@ impl Dataset {
         format: Format,
         masking: Masking,
         turn_end: Option<TurnEnd>,
-        examples: Vec<Mutex<Option<Json>>>,
+        examples: Vec<Mutex<Option<Pending>>>,
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
@@ -533,6 +545,7 @@ impl Dataset {
             turn_end,
             kept: None,
             examples,
+            wire: None,
             warned: (0..len).map(|_| AtomicBool::new(false)).collect(),
             rows,
             epoch: RwLock::new(Arc::new(Epoch {
@@ -668,12 +681,16 @@ impl Dataset {
             Ok(mut guard) => guard.take(),
             Err(poisoned) => poisoned.into_inner().take(),
         });
-        let example = taken.ok_or_else(|| {
-            SftError::new(
-                ErrorCode::Internal,
-                format!("SFT example {index} was not there to build its row"),
-            )
-        })?;
+        let internal =
+            |what: &str| SftError::new(ErrorCode::Internal, format!("SFT example {index} {what}"));
+        let example = match taken.ok_or_else(|| internal("was not there to build its row"))? {
+            Pending::Json(json) => json,
+            Pending::Wire(at) => self
+                .wire
+                .as_ref()
+                .and_then(|wire| wire.decode(&at))
+                .ok_or_else(|| internal("did not decode from V8's serialization"))?,
+        };
         let example = from_created(example, index, self.format)?;
         // A repeat of an example whose row is built whole is a copy of that row when neither
         // carries distillation targets (the one part of an example its key leaves out): the
@@ -1053,6 +1070,22 @@ impl Dataset {
 
 /// A dataset whose examples are still arriving (`Dataset::begin_creation`). Dropped before
 /// `finish`, it stops building the rows it started.
+/// An example of a dataset being created, until its row is built: JSON, or where to decode it
+/// from in V8's serialization of the examples (`input::v8_wire`), on the thread that builds it.
+pub enum Pending {
+    Json(Json),
+    Wire(WireExample),
+}
+
+impl Pending {
+    fn format(&self) -> SftResult<Format> {
+        match self {
+            Pending::Json(json) => detect_format(json),
+            Pending::Wire(at) => format_from_keys(|key| at.has_key(key)),
+        }
+    }
+}
+
 pub struct Creation {
     dataset: Arc<Dataset>,
     added: usize,
@@ -1062,7 +1095,7 @@ pub struct Creation {
 }
 
 impl Creation {
-    fn put(&mut self, index: usize, example: Json) {
+    fn put(&mut self, index: usize, example: Pending) {
         if let Some(cell) = self.dataset.examples.get(index) {
             match cell.lock() {
                 Ok(mut guard) => *guard = Some(example),
@@ -1073,11 +1106,11 @@ impl Creation {
 
     /// The next examples, in order: each must have example 0's format (the reference's check,
     /// first failure first). With early building, their rows start building now.
-    pub fn add(&mut self, examples: Vec<Json>) -> SftResult<()> {
+    pub fn add(&mut self, examples: Vec<Pending>) -> SftResult<()> {
         let start = self.added;
         let format = self.dataset.format;
         for (k, example) in examples.into_iter().enumerate() {
-            let other = detect_format(&example)?;
+            let other = example.format()?;
             if other != format {
                 return Err(inconsistent(format, start + k, other));
             }

@@ -77,7 +77,12 @@ fn invalid(message: String) -> SftError {
 
 /// The reference's format detection: by key presence, `prompt` and `completion` first.
 pub fn detect_format(example: &Json) -> SftResult<Format> {
-    let has = |key: &str| example.as_object().is_some_and(|o| o.contains_key(key));
+    format_from_keys(|key| example.as_object().is_some_and(|o| o.contains_key(key)))
+}
+
+/// `detect_format` of an example known by which of its keys it has (`prompt`, `completion`,
+/// `messages`).
+pub fn format_from_keys(has: impl Fn(&str) -> bool) -> SftResult<Format> {
     if has("prompt") && has("completion") {
         Ok(Format::PromptCompletion)
     } else if has("messages") {

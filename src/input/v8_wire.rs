@@ -1,10 +1,13 @@
 //! Examples handed over from JS as V8's serializer writes them (`v8.serialize`, format version
 //! 15), read back as the JSON values the napi walk (`napi::json`) would make of the same objects.
 //!
-//! `createSFTDataset` converts its array of examples from JS objects on the JS thread. Reading
+//! `createSFTDataset` converted its array of examples from JS objects on the JS thread. Reading
 //! each object through napi costs about three napi calls a property and an array of property
 //! names an object; V8's serializer writes the whole array in one pass of native code, several
-//! times faster, and this module turns its bytes into JSON without touching JS.
+//! times faster. This module then reads the bytes in two steps: [`skim`], on the JS thread, goes
+//! through them once without building anything, to find each element's bytes and whether it can
+//! be read from them; [`WireExamples::decode`] builds an element's JSON where its row is built,
+//! on any thread.
 //!
 //! The two readings must give the same JSON, so this reader only answers where it is sure:
 //! - an element whose value the walk would refuse or might read differently (a number JSON
@@ -54,20 +57,115 @@ mod tag {
     pub const THE_HOLE: u8 = b'-';
 }
 
-/// One element of the array, as this reader sees it.
-#[derive(Debug, PartialEq)]
-pub enum Element {
-    /// The value, exactly as the walk would read it.
-    Json(Json),
+/// How the skim found one element of the array.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Skimmed {
+    /// Its JSON is to be decoded from the bytes.
+    Wire(WireExample),
     /// The walk must read this element (it gives its value or refuses it).
     Walk,
+}
+
+/// Where an element's bytes are, and which of the keys that tell an example's format it has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WireExample {
+    start: usize,
+    end: usize,
+    keys: u8,
+}
+
+/// The keys `example::detect_format` looks at, as bits of `WireExample::keys`.
+const FORMAT_KEYS: [&str; 3] = ["prompt", "completion", "messages"];
+
+impl WireExample {
+    /// Whether the element is an object with own property `key` (one of the keys that tell an
+    /// example's format) whose value is not `undefined`.
+    pub fn has_key(&self, key: &str) -> bool {
+        FORMAT_KEYS
+            .iter()
+            .position(|k| *k == key)
+            .is_some_and(|bit| self.keys & (1 << bit) != 0)
+    }
+}
+
+/// The serialized array and what the skim learned of the objects in it, for decoding elements on
+/// any thread.
+pub struct WireExamples {
+    bytes: Vec<u8>,
+    receivers: Vec<Receiver>,
+}
+
+/// What [`skim`] found: one entry per element up to the first one it could not get past (the
+/// walk reads that one and every later one), and the bytes to decode the others from.
+pub struct Skim {
+    pub len: u32,
+    pub elements: Vec<Skimmed>,
+    pub examples: WireExamples,
+}
+
+/// Skims `bytes`, the serialization of a dense JS array; `None` if it is anything else or comes
+/// from another version of the format.
+pub fn skim(bytes: &[u8]) -> Option<Skim> {
+    let mut reader = Reader::new(bytes, Receivers::Growing(Vec::new()), false);
+    if reader.byte().ok()? != tag::VERSION || reader.varint32().ok()? != VERSION {
+        return None;
+    }
+    if reader.tag().ok()? != tag::BEGIN_DENSE_ARRAY {
+        return None;
+    }
+    reader.receivers.push(Receiver::Reading);
+    let len = reader.varint32().ok()?;
+    let mut elements = Vec::with_capacity((len as usize).min(bytes.len()));
+    for _ in 0..len {
+        reader.nodes_left = MAX_NODES;
+        reader.walk = false;
+        reader.keys = 0;
+        let start = reader.pos;
+        if reader.element().is_err() {
+            break;
+        }
+        elements.push(if reader.walk {
+            Skimmed::Walk
+        } else {
+            Skimmed::Wire(WireExample {
+                start,
+                end: reader.pos,
+                keys: reader.keys,
+            })
+        });
+    }
+    let receivers = match reader.receivers {
+        Receivers::Growing(receivers) => receivers,
+        Receivers::Fixed(_) => return None,
+    };
+    Some(Skim {
+        len,
+        elements,
+        examples: WireExamples {
+            bytes: bytes.to_vec(),
+            receivers,
+        },
+    })
+}
+
+impl WireExamples {
+    /// The JSON of an element the skim found readable: what the walk reads from the same value.
+    /// `None` only if the bytes say otherwise than they did to the skim, which is a bug.
+    pub fn decode(&self, example: &WireExample) -> Option<Json> {
+        let mut reader = Reader::new(&self.bytes, Receivers::Fixed(&self.receivers), true);
+        reader.pos = example.start;
+        // The skim numbered every object already.
+        reader.replaying = 1;
+        let json = reader.element().ok()?;
+        (!reader.walk && reader.pos == example.end).then_some(json)
+    }
 }
 
 /// The reader cannot go on: the bytes hold something it does not read.
 #[derive(Debug)]
 struct Stop;
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Receiver {
     Reading,
     /// Its bytes, to be read again where a later reference points to it.
@@ -79,81 +177,69 @@ enum Receiver {
     Cyclic,
 }
 
-/// The elements of a serialized array, read in order.
-pub struct WireArray<'a> {
+/// Every object and array met, by the id the serializer gave it (the order in which it began):
+/// being numbered by the skim, or fixed for decoding.
+enum Receivers<'a> {
+    Growing(Vec<Receiver>),
+    Fixed(&'a [Receiver]),
+}
+
+impl Receivers<'_> {
+    fn get(&self, id: usize) -> Option<Receiver> {
+        match self {
+            Receivers::Growing(all) => all.get(id).copied(),
+            Receivers::Fixed(all) => all.get(id).copied(),
+        }
+    }
+
+    fn push(&mut self, receiver: Receiver) -> Option<usize> {
+        match self {
+            Receivers::Growing(all) => {
+                all.push(receiver);
+                Some(all.len() - 1)
+            }
+            Receivers::Fixed(_) => None,
+        }
+    }
+
+    fn set(&mut self, id: usize, receiver: Receiver) {
+        if let Receivers::Growing(all) = self {
+            if let Some(slot) = all.get_mut(id) {
+                *slot = receiver;
+            }
+        }
+    }
+}
+
+struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
-    len: u32,
-    next: u32,
-    stopped: bool,
-    /// Every object and array met so far, by the id the serializer gave it (the order in which it
-    /// began), for references.
-    receivers: Vec<Receiver>,
+    receivers: Receivers<'a>,
     /// Ids of the receivers being read, outermost first.
     open: Vec<usize>,
     /// Reading a referenced object again: its receivers have their ids already.
     replaying: usize,
     nodes_left: usize,
+    /// The element goes to the walk.
     walk: bool,
+    /// Build the JSON (decoding), or only go through the bytes (skimming).
+    build: bool,
+    /// The format keys of the element, when skimming.
+    keys: u8,
 }
 
-/// The elements of `bytes`, the serialization of a dense JS array; `None` if it is anything else
-/// or comes from another version of the format.
-pub fn array(bytes: &[u8]) -> Option<WireArray<'_>> {
-    let mut reader = WireArray {
-        bytes,
-        pos: 0,
-        len: 0,
-        next: 0,
-        stopped: false,
-        receivers: Vec::new(),
-        open: Vec::new(),
-        replaying: 0,
-        nodes_left: MAX_NODES,
-        walk: false,
-    };
-    if reader.byte().ok()? != tag::VERSION || reader.varint32().ok()? != VERSION {
-        return None;
-    }
-    if reader.tag().ok()? != tag::BEGIN_DENSE_ARRAY {
-        return None;
-    }
-    reader.receivers.push(Receiver::Reading);
-    reader.len = reader.varint32().ok()?;
-    Some(reader)
-}
-
-impl WireArray<'_> {
-    /// Number of elements.
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The next element; `None` once the reader has stopped (on bytes it does not read) or
-    /// passed the last element: the walk reads every element from there.
-    pub fn next_element(&mut self) -> Option<Element> {
-        if self.stopped || self.next >= self.len {
-            return None;
-        }
-        self.nodes_left = MAX_NODES;
-        self.walk = false;
-        match self.element() {
-            Ok(json) => {
-                self.next += 1;
-                Some(if self.walk {
-                    Element::Walk
-                } else {
-                    Element::Json(json)
-                })
-            }
-            Err(Stop) => {
-                self.stopped = true;
-                None
-            }
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], receivers: Receivers<'a>, build: bool) -> Self {
+        Reader {
+            bytes,
+            pos: 0,
+            receivers,
+            open: Vec::new(),
+            replaying: 0,
+            nodes_left: MAX_NODES,
+            walk: false,
+            build,
+            keys: 0,
         }
     }
 
@@ -228,12 +314,15 @@ impl WireArray<'_> {
     }
 
     /// A string's text as napi writes it: Latin-1 as UTF-8, UTF-16 with each lone surrogate
-    /// replaced by U+FFFD.
-    fn string_of(&mut self, t: u8) -> Result<String, Stop> {
+    /// replaced by U+FFFD. Without `keep`, only its bytes are passed (an empty string returned).
+    fn string_of(&mut self, t: u8, keep: bool) -> Result<String, Stop> {
         match t {
             tag::ONE_BYTE_STRING => {
                 let n = self.length()?;
                 let bytes = self.raw(n)?;
+                if !keep {
+                    return Ok(String::new());
+                }
                 Ok(match std::str::from_utf8(bytes) {
                     Ok(ascii) if bytes.is_ascii() => ascii.to_owned(),
                     _ => bytes.iter().map(|&b| char::from(b)).collect(),
@@ -245,6 +334,9 @@ impl WireArray<'_> {
                     return Err(Stop);
                 }
                 let bytes = self.raw(n)?;
+                if !keep {
+                    return Ok(String::new());
+                }
                 let units = bytes
                     .chunks_exact(2)
                     .map(|pair| u16::from_le_bytes([pair[0], pair[1]]));
@@ -256,19 +348,26 @@ impl WireArray<'_> {
         }
     }
 
-    /// A property key: a string, or an integer index the serializer wrote as a number.
-    fn key_of(&mut self, t: u8) -> Result<String, Stop> {
+    /// A property key: a string, or an integer index the serializer wrote as a number. Without
+    /// `keep`, only checked and passed.
+    fn key_of(&mut self, t: u8, keep: bool) -> Result<String, Stop> {
         match t {
-            tag::INT32 => Ok(self.int32()?.to_string()),
+            tag::INT32 => {
+                let n = self.int32()?;
+                Ok(if keep { n.to_string() } else { String::new() })
+            }
             tag::DOUBLE => {
                 let n = self.double()?;
-                if n.fract() == 0.0 && (0.0..4_294_967_296.0).contains(&n) {
-                    Ok((n as u64).to_string())
-                } else {
-                    Err(Stop)
+                if n.fract() != 0.0 || !(0.0..4_294_967_296.0).contains(&n) {
+                    return Err(Stop);
                 }
+                Ok(if keep {
+                    (n as u64).to_string()
+                } else {
+                    String::new()
+                })
             }
-            _ => self.string_of(t),
+            _ => self.string_of(t, keep),
         }
     }
 
@@ -300,7 +399,9 @@ impl WireArray<'_> {
                 })
             }
             tag::BIGINT => self.bigint()?,
-            tag::ONE_BYTE_STRING | tag::TWO_BYTE_STRING => Json::String(self.string_of(t)?),
+            tag::ONE_BYTE_STRING | tag::TWO_BYTE_STRING => {
+                Json::String(self.string_of(t, self.build)?)
+            }
             tag::BEGIN_OBJECT | tag::BEGIN_DENSE_ARRAY | tag::BEGIN_SPARSE_ARRAY => {
                 self.receiver(t, depth)?
             }
@@ -341,10 +442,9 @@ impl WireArray<'_> {
             return Err(Stop);
         }
         let id = if self.replaying == 0 {
-            self.receivers.push(Receiver::Reading);
-            let id = self.receivers.len() - 1;
-            self.open.push(id);
-            Some(id)
+            let id = self.receivers.push(Receiver::Reading);
+            self.open.extend(id);
+            id
         } else {
             None
         };
@@ -356,11 +456,14 @@ impl WireArray<'_> {
         };
         if let Some(id) = id {
             self.open.pop();
-            if let Receiver::Reading = self.receivers[id] {
-                self.receivers[id] = Receiver::Read {
-                    start,
-                    end: self.pos,
-                };
+            if let Some(Receiver::Reading) = self.receivers.get(id) {
+                self.receivers.set(
+                    id,
+                    Receiver::Read {
+                        start,
+                        end: self.pos,
+                    },
+                );
             }
         }
         Ok(json)
@@ -377,15 +480,23 @@ impl WireArray<'_> {
                 }
                 return Ok(Json::Object(map));
             }
-            let key = self.key_of(t)?;
+            // The skim reads the keys of an element itself, for its format.
+            let key = self.key_of(t, self.build || depth == 0)?;
             properties += 1;
             let t = self.tag()?;
             // `undefined` properties are left out, as the walk (and JSON.stringify) does.
             if t == tag::UNDEFINED {
                 continue;
             }
+            if depth == 0 {
+                if let Some(bit) = FORMAT_KEYS.iter().position(|k| *k == key) {
+                    self.keys |= 1 << bit;
+                }
+            }
             let value = self.value_of(t, depth + 1)?;
-            map.insert(key, value);
+            if self.build {
+                map.insert(key, value);
+            }
         }
     }
 
@@ -399,7 +510,7 @@ impl WireArray<'_> {
             if t == end {
                 break;
             }
-            self.key_of(t)?;
+            self.key_of(t, false)?;
             let t = self.tag()?;
             self.value_of(t, depth + 1)?;
             properties += 1;
@@ -411,10 +522,16 @@ impl WireArray<'_> {
 
     fn dense_array(&mut self, depth: usize) -> Result<Json, Stop> {
         let len = self.varint32()?;
-        let mut items = Vec::with_capacity((len as usize).min(self.bytes.len() - self.pos));
+        let mut items = Vec::new();
+        if self.build {
+            items.reserve((len as usize).min(self.bytes.len() - self.pos));
+        }
         for _ in 0..len {
             let t = self.tag()?;
-            items.push(self.value_of(t, depth + 1)?);
+            let value = self.value_of(t, depth + 1)?;
+            if self.build {
+                items.push(value);
+            }
         }
         let named = self.skip_properties(tag::END_DENSE_ARRAY, depth)?;
         if self.varint(10)? != named || self.varint32()? != len {
@@ -427,7 +544,11 @@ impl WireArray<'_> {
     /// its length has a value, the walk reads it (a hole may find a value on the prototype).
     fn sparse_array(&mut self, depth: usize) -> Result<Json, Stop> {
         let len = self.varint32()?;
-        let mut items = Vec::with_capacity((len as usize).min(self.bytes.len() - self.pos));
+        let mut items = Vec::new();
+        if self.build {
+            items.reserve((len as usize).min(self.bytes.len() - self.pos));
+        }
+        let mut elements = 0usize;
         let mut properties = 0u64;
         loop {
             let t = self.tag()?;
@@ -443,18 +564,21 @@ impl WireArray<'_> {
                         .then_some(n as u32)
                 }
                 _ => {
-                    self.string_of(t)?;
+                    self.string_of(t, false)?;
                     None
                 }
             };
             match index {
                 Some(i) if i < len => {
-                    if i as usize != items.len() {
+                    if i as usize != elements {
                         self.walk = true;
                     }
+                    elements += 1;
                     let t = self.tag()?;
                     let value = self.value_of(t, depth + 1)?;
-                    items.push(value);
+                    if self.build {
+                        items.push(value);
+                    }
                 }
                 _ => {
                     // A named property, or an index the array's length does not cover.
@@ -470,7 +594,7 @@ impl WireArray<'_> {
         if self.varint(10)? != properties || self.varint32()? != len {
             return Err(Stop);
         }
-        if items.len() != len as usize {
+        if elements != len as usize {
             self.walk = true;
         }
         Ok(Json::Array(items))
@@ -480,11 +604,11 @@ impl WireArray<'_> {
     /// being read (a cycle, which the walk refuses at its depth limit).
     fn reference(&mut self, depth: usize) -> Result<Json, Stop> {
         let id = usize::try_from(self.varint(10)?).map_err(|_| Stop)?;
-        let (start, end) = match self.receivers.get(id).copied().ok_or(Stop)? {
+        let (start, end) = match self.receivers.get(id).ok_or(Stop)? {
             Receiver::Read { start, end } => (start, end),
             Receiver::Reading => {
                 for &open in &self.open {
-                    self.receivers[open] = Receiver::Cyclic;
+                    self.receivers.set(open, Receiver::Cyclic);
                 }
                 self.walk = true;
                 return Ok(Json::Null);
@@ -571,11 +695,29 @@ mod tests {
         }
     }
 
+    #[derive(Debug, PartialEq)]
+    enum Element {
+        Json(Json),
+        Walk,
+    }
+
+    /// Each element as the skim and then the decoder read it; `None` past the last one read.
     fn elements(bytes: &[u8]) -> Vec<Option<Element>> {
-        let mut reader = array(bytes).expect("an array");
-        (0..reader.len() + 1)
-            .map(|_| reader.next_element())
-            .collect()
+        let skim = skim(bytes).expect("an array");
+        let mut out: Vec<Option<Element>> = skim
+            .elements
+            .iter()
+            .map(|e| {
+                Some(match e {
+                    Skimmed::Wire(w) => {
+                        Element::Json(skim.examples.decode(w).expect("decodes as skimmed"))
+                    }
+                    Skimmed::Walk => Element::Walk,
+                })
+            })
+            .collect();
+        out.resize_with(skim.len as usize + 1, || None);
+        out
     }
 
     fn one(bytes: W) -> Option<Element> {
@@ -891,7 +1033,46 @@ mod tests {
             .end_dense(0, 1);
         assert_eq!(elements(&w.0), vec![None, None]);
         // Another version, or not an array, is not read at all.
-        assert!(array(&[0xFF, 14, b'A', 0]).is_none());
-        assert!(array(&W::header().b(b"o").b(b"{").varint(0).0).is_none());
+        assert!(skim(&[0xFF, 14, b'A', 0]).is_none());
+        assert!(skim(&W::header().b(b"o").b(b"{").varint(0).0).is_none());
+    }
+
+    #[test]
+    fn the_skim_notes_the_format_keys() {
+        // [{"messages": [], "prompt": undefined}, {"prompt": [], "completion": {}}, "text"]
+        let w = W::header()
+            .dense(3)
+            .b(b"o")
+            .s("messages")
+            .dense(0)
+            .end_dense(0, 0)
+            .s("prompt")
+            .b(b"_")
+            .b(b"{")
+            .varint(2)
+            .b(b"o")
+            .utf16(&"prompt".encode_utf16().collect::<Vec<_>>())
+            .dense(0)
+            .end_dense(0, 0)
+            .s("completion")
+            .b(b"o{")
+            .varint(0)
+            .b(b"{")
+            .varint(2)
+            .s("text")
+            .end_dense(0, 3);
+        let skim = skim(&w.0).unwrap();
+        let keys: Vec<Vec<&str>> = skim
+            .elements
+            .iter()
+            .map(|e| match e {
+                Skimmed::Wire(w) => FORMAT_KEYS.into_iter().filter(|k| w.has_key(k)).collect(),
+                Skimmed::Walk => panic!("read from the wire"),
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [vec!["messages"], vec!["prompt", "completion"], vec![]]
+        );
     }
 }

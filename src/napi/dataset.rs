@@ -9,7 +9,6 @@ use napi::bindgen_prelude::{
 };
 use napi::{Env, JsValue};
 use napi_derive::napi;
-use serde_json::Value as Json;
 
 use super::arrays::{uninit_array, BatchArray, Owned, OwnedF32, OwnedI32, OwnedU32};
 use super::error::{arg_error, run_sync, typed_arg, JsResult as Result};
@@ -19,12 +18,13 @@ use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use crate::collate::{BatchDistill, Cells};
 use crate::dataset::{
-    CollatedBatch, Dataset, DatasetConfig, PreparedBatch, SpecialTokenOverrides, StrategyName,
+    CollatedBatch, Dataset, DatasetConfig, Pending, PreparedBatch, SpecialTokenOverrides,
+    StrategyName,
 };
 use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::export::{write_parquet, write_parquet_batches, ExportSummary};
-use crate::input::v8_wire::{self, Element, WireArray};
+use crate::input::v8_wire::{self, Skimmed, WireExample, WireExamples};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::plan::{Batching, PlanCost, Shard};
@@ -943,7 +943,8 @@ impl JsSftDataset {
                     None => None,
                 };
                 let config = core_config_of(config)?;
-                Dataset::begin_creation(first, slices.len(), tokenizer, config, true)
+                let wire = slices.wire_examples();
+                Dataset::begin_creation(first, slices.len(), tokenizer, config, true, wire)
             })();
             let mut creation = match setup {
                 Ok(creation) => creation,
@@ -1234,9 +1235,10 @@ const FIRST_CREATE_SLICE: u32 = 8;
 /// errors a whole conversion (`Vec<JsJson>`) gives.
 struct ExampleSlices<'env> {
     array: Array<'env>,
-    /// The array as V8's serializer wrote it, read in step with `next`: each example it reads
-    /// needs no napi walk.
-    wire: Option<WireArray<'env>>,
+    /// What the skim of V8's serialization of the array found, element by element in step with
+    /// `next`, and the bytes to decode them from: an example found readable there needs no napi
+    /// walk, and is decoded where its row is built.
+    wire: Option<(std::vec::IntoIter<Skimmed>, Arc<WireExamples>)>,
     next: u32,
     what: String,
 }
@@ -1250,8 +1252,9 @@ impl<'env> ExampleSlices<'env> {
             .map_err(|e| arg_error(&what, EXAMPLES, &e))?;
         // SAFETY: as above; the bytes live as long as this call.
         let wire = unsafe { serialized(raw.env, raw.value) }
-            .and_then(v8_wire::array)
-            .filter(|wire| wire.len() == array.len());
+            .and_then(v8_wire::skim)
+            .filter(|skim| skim.len == array.len())
+            .map(|skim| (skim.elements.into_iter(), Arc::new(skim.examples)));
         Ok(ExampleSlices {
             array,
             wire,
@@ -1268,13 +1271,25 @@ impl<'env> ExampleSlices<'env> {
         self.next >= self.array.len()
     }
 
+    fn wire_examples(&self) -> Option<Arc<WireExamples>> {
+        self.wire.as_ref().map(|(_, examples)| examples.clone())
+    }
+
+    /// Where the wire has the next example, if it does.
+    fn next_on_wire(&mut self) -> Option<WireExample> {
+        match self.wire.as_mut()?.0.next()? {
+            Skimmed::Wire(at) => Some(at),
+            Skimmed::Walk => None,
+        }
+    }
+
     /// The next `count` examples (fewer at the end).
-    fn next(&mut self, count: u32) -> SftResult<Vec<Json>> {
+    fn next(&mut self, count: u32) -> SftResult<Vec<Pending>> {
         let end = self.array.len().min(self.next.saturating_add(count));
         let mut out = Vec::with_capacity((end - self.next) as usize);
         while self.next < end {
-            if let Some(Element::Json(json)) = self.wire.as_mut().and_then(|w| w.next_element()) {
-                out.push(json);
+            if let Some(at) = self.next_on_wire() {
+                out.push(Pending::Wire(at));
                 self.next += 1;
                 continue;
             }
@@ -1286,7 +1301,9 @@ impl<'env> ExampleSlices<'env> {
                     )
                 })
             });
-            out.push(value.map_err(|e| arg_error(&self.what, EXAMPLES, &e))?.0);
+            out.push(Pending::Json(
+                value.map_err(|e| arg_error(&self.what, EXAMPLES, &e))?.0,
+            ));
             self.next += 1;
         }
         Ok(out)
@@ -1325,8 +1342,12 @@ pub fn read_examples(examples: Unknown, wire: bool) -> Result<Vec<ReadExample>> 
             slices.wire = None;
         }
         let mut out = Vec::with_capacity(slices.len());
+        let examples = slices.wire_examples();
         for i in 0..slices.array.len() {
-            if let Some(Element::Json(json)) = slices.wire.as_mut().and_then(|w| w.next_element()) {
+            if let (Some(at), Some(examples)) = (slices.next_on_wire(), &examples) {
+                let json = examples.decode(&at).ok_or_else(|| {
+                    SftError::new(ErrorCode::Internal, format!("example {i} did not decode"))
+                })?;
                 out.push(ReadExample {
                     json: Some(json.to_string()),
                     error: None,
