@@ -116,7 +116,7 @@ describe('V8 serialization and the napi walk read the same JSON', () => {
     }
   })
 
-  it('values the wire does not read stop it: the walk reads them and every later example', () => {
+  it('values the wire does not read stop it: the walk reads them and every later example of their slice', () => {
     const cases: [string, unknown, string][] = [
       ['a Date', { d: new Date(0) }, '{"d":{}}'],
       ['a boxed string', { s: new String('ab') }, '{"s":{"0":"a","1":"b"}}'],
@@ -136,16 +136,35 @@ describe('V8 serialization and the napi walk read the same JSON', () => {
       return v
     }
     expect(both([nested(128), 'after']).viaWire).toEqual([true, true])
+    // Example 0 is a slice of its own.
     const deep = both([nested(129), 'after'])
-    expect(deep.viaWire).toEqual([false, false])
+    expect(deep.viaWire).toEqual([false, true])
     expect(deep.wire[0].error).toBe('Exceeded maximum JSON nesting depth')
   })
 
-  it('values V8 cannot serialize leave the whole array to the walk', () => {
+  it('values V8 cannot serialize leave their slice to the walk', () => {
     for (const value of [{ f: () => 1 }, { s: Symbol('x') }, new Proxy({ role: 'user' }, {})]) {
-      const { viaWire } = both([{ role: 'user' }, value])
-      expect(viaWire).toEqual([false, false])
+      const { viaWire } = both([{ role: 'user' }, value, { role: 'after' }])
+      expect(viaWire).toEqual([true, false, false])
     }
+  })
+
+  it('each slice is serialized on its own: example 0, then 8, 16, 32 and 64 at a time', () => {
+    const examples: unknown[] = Array.from({ length: 300 }, (_, i) => ({ role: 'user', content: `m${i}` }))
+    // Slices: [0], [1, 9), [9, 25), [25, 57), [57, 121), [121, 185), [185, 249), [249, 300).
+    examples[3] = { d: new Date(0) } // stops the wire for the rest of [1, 9)
+    examples[12] = { f: () => 1 } // V8 refuses [9, 25)
+    const shared = { role: 'system', content: 'shared' }
+    for (const i of [30, 60, 61, 200]) examples[i] = { messages: [shared, shared] }
+    const { viaWire, wire } = both(examples)
+    const walked = viaWire.flatMap((w, i) => (w ? [] : [i]))
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k)
+    expect(walked).toEqual([...range(3, 9), ...range(9, 25)])
+    expect(wire[3].json).toBe('{"d":{}}')
+    expect(wire[12].error).toBe('f is a function')
+    // An object shared across slices is written again in each; within one, by reference.
+    const twice = '{"messages":[{"role":"system","content":"shared"},{"role":"system","content":"shared"}]}'
+    expect([30, 60, 61, 200].map((i) => wire[i].json)).toEqual([twice, twice, twice, twice])
   })
 
   it('own enumerable properties only, getters called, symbols and hidden properties left out', () => {

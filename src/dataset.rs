@@ -357,8 +357,6 @@ pub struct Dataset {
     /// The examples as given to the constructor, each taken when its row is built; empty for a
     /// loaded dataset, whose rows were all built while the file streamed by.
     examples: Vec<Mutex<Option<Pending>>>,
-    /// The bytes `Pending::Wire` examples are decoded from.
-    wire: Option<Arc<WireExamples>>,
     rows: RowCache,
     warned: Vec<AtomicBool>,
     epoch: RwLock<Arc<Epoch>>,
@@ -391,7 +389,6 @@ impl Dataset {
             tokenizer,
             config,
             false,
-            None,
         )?;
         creation.add(examples.map(Pending::Json).collect())?;
         let dataset = creation.finish()?;
@@ -410,7 +407,6 @@ impl Dataset {
         tokenizer: Arc<ChatTokenizer>,
         config: DatasetConfig,
         build_early: bool,
-        wire: Option<Arc<WireExamples>>,
     ) -> SftResult<Creation> {
         let Some(first) = first else {
             return Err(SftError::new(
@@ -427,7 +423,6 @@ impl Dataset {
         let mut dataset =
             Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
         dataset.repeats = Some(Repeats::new(count));
-        dataset.wire = wire;
         // Plans other than the reference's read every row's length.
         let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
         let mut creation = Creation {
@@ -545,7 +540,6 @@ impl Dataset {
             turn_end,
             kept: None,
             examples,
-            wire: None,
             warned: (0..len).map(|_| AtomicBool::new(false)).collect(),
             rows,
             epoch: RwLock::new(Arc::new(Epoch {
@@ -685,10 +679,8 @@ impl Dataset {
             |what: &str| SftError::new(ErrorCode::Internal, format!("SFT example {index} {what}"));
         let example = match taken.ok_or_else(|| internal("was not there to build its row"))? {
             Pending::Json(json) => json,
-            Pending::Wire(at) => self
-                .wire
-                .as_ref()
-                .and_then(|wire| wire.decode(&at))
+            Pending::Wire(wire, at) => wire
+                .decode(&at)
                 .ok_or_else(|| internal("did not decode from V8's serialization"))?,
         };
         let example = from_created(example, index, self.format)?;
@@ -1068,24 +1060,25 @@ impl Dataset {
     }
 }
 
-/// A dataset whose examples are still arriving (`Dataset::begin_creation`). Dropped before
-/// `finish`, it stops building the rows it started.
 /// An example of a dataset being created, until its row is built: JSON, or where to decode it
-/// from in V8's serialization of the examples (`input::v8_wire`), on the thread that builds it.
+/// from in V8's serialization of its slice of the examples (`input::v8_wire`), on the thread
+/// that builds it.
 pub enum Pending {
     Json(Json),
-    Wire(WireExample),
+    Wire(Arc<WireExamples>, WireExample),
 }
 
 impl Pending {
     fn format(&self) -> SftResult<Format> {
         match self {
             Pending::Json(json) => detect_format(json),
-            Pending::Wire(at) => format_from_keys(|key| at.has_key(key)),
+            Pending::Wire(_, at) => format_from_keys(|key| at.has_key(key)),
         }
     }
 }
 
+/// A dataset whose examples are still arriving (`Dataset::begin_creation`). Dropped before
+/// `finish`, it stops building the rows it started.
 pub struct Creation {
     dataset: Arc<Dataset>,
     added: usize,

@@ -12,7 +12,7 @@ use napi_derive::napi;
 
 use super::arrays::{uninit_array, BatchArray, Owned, OwnedF32, OwnedI32, OwnedU32};
 use super::error::{arg_error, run_sync, typed_arg, JsResult as Result};
-use super::json::{serialized, JsJson};
+use super::json::{JsJson, Serializer};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
@@ -24,7 +24,7 @@ use crate::dataset::{
 use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::export::{write_parquet, write_parquet_batches, ExportSummary};
-use crate::input::v8_wire::{self, Skimmed, WireExample, WireExamples};
+use crate::input::v8_wire::{self, Skimmed, WireExamples};
 use crate::loader::LoadOptions;
 use crate::masking::{write_labels, Reasoning};
 use crate::plan::{Batching, PlanCost, Shard};
@@ -935,7 +935,7 @@ impl JsSftDataset {
             // of a whole conversion first: any example's conversion error comes before an error
             // of the tokenizer, the config or an example's format.
             let mut slices = ExampleSlices::new(&examples, what("examples"))?;
-            let first = slices.next(1)?.into_iter().next();
+            let first = slices.next()?.into_iter().next();
             let setup = (|| {
                 let tokenizer = tokenizer_arg(&tokenizer)?;
                 let config: Option<SftDatasetConfig> = match config {
@@ -943,17 +943,14 @@ impl JsSftDataset {
                     None => None,
                 };
                 let config = core_config_of(config)?;
-                let wire = slices.wire_examples();
-                Dataset::begin_creation(first, slices.len(), tokenizer, config, true, wire)
+                Dataset::begin_creation(first, slices.len(), tokenizer, config, true)
             })();
             let mut creation = match setup {
                 Ok(creation) => creation,
                 Err(e) => return Err(slices.convert_rest().err().unwrap_or(e)),
             };
-            let mut size = FIRST_CREATE_SLICE;
             while !slices.is_done() {
-                let slice = slices.next(size)?;
-                size = (size * 2).min(CREATE_SLICE);
+                let slice = slices.next()?;
                 if let Err(e) = creation.add(slice) {
                     return Err(slices.convert_rest().err().unwrap_or(e));
                 }
@@ -1231,15 +1228,21 @@ const CREATE_SLICE: u32 = 64;
 /// ones double up to `CREATE_SLICE`.
 const FIRST_CREATE_SLICE: u32 = 8;
 
-/// The `examples` argument of `createSFTDataset`, converted from JS a slice at a time, with the
-/// errors a whole conversion (`Vec<JsJson>`) gives.
+/// The `examples` argument of `createSFTDataset`, converted from JS a slice at a time (example 0
+/// alone, then `FIRST_CREATE_SLICE` examples, doubling up to `CREATE_SLICE`), with the errors a
+/// whole conversion (`Vec<JsJson>`) gives.
 struct ExampleSlices<'env> {
     array: Array<'env>,
-    /// What the skim of V8's serialization of the array found, element by element in step with
-    /// `next`, and the bytes to decode them from: an example found readable there needs no napi
-    /// walk, and is decoded where its row is built.
+    raw: napi::sys::napi_value,
+    /// V8's serializer, which writes each slice for `v8_wire::skim`: an example found readable
+    /// there needs no napi walk, and is decoded where its row is built. `None`: the walk reads
+    /// every example.
+    serializer: Option<Serializer>,
+    /// What the skim of the current slice found, element by element in step with `next`, and
+    /// the bytes to decode them from.
     wire: Option<(std::vec::IntoIter<Skimmed>, Arc<WireExamples>)>,
     next: u32,
+    size: u32,
     what: String,
 }
 
@@ -1250,15 +1253,14 @@ impl<'env> ExampleSlices<'env> {
         // it is an array before it reads it.
         let array = unsafe { Array::from_napi_value(raw.env, raw.value) }
             .map_err(|e| arg_error(&what, EXAMPLES, &e))?;
-        // SAFETY: as above; the bytes live as long as this call.
-        let wire = unsafe { serialized(raw.env, raw.value) }
-            .and_then(v8_wire::skim)
-            .filter(|skim| skim.len == array.len())
-            .map(|skim| (skim.elements.into_iter(), Arc::new(skim.examples)));
         Ok(ExampleSlices {
             array,
-            wire,
+            raw: raw.value,
+            // SAFETY: the env of the current call, which the slices do not outlive.
+            serializer: unsafe { Serializer::find(raw.env) },
+            wire: None,
             next: 0,
+            size: 1,
             what,
         })
     }
@@ -1271,40 +1273,60 @@ impl<'env> ExampleSlices<'env> {
         self.next >= self.array.len()
     }
 
-    fn wire_examples(&self) -> Option<Arc<WireExamples>> {
-        self.wire.as_ref().map(|(_, examples)| examples.clone())
+    /// Where the next slice ends; the skim of its serialization is ready for `take`.
+    fn begin_slice(&mut self) -> u32 {
+        let end = self.array.len().min(self.next.saturating_add(self.size));
+        self.size = if self.size == 1 {
+            FIRST_CREATE_SLICE
+        } else {
+            (self.size * 2).min(CREATE_SLICE)
+        };
+        let (from, array) = (self.next, self.raw);
+        self.wire = self.serializer.as_ref().and_then(|serializer| {
+            // SAFETY: `array` is the live argument of the current call; the skim copies what it
+            // keeps of the bytes.
+            let skim = unsafe { serializer.elements(array, from, end, v8_wire::skim) }?;
+            (skim.len == end - from).then(|| (skim.elements.into_iter(), Arc::new(skim.examples)))
+        });
+        end
     }
 
-    /// Where the wire has the next example, if it does.
-    fn next_on_wire(&mut self) -> Option<WireExample> {
-        match self.wire.as_mut()?.0.next()? {
-            Skimmed::Wire(at) => Some(at),
+    /// The next example: where the wire has it, or `None` for the walk to read it.
+    fn take(&mut self) -> Option<Pending> {
+        self.next += 1;
+        let (elements, examples) = self.wire.as_mut()?;
+        match elements.next()? {
+            Skimmed::Wire(at) => Some(Pending::Wire(examples.clone(), at)),
             Skimmed::Walk => None,
         }
     }
 
-    /// The next `count` examples (fewer at the end).
-    fn next(&mut self, count: u32) -> SftResult<Vec<Pending>> {
-        let end = self.array.len().min(self.next.saturating_add(count));
+    /// Example `index` read by the walk.
+    fn walk(&self, index: u32) -> napi::Result<serde_json::Value> {
+        self.array.get::<JsJson>(index).and_then(|v| {
+            v.map(|v| v.0).ok_or_else(|| {
+                napi::Error::new(
+                    napi::Status::InvalidArg,
+                    "Found inconsistent data type in Array<T> when converting to Rust Vec<T>",
+                )
+            })
+        })
+    }
+
+    /// The next slice.
+    fn next(&mut self) -> SftResult<Vec<Pending>> {
+        let end = self.begin_slice();
         let mut out = Vec::with_capacity((end - self.next) as usize);
         while self.next < end {
-            if let Some(at) = self.next_on_wire() {
-                out.push(Pending::Wire(at));
-                self.next += 1;
-                continue;
-            }
-            let value = self.array.get::<JsJson>(self.next).and_then(|v| {
-                v.ok_or_else(|| {
-                    napi::Error::new(
-                        napi::Status::InvalidArg,
-                        "Found inconsistent data type in Array<T> when converting to Rust Vec<T>",
-                    )
-                })
-            });
-            out.push(Pending::Json(
-                value.map_err(|e| arg_error(&self.what, EXAMPLES, &e))?.0,
-            ));
-            self.next += 1;
+            let index = self.next;
+            let example = match self.take() {
+                Some(example) => example,
+                None => Pending::Json(
+                    self.walk(index)
+                        .map_err(|e| arg_error(&self.what, EXAMPLES, &e))?,
+                ),
+            };
+            out.push(example);
         }
         Ok(out)
     }
@@ -1312,7 +1334,7 @@ impl<'env> ExampleSlices<'env> {
     /// Converts the examples left, for their errors only.
     fn convert_rest(&mut self) -> SftResult<()> {
         while !self.is_done() {
-            self.next(CREATE_SLICE)?;
+            self.next()?;
         }
         Ok(())
     }
@@ -1339,32 +1361,34 @@ pub fn read_examples(examples: Unknown, wire: bool) -> Result<Vec<ReadExample>> 
     run_sync(|| {
         let mut slices = ExampleSlices::new(&examples, "_readExamples: examples".to_string())?;
         if !wire {
-            slices.wire = None;
+            slices.serializer = None;
         }
         let mut out = Vec::with_capacity(slices.len());
-        let examples = slices.wire_examples();
-        for i in 0..slices.array.len() {
-            if let (Some(at), Some(examples)) = (slices.next_on_wire(), &examples) {
-                let json = examples.decode(&at).ok_or_else(|| {
-                    SftError::new(ErrorCode::Internal, format!("example {i} did not decode"))
-                })?;
+        while !slices.is_done() {
+            let end = slices.begin_slice();
+            while slices.next < end {
+                let index = slices.next;
+                if let Some(Pending::Wire(examples, at)) = slices.take() {
+                    let json = examples.decode(&at).ok_or_else(|| {
+                        SftError::new(
+                            ErrorCode::Internal,
+                            format!("example {index} did not decode"),
+                        )
+                    })?;
+                    out.push(ReadExample {
+                        json: Some(json.to_string()),
+                        error: None,
+                        wire: true,
+                    });
+                    continue;
+                }
+                let read = slices.walk(index).map(|json| json.to_string());
                 out.push(ReadExample {
-                    json: Some(json.to_string()),
-                    error: None,
-                    wire: true,
+                    json: read.as_ref().ok().cloned(),
+                    error: read.err().map(|e| e.reason.clone()),
+                    wire: false,
                 });
-                continue;
             }
-            let read = match slices.array.get::<JsJson>(i) {
-                Ok(Some(value)) => Ok(value.0.to_string()),
-                Ok(None) => Err("missing".to_string()),
-                Err(e) => Err(e.reason.clone()),
-            };
-            out.push(ReadExample {
-                json: read.as_ref().ok().cloned(),
-                error: read.err(),
-                wire: false,
-            });
         }
         Ok(out)
     })

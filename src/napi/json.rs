@@ -279,54 +279,119 @@ impl ToNapiValue for JsJson {
     }
 }
 
-/// `value` as V8's serializer writes it (`v8.serialize`, found through
-/// `process.getBuiltinModule`, Node 20.16 and later), for `input::v8_wire` to read; `None` where
-/// there is no such function or the serializer refuses the value (a function, a symbol, a proxy,
-/// a getter that throws...), its exception cleared: the walk then reads the value itself and
-/// says what is wrong with it.
-///
-/// # Safety
-/// `raw` is a live value of the current call in `env`; the bytes stay valid while the call's
-/// handle scope holds the buffer, that is for `'env`.
-pub unsafe fn serialized<'env>(env: sys::napi_env, raw: sys::napi_value) -> Option<&'env [u8]> {
-    let read = || -> Option<&'env [u8]> {
-        let named = |object: sys::napi_value, name: &std::ffi::CStr| unsafe {
-            call(|out| sys::napi_get_named_property(env, object, name.as_ptr(), out)).ok()
-        };
-        let invoke = |this: sys::napi_value, function: sys::napi_value, arg: sys::napi_value| unsafe {
-            call(|out| sys::napi_call_function(env, this, function, 1, &arg, out)).ok()
-        };
-        let global = unsafe { call(|out| sys::napi_get_global(env, out)) }.ok()?;
-        let process = named(global, c"process")?;
-        let builtin = named(process, c"getBuiltinModule")?;
-        let module = c"node:v8";
-        let name =
-            unsafe { call(|out| sys::napi_create_string_utf8(env, module.as_ptr(), 7, out)) }
-                .ok()?;
-        let v8 = invoke(process, builtin, name)?;
-        let serialize = named(v8, c"serialize")?;
-        let buffer = invoke(v8, serialize, raw)?;
-        let mut data = std::ptr::null_mut();
-        let mut len = 0;
-        // SAFETY: napi writes the buffer's address and length, or fails on anything else.
-        let status = unsafe { sys::napi_get_buffer_info(env, buffer, &mut data, &mut len) };
-        if status != sys::Status::napi_ok || data.is_null() {
+/// V8's serializer (`v8.serialize`, found through `process.getBuiltinModule`, Node 20.16 and
+/// later), for `input::v8_wire` to read.
+pub struct Serializer {
+    env: sys::napi_env,
+    module: sys::napi_value,
+    serialize: sys::napi_value,
+    /// `Array.prototype.slice`, which copies a packed array's elements into a packed array (one
+    /// V8 writes in the dense form that `v8_wire::skim` reads).
+    slice: sys::napi_value,
+}
+
+impl Serializer {
+    /// The serializer, or `None` where there is no such function (the walk then reads every
+    /// value itself).
+    ///
+    /// # Safety
+    /// `env` is the env of the current call; the serializer is used within that call only.
+    pub unsafe fn find(env: sys::napi_env) -> Option<Self> {
+        let found = (|| {
+            let named = |object: sys::napi_value, name: &std::ffi::CStr| unsafe {
+                call(|out| sys::napi_get_named_property(env, object, name.as_ptr(), out)).ok()
+            };
+            let global = unsafe { call(|out| sys::napi_get_global(env, out)) }.ok()?;
+            let process = named(global, c"process")?;
+            let builtin = named(process, c"getBuiltinModule")?;
+            let module = c"node:v8";
+            let name =
+                unsafe { call(|out| sys::napi_create_string_utf8(env, module.as_ptr(), 7, out)) }
+                    .ok()?;
+            let module = unsafe {
+                call(|out| sys::napi_call_function(env, process, builtin, 1, &name, out))
+            }
+            .ok()?;
+            let serialize = named(module, c"serialize")?;
+            let array = named(global, c"Array")?;
+            let slice = named(named(array, c"prototype")?, c"slice")?;
+            Some(Serializer {
+                env,
+                module,
+                serialize,
+                slice,
+            })
+        })();
+        if found.is_none() {
+            unsafe { clear_exception(env) };
+        }
+        found
+    }
+
+    /// `read` of the serialization of `array.slice(from, to)`,
+    /// in a handle scope of its own (the bytes are gone once `read` returns); `None` where the
+    /// serializer refuses a value (a function, a symbol, a proxy, a getter that throws...), its
+    /// exception cleared: the walk then reads those elements itself and says what is wrong.
+    ///
+    /// # Safety
+    /// `array` is a live JS array of the current call.
+    pub unsafe fn elements<T>(
+        &self,
+        array: sys::napi_value,
+        from: u32,
+        to: u32,
+        read: impl FnOnce(&[u8]) -> Option<T>,
+    ) -> Option<T> {
+        let env = self.env;
+        let mut scope = std::ptr::null_mut();
+        // SAFETY: a handle scope opened here and closed below, on the JS thread.
+        if unsafe { sys::napi_open_handle_scope(env, &mut scope) } != sys::Status::napi_ok {
             return None;
         }
-        // SAFETY: a Node buffer's bytes do not move or go away while a handle holds it.
-        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>().cast_const(), len) })
-    };
-    let bytes = read();
-    if bytes.is_none() {
-        let mut pending = false;
-        // SAFETY: both calls only read or clear the env's pending exception.
-        unsafe {
-            if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending
-            {
-                let mut exception = std::ptr::null_mut();
-                sys::napi_get_and_clear_last_exception(env, &mut exception);
+        let serialized = (|| {
+            let number = |n: u32| unsafe { call(|out| sys::napi_create_uint32(env, n, out)) };
+            let bounds = [number(from).ok()?, number(to).ok()?];
+            let slice = unsafe {
+                call(|out| sys::napi_call_function(env, array, self.slice, 2, bounds.as_ptr(), out))
             }
+            .ok()?;
+            let buffer = unsafe {
+                call(|out| {
+                    sys::napi_call_function(env, self.module, self.serialize, 1, &slice, out)
+                })
+            }
+            .ok()?;
+            let mut data = std::ptr::null_mut();
+            let mut len = 0;
+            // SAFETY: napi writes the buffer's address and length, or fails on anything else.
+            let status = unsafe { sys::napi_get_buffer_info(env, buffer, &mut data, &mut len) };
+            if status != sys::Status::napi_ok || data.is_null() {
+                return None;
+            }
+            // SAFETY: a Node buffer's bytes do not move or go away while a handle holds it, and
+            // the scope holding it closes only after `read`.
+            read(unsafe { std::slice::from_raw_parts(data.cast::<u8>().cast_const(), len) })
+        })();
+        if serialized.is_none() {
+            unsafe { clear_exception(env) };
+        }
+        // SAFETY: the scope opened above; nothing made in it is used after this.
+        unsafe { sys::napi_close_handle_scope(env, scope) };
+        serialized
+    }
+}
+
+/// Clears the env's pending exception, if there is one.
+///
+/// # Safety
+/// `env` is the env of the current call.
+unsafe fn clear_exception(env: sys::napi_env) {
+    let mut pending = false;
+    // SAFETY: both calls only read or clear the env's pending exception.
+    unsafe {
+        if sys::napi_is_exception_pending(env, &mut pending) == sys::Status::napi_ok && pending {
+            let mut exception = std::ptr::null_mut();
+            sys::napi_get_and_clear_last_exception(env, &mut exception);
         }
     }
-    bytes
 }
