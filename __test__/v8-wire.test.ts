@@ -167,6 +167,19 @@ describe('V8 serialization and the napi walk read the same JSON', () => {
     expect([30, 60, 61, 200].map((i) => wire[i].json)).toEqual([twice, twice, twice, twice])
   })
 
+  it('holey arrays: read from the wire up to their first hole, whatever V8 made of the slices', () => {
+    // Holey but full, as an optimized `lines.map(JSON.parse)` returns: V8 writes its slices in
+    // the sparse form.
+    const full = new Array(20)
+    for (let i = 0; i < 20; i++) full[i] = { role: 'user', content: `m${i}` }
+    expect(both(full).viaWire.every(Boolean)).toBe(true)
+    const holey = [{ role: 'a' }, { role: 'b' }, , { role: 'd' }] // eslint-disable-line no-sparse-arrays
+    const { wire, viaWire } = both(holey)
+    // Slices [0] and [1, 4): the hole stops the skim of the second one.
+    expect(viaWire).toEqual([true, true, false, false])
+    expect(wire[2].error).toBe('the value is undefined')
+  })
+
   it('own enumerable properties only, getters called, symbols and hidden properties left out', () => {
     const proto = { inherited: 'not read' }
     const o = Object.create(proto)

@@ -103,20 +103,34 @@ pub struct Skim {
     pub examples: WireExamples,
 }
 
-/// Skims `bytes`, the serialization of a dense JS array; `None` if it is anything else or comes
-/// from another version of the format.
+/// Skims `bytes`, the serialization of a JS array; `None` if it is anything else or comes from
+/// another version of the format.
+///
+/// V8 writes an array whose elements kind is holey in the sparse form (each element after its
+/// index) even when no element is missing, and which kind an array has is V8's choice: an array
+/// that `Array.prototype.slice` returns may be either once the function is optimized. In that
+/// form each element must follow its own index; at the first that does not (a hole, or a named
+/// property), the skim stops.
 pub fn skim(bytes: &[u8]) -> Option<Skim> {
     let mut reader = Reader::new(bytes, Receivers::Growing(Vec::new()), false);
     if reader.byte().ok()? != tag::VERSION || reader.varint32().ok()? != VERSION {
         return None;
     }
-    if reader.tag().ok()? != tag::BEGIN_DENSE_ARRAY {
-        return None;
-    }
+    let sparse = match reader.tag().ok()? {
+        tag::BEGIN_DENSE_ARRAY => false,
+        tag::BEGIN_SPARSE_ARRAY => true,
+        _ => return None,
+    };
     reader.receivers.push(Receiver::Reading);
     let len = reader.varint32().ok()?;
     let mut elements = Vec::with_capacity((len as usize).min(bytes.len()));
-    for _ in 0..len {
+    for index in 0..len {
+        if sparse
+            && !(reader.tag().ok() == Some(tag::INT32)
+                && reader.int32().ok().and_then(|i| u32::try_from(i).ok()) == Some(index))
+        {
+            break;
+        }
         reader.nodes_left = MAX_NODES;
         reader.walk = false;
         reader.keys = 0;
@@ -1035,6 +1049,40 @@ mod tests {
         // Another version, or not an array, is not read at all.
         assert!(skim(&[0xFF, 14, b'A', 0]).is_none());
         assert!(skim(&W::header().b(b"o").b(b"{").varint(0).0).is_none());
+    }
+
+    #[test]
+    fn holey_arrays_are_read_index_by_index() {
+        let sparse = |len: u64| W::header().b(b"a").varint(len);
+        let end_sparse = |w: W, props: u64, len: u64| w.b(b"@").varint(props).varint(len);
+        // [{"role": "user"}, "x"], holey but full.
+        let w = sparse(2)
+            .int(0)
+            .b(b"o")
+            .s("role")
+            .s("user")
+            .b(b"{")
+            .varint(1)
+            .int(1)
+            .s("x");
+        let w = end_sparse(w, 2, 2);
+        assert_eq!(
+            elements(&w.0),
+            vec![
+                Some(Element::Json(json!({"role": "user"}))),
+                Some(Element::Json(json!("x"))),
+                None
+            ]
+        );
+        // ["a", <hole>, "c"]: the skim stops at the hole.
+        let w = end_sparse(sparse(3).int(0).s("a").int(2).s("c"), 2, 3);
+        assert_eq!(
+            elements(&w.0),
+            vec![Some(Element::Json(json!("a"))), None, None, None]
+        );
+        // A named property where element 0 should be.
+        let w = end_sparse(sparse(1).s("k").s("v").int(0).s("a"), 2, 1);
+        assert_eq!(elements(&w.0), vec![None, None]);
     }
 
     #[test]
