@@ -509,7 +509,7 @@ impl Dataset {
     pub fn packed_rows(&self) -> Option<&PackedRows> {
         match &self.rows {
             RowCache::Packed(rows) => Some(rows),
-            RowCache::Lazy(_) => None,
+            RowCache::Lazy { .. } => None,
         }
     }
 
@@ -668,6 +668,11 @@ impl Dataset {
     /// The row of example `index`, built now if no one has built it yet.
     pub fn row(&self, index: usize) -> Result<RowView<'_>, &SftError> {
         self.rows.get_or_build(index, || self.build(index))
+    }
+
+    /// Builds the row of example `index` for a prefetch, unless a thread is building it already.
+    fn prefetch_row(&self, index: usize) {
+        self.rows.build_unclaimed(index, || self.build(index));
     }
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
@@ -1013,9 +1018,7 @@ impl Dataset {
                 chunk
                     .par_iter()
                     .with_max_len(PARALLEL_GRAIN)
-                    .for_each(|&i| {
-                        let _ = dataset.row(i as usize);
-                    });
+                    .for_each(|&i| dataset.prefetch_row(i as usize));
             }
         });
     }
