@@ -180,6 +180,28 @@ describe('V8 serialization and the napi walk read the same JSON', () => {
     expect(wire[2].error).toBe('the value is undefined')
   })
 
+  it('arrays that are not plain are copied element by element: no constructor of theirs runs', () => {
+    // (A proxy of an array is refused as before: napi reads no length from it.)
+    let constructed = 0
+    class Examples extends Array {
+      constructor(...args: any[]) {
+        super(...args)
+        constructed++
+      }
+    }
+    const make = () => Array.from({ length: 30 }, (_, i) => ({ role: 'user', content: `m${i}` }))
+    const sub = Examples.from(make())
+    const own = make()
+    ;(own as any).constructor = Examples
+    const before = constructed
+    for (const examples of [sub, own]) {
+      const { wire, viaWire } = both(examples)
+      expect(viaWire.every(Boolean)).toBe(true)
+      expect(JSON.parse(wire[29].json!)).toEqual({ role: 'user', content: 'm29' })
+    }
+    expect(constructed - before).toBe(0)
+  })
+
   it('own enumerable properties only, getters called, symbols and hidden properties left out', () => {
     const proto = { inherited: 'not read' }
     const o = Object.create(proto)

@@ -285,8 +285,8 @@ pub struct Serializer {
     env: sys::napi_env,
     module: sys::napi_value,
     serialize: sys::napi_value,
-    /// `Array.prototype.slice`, which copies a packed array's elements into a packed array (one
-    /// V8 writes in the dense form that `v8_wire::skim` reads).
+    /// `Array.prototype` and its `slice`.
+    array_prototype: sys::napi_value,
     slice: sys::napi_value,
 }
 
@@ -314,11 +314,13 @@ impl Serializer {
             .ok()?;
             let serialize = named(module, c"serialize")?;
             let array = named(global, c"Array")?;
-            let slice = named(named(array, c"prototype")?, c"slice")?;
+            let array_prototype = named(array, c"prototype")?;
+            let slice = named(array_prototype, c"slice")?;
             Some(Serializer {
                 env,
                 module,
                 serialize,
+                array_prototype,
                 slice,
             })
         })();
@@ -328,7 +330,7 @@ impl Serializer {
         found
     }
 
-    /// `read` of the serialization of `array.slice(from, to)`,
+    /// `read` of the serialization of the elements `from..to` of `array` (`Serializer::copy`),
     /// in a handle scope of its own (the bytes are gone once `read` returns); `None` where the
     /// serializer refuses a value (a function, a symbol, a proxy, a getter that throws...), its
     /// exception cleared: the walk then reads those elements itself and says what is wrong.
@@ -349,12 +351,7 @@ impl Serializer {
             return None;
         }
         let serialized = (|| {
-            let number = |n: u32| unsafe { call(|out| sys::napi_create_uint32(env, n, out)) };
-            let bounds = [number(from).ok()?, number(to).ok()?];
-            let slice = unsafe {
-                call(|out| sys::napi_call_function(env, array, self.slice, 2, bounds.as_ptr(), out))
-            }
-            .ok()?;
+            let slice = unsafe { self.copy(array, from, to) }?;
             let buffer = unsafe {
                 call(|out| {
                     sys::napi_call_function(env, self.module, self.serialize, 1, &slice, out)
@@ -378,6 +375,63 @@ impl Serializer {
         // SAFETY: the scope opened above; nothing made in it is used after this.
         unsafe { sys::napi_close_handle_scope(env, scope) };
         serialized
+    }
+}
+
+impl Serializer {
+    /// A new array of the elements `from..to` of `array`. For a plain array, `array.slice`: one
+    /// call. Any other array (a subclass, an own `constructor`, a proxy) is copied element by
+    /// element instead, as `slice` would call its constructor (`Symbol.species`), running code
+    /// the walk never runs. V8 may
+    /// write either copy in the sparse form, which `v8_wire::skim` reads.
+    ///
+    /// # Safety
+    /// `array` is a live JS array of the current call, inside the caller's handle scope.
+    unsafe fn copy(&self, array: sys::napi_value, from: u32, to: u32) -> Option<sys::napi_value> {
+        let env = self.env;
+        let mut prototype = std::ptr::null_mut();
+        // SAFETY: reads the prototype of a live object; no user code runs.
+        if unsafe { sys::napi_get_prototype(env, array, &mut prototype) } != sys::Status::napi_ok {
+            return None;
+        }
+        let mut plain = false;
+        // SAFETY: compares two live values.
+        let status =
+            unsafe { sys::napi_strict_equals(env, prototype, self.array_prototype, &mut plain) };
+        if status != sys::Status::napi_ok {
+            return None;
+        }
+        if plain {
+            // An own `constructor` would stand in for the prototype's.
+            let key = unsafe {
+                call(|out| sys::napi_create_string_utf8(env, c"constructor".as_ptr(), 11, out))
+            }
+            .ok()?;
+            // SAFETY: an own-property check of a live object; no user code runs on an array.
+            let status = unsafe { sys::napi_has_own_property(env, array, key, &mut plain) };
+            if status != sys::Status::napi_ok {
+                return None;
+            }
+            plain = !plain;
+        }
+        if plain {
+            let number = |n: u32| unsafe { call(|out| sys::napi_create_uint32(env, n, out)) };
+            let bounds = [number(from).ok()?, number(to).ok()?];
+            return unsafe {
+                call(|out| sys::napi_call_function(env, array, self.slice, 2, bounds.as_ptr(), out))
+            }
+            .ok();
+        }
+        let copy = unsafe { call(|out| sys::napi_create_array(env, out)) }.ok()?;
+        for (k, i) in (from..to).enumerate() {
+            let element = unsafe { call(|out| sys::napi_get_element(env, array, i, out)) }.ok()?;
+            // SAFETY: `copy` and `element` are live handles of the caller's scope.
+            let status = unsafe { sys::napi_set_element(env, copy, k as u32, element) };
+            if status != sys::Status::napi_ok {
+                return None;
+            }
+        }
+        Some(copy)
     }
 }
 
