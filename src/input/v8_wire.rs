@@ -953,42 +953,30 @@ mod tests {
 
     #[test]
     fn node_budget_as_the_walk_counts_it() {
-        // Each level holds the one before it twice (ids: the outer array 0, the element 1, the
-        // first pair 2): 2^22 nulls at the last level, past the budget, in a few hundred bytes.
-        let mut w = W::header()
-            .dense(1)
-            .dense(22)
-            .dense(2)
-            .b(b"00")
-            .end_dense(0, 2);
-        for level in 0..21u64 {
-            w = w
+        // An element of `levels` arrays, each holding the one before it twice (ids: the outer
+        // array 0, the element 1, the first pair 2), the first a pair of nulls.
+        let doubling = |levels: u64| {
+            let mut w = W::header()
+                .dense(1)
+                .dense(levels)
                 .dense(2)
-                .b(b"^")
-                .varint(level + 2)
-                .b(b"^")
-                .varint(level + 2)
+                .b(b"00")
                 .end_dense(0, 2);
-        }
-        let w = w.end_dense(0, 22);
-        assert_eq!(one(w), Some(Element::Walk));
+            for level in 0..levels - 1 {
+                w = w
+                    .dense(2)
+                    .b(b"^")
+                    .varint(level + 2)
+                    .b(b"^")
+                    .varint(level + 2)
+                    .end_dense(0, 2);
+            }
+            w.end_dense(0, levels)
+        };
+        // 2^22 nulls at the last of 22 levels, past the budget, in a few hundred bytes.
+        assert_eq!(one(doubling(22)), Some(Element::Walk));
         // Within the budget, the same sharing is expanded in full.
-        let mut w = W::header()
-            .dense(1)
-            .dense(4)
-            .dense(2)
-            .b(b"00")
-            .end_dense(0, 2);
-        for level in 0..3u64 {
-            w = w
-                .dense(2)
-                .b(b"^")
-                .varint(level + 2)
-                .b(b"^")
-                .varint(level + 2)
-                .end_dense(0, 2);
-        }
-        let Some(Element::Json(Json::Array(levels))) = one(w.end_dense(0, 4)) else {
+        let Some(Element::Json(Json::Array(levels))) = one(doubling(4)) else {
             panic!("an array")
         };
         assert_eq!(
