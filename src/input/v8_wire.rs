@@ -175,6 +175,53 @@ impl WireExamples {
     }
 }
 
+/// Latin-1 bytes as UTF-8 text, written byte by byte rather than char by char; `None` only if
+/// the result were not UTF-8, which would be a bug (the reader then stops and the walk reads
+/// the value).
+fn latin1_text(bytes: &[u8]) -> Option<String> {
+    if bytes.is_ascii() {
+        return String::from_utf8(bytes.to_vec()).ok();
+    }
+    let wide = bytes.iter().filter(|&&b| b >= 0x80).count();
+    let mut out = Vec::with_capacity(bytes.len() + wide);
+    for &b in bytes {
+        if b < 0x80 {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[0xC0 | (b >> 6), 0x80 | (b & 0x3F)]);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// UTF-16LE bytes (an even count) as UTF-8 text, each lone surrogate replaced by U+FFFD, as
+/// napi writes them; ASCII units are copied without going through `char`. `None` only if the
+/// result were not UTF-8, which would be a bug.
+fn utf16_text(bytes: &[u8]) -> Option<String> {
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+        .collect();
+    let mut out = Vec::with_capacity(units.len() + units.len() / 2);
+    let mut rest = &units[..];
+    while let Some((&unit, after)) = rest.split_first() {
+        if unit < 0x80 {
+            out.push(unit as u8);
+            rest = after;
+            continue;
+        }
+        // Anything else goes through the standard decoder up to the next ASCII unit.
+        let run = rest.iter().position(|&u| u < 0x80).unwrap_or(rest.len());
+        let mut buffer = [0u8; 4];
+        for c in char::decode_utf16(rest[..run].iter().copied()) {
+            let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
+            out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+        }
+        rest = &rest[run..];
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The reader cannot go on: the bytes hold something it does not read.
 #[derive(Debug)]
 struct Stop;
@@ -337,10 +384,7 @@ impl<'a> Reader<'a> {
                 if !keep {
                     return Ok(String::new());
                 }
-                Ok(match std::str::from_utf8(bytes) {
-                    Ok(ascii) if bytes.is_ascii() => ascii.to_owned(),
-                    _ => bytes.iter().map(|&b| char::from(b)).collect(),
-                })
+                latin1_text(bytes).ok_or(Stop)
             }
             tag::TWO_BYTE_STRING => {
                 let n = self.length()?;
@@ -351,12 +395,7 @@ impl<'a> Reader<'a> {
                 if !keep {
                     return Ok(String::new());
                 }
-                let units = bytes
-                    .chunks_exact(2)
-                    .map(|pair| u16::from_le_bytes([pair[0], pair[1]]));
-                Ok(char::decode_utf16(units)
-                    .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
-                    .collect())
+                utf16_text(bytes).ok_or(Stop)
             }
             _ => Err(Stop),
         }
@@ -1037,6 +1076,44 @@ mod tests {
         // Another version, or not an array, is not read at all.
         assert!(skim(&[0xFF, 14, b'A', 0]).is_none());
         assert!(skim(&W::header().b(b"o").b(b"{").varint(0).0).is_none());
+    }
+
+    #[test]
+    fn strings_convert_as_char_by_char_decoding_does() {
+        // A small xorshift: every byte value and every UTF-16 unit class, including surrogates
+        // paired, lone, reversed and at either end.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let len = (next() % 40) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match next() % 4 {
+                    0 => (next() % 0x80) as u8,
+                    _ => next() as u8,
+                })
+                .collect();
+            let expected: String = bytes.iter().map(|&b| char::from(b)).collect();
+            assert_eq!(latin1_text(&bytes), Some(expected), "round {round}");
+            let units: Vec<u16> = (0..len)
+                .map(|_| match next() % 6 {
+                    0 | 1 => (next() % 0x80) as u16,
+                    2 => 0xD800 + (next() % 0x400) as u16,
+                    3 => 0xDC00 + (next() % 0x400) as u16,
+                    4 => 0x80 + (next() % 0x780) as u16,
+                    _ => next() as u16,
+                })
+                .collect();
+            let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+            let expected: String = char::decode_utf16(units.iter().copied())
+                .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+                .collect();
+            assert_eq!(utf16_text(&bytes), Some(expected), "round {round}");
+        }
     }
 
     #[test]
