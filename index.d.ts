@@ -108,6 +108,11 @@ export declare class SFTDataset {
    */
   _collateBuilt(indices: Array<number>): SFTBatch | null
   /**
+   * Resolves once the rows at positions `start..end` of the current order are built (or
+   * failed to build), building them off the JS thread; used by the JS generator.
+   */
+  _awaitRows(start: number, end: number): Promise<void>
+  /**
    * `_collateBuilt` of the positions `start..end` of the current order; used by the JS
    * generator, which would otherwise build an array of positions per batch.
    */

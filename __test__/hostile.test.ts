@@ -273,6 +273,34 @@ describe('JSONL files', () => {
     )
   })
 
+  // batches() waits for the rows of several batches at once when it reaches rows that are not
+  // built; a row that fails among them still rejects its own batch only, after every batch
+  // before it.
+  it.each([5, 37, 250])('batches(): a row failing at example %i rejects its batch, after every earlier one', async (bad) => {
+    const examples = Array.from({ length: 300 }, (_, i) => JSON.parse(conv(`question ${i}`, `answer ${i}`)))
+    examples[bad].messages[0].content = 5
+    const expected = createSFTDataset(examples, tok, {})
+    const before: Array<ReturnType<typeof plain>> = []
+    for (let start = 0; start + 4 <= bad - (bad % 4); start += 4) {
+      before.push(plain(await expected.collateBatch([start, start + 1, start + 2, start + 3])))
+    }
+    const ds = createSFTDataset(examples, tok, {})
+    const it = ds.batches(4)
+    const got: Array<ReturnType<typeof plain>> = []
+    for (let k = 0; k < Math.floor(bad / 4); k++) {
+      const next = await it.next()
+      expect(next.done).toBe(false)
+      got.push(plain(next.value as SFTBatch))
+    }
+    expect(got).toEqual(before)
+    expect(got.length).toBe(Math.floor(bad / 4))
+    const e = await rejection(it.next())
+    expect(e.code).toBe('TEMPLATE_RENDER')
+    expect(e.message).toBe(
+      `SFT example ${bad}: chat template failed to render: unknown method: number has no method named startswith (line 20)`,
+    )
+  })
+
   it('content null: the batch rejects with the example, template line and file line', async () => {
     const line = JSON.stringify({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: null }] })
     const p = file('content-null.jsonl', `${line}\n`)

@@ -25,6 +25,7 @@ const ASYNC = new Set([
   'SFTDataset.exportParquet',
   'SFTDataset.batchingStats',
   'SFTDataset._plannedBatch',
+  'SFTDataset._awaitRows',
   'SFTDataset.tokenizeExample',
   'SFTDataset.report',
   'Tokenizer.fromPretrained',

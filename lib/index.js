@@ -65,12 +65,27 @@ SFTDataset.prototype.batches = async function* batches(batchSize) {
     for (let k = 0; k < count; k++) yield this._plannedBatchBuilt(batchSize, k) ?? (await this._plannedBatch(batchSize, k))
     return
   }
+  // At a batch whose rows are not built, it waits for the rows of that batch and of the next
+  // ones in one crossing to the addon's threads and back, then copies them here a batch at a
+  // time: one batch the first time (the first batch comes as soon as it can), twice as many rows
+  // each time after, up to about MAX_AHEAD_ROWS.
   const length = this.length
+  const most = Math.max(batchSize, Math.ceil(MAX_AHEAD_ROWS / batchSize) * batchSize)
+  let ahead = batchSize
   for (let start = 0; start < length; start += batchSize) {
     const end = Math.min(start + batchSize, length)
-    yield this._collateRangeBuilt(start, end) ?? (await this.collateBatch(Array.from({ length: end - start }, (_, k) => start + k)))
+    let batch = this._collateRangeBuilt(start, end)
+    if (batch === null) {
+      await this._awaitRows(start, Math.min(start + ahead, length))
+      ahead = Math.min(ahead * 2, most)
+      batch = this._collateRangeBuilt(start, end) ?? (await this.collateBatch(Array.from({ length: end - start }, (_, k) => start + k)))
+    }
+    yield batch
   }
 }
+
+/** The most rows `batches()` waits for at once when it reaches rows that are not built. */
+const MAX_AHEAD_ROWS = 256
 
 // `collateBatch` of rows that are all built is a copy: done on this thread, with no hop to a
 // worker and back. Anything else (rows to build, a bad argument) takes the native path, which

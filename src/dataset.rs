@@ -795,6 +795,28 @@ impl Dataset {
         self.prepare_examples_if_built(&order[start..end])
     }
 
+    /// Builds (or waits for) the rows at positions `start..end` of the current order, in that
+    /// order, whether they build or fail: what `batches()` awaits when it reaches a batch whose
+    /// rows are not built, for that batch and a few after it, so that it crosses from the JS
+    /// thread and back once for several batches (each is then copied on the JS thread, and a
+    /// failed row rejects its own batch there).
+    pub fn await_rows(&self, start: usize, end: usize) -> SftResult<()> {
+        let order = self.order();
+        if start >= end || end > order.len() {
+            return Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "positions {start}..{end} are not a non-empty range of [0, {})",
+                    order.len()
+                ),
+            ));
+        }
+        for &i in &order[start..end] {
+            let _ = self.row(i as usize);
+        }
+        Ok(())
+    }
+
     fn all_built(&self, examples: &[u32]) -> bool {
         self.rows.is_complete()
             || examples
@@ -1223,6 +1245,40 @@ mod tests {
                 example
             })
             .collect()
+    }
+
+    #[test]
+    fn awaiting_rows_builds_them_in_the_epoch_order_failed_or_not() {
+        let Some(tokenizer) = crate::test_support::load_family("qwen3") else {
+            return;
+        };
+        // Example 8 of these has targets that do not fit its row: its build fails.
+        let examples = examples(true);
+        let dataset =
+            Dataset::from_examples(examples, Arc::new(tokenizer), DatasetConfig::default())
+                .unwrap();
+        dataset.shuffle_for_epoch(1.0);
+        let order = dataset.order().to_vec();
+        let built = |p: usize| dataset.rows.built(order[p] as usize).map(|r| r.is_ok());
+        let fails = |p: usize| order[p].is_multiple_of(2) && (order[p] * 7) % 13 == 8;
+        assert_eq!(built(0), None);
+        dataset.await_rows(3, 40).unwrap();
+        assert_eq!((built(2), built(40)), (None, None));
+        for p in 3..40 {
+            assert_eq!(built(p), Some(!fails(p)), "position {p}");
+        }
+        assert!((3..40).any(fails));
+        // Each built row is the row a batch of that position gets.
+        let batch = dataset.collate_examples(&[order[3], order[4]]).unwrap();
+        assert_eq!(batch.batch.rows, 2);
+        for (start, end) in [(5, 5), (40, 121), (0, 121)] {
+            let e = dataset.await_rows(start, end).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument);
+            assert_eq!(
+                e.message,
+                format!("positions {start}..{end} are not a non-empty range of [0, 120)")
+            );
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::arrays::{uninit_array, BatchArray, Owned, OwnedF32, OwnedI32, OwnedU3
 use super::error::{arg_error, run_sync, typed_arg, JsResult as Result};
 use super::json::{JsJson, Serializer};
 use super::path::{path_options, resolve_dataset_path};
-use super::task::Job;
+use super::task::{job, Job};
 use super::tokenizer::tokenizer_arg;
 use crate::collate::{BatchDistill, Cells};
 use crate::dataset::{
@@ -754,6 +754,18 @@ impl Drop for JsSftDataset {
     }
 }
 
+/// A position in the epoch order, as the JS generator passes it.
+fn position(v: f64) -> SftResult<usize> {
+    if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 {
+        Ok(v as usize)
+    } else {
+        Err(SftError::invalid_argument(format!(
+            "{} is not a position",
+            js_number(v)
+        )))
+    }
+}
+
 fn finish_batch(env: &Env, collated: CollatedBatch) -> SftResult<SftBatch> {
     warn_first_sight(env, &collated.warnings)?;
     let b = collated.batch;
@@ -1102,21 +1114,22 @@ impl JsSftDataset {
         })
     }
 
+    /// Resolves once the rows at positions `start..end` of the current order are built (or
+    /// failed to build), building them off the JS thread; used by the JS generator.
+    #[napi(js_name = "_awaitRows", ts_return_type = "Promise<void>")]
+    pub fn await_rows(&self, start: f64, end: f64) -> AsyncTask<Job<(), ()>> {
+        self.inner.start_prefetch();
+        let dataset = self.inner.clone();
+        AsyncTask::new(job(move || {
+            dataset.await_rows(position(start)?, position(end)?)
+        }))
+    }
+
     /// `_collateBuilt` of the positions `start..end` of the current order; used by the JS
     /// generator, which would otherwise build an array of positions per batch.
     #[napi(js_name = "_collateRangeBuilt")]
     pub fn collate_range_built(&self, env: Env, start: f64, end: f64) -> Result<Option<SftBatch>> {
         run_sync(|| {
-            let position = |v: f64| {
-                if v.fract() == 0.0 && v >= 0.0 && v <= u32::MAX as f64 {
-                    Ok(v as usize)
-                } else {
-                    Err(SftError::invalid_argument(format!(
-                        "{} is not a position",
-                        js_number(v)
-                    )))
-                }
-            };
             match self
                 .inner
                 .prepare_range_if_built(position(start)?, position(end)?)?
