@@ -147,6 +147,10 @@ async function benchFile(label, file, opts) {
     runs.create.push(await datasetEpochs(file, auto, opts.batchSize, 'reference', readJsonl(file)))
     await encode()
   }
+  if (process.env.BENCH_SAMPLES) {
+    const ms = (xs) => xs.map((x) => (x * 1000).toFixed(1)).join(' ')
+    console.error(`${label}: load ${ms(runs.auto.map((r) => r.epoch1))} | create ${ms(runs.create.map((r) => r.epoch1))} | encodeBatch ${ms(runs.encode)}`)
+  }
   const pick = (list, key) => Math.min(...list.map((r) => r[key]))
   const encAuto = { seconds: Math.min(...runs.encode) }
   return {
