@@ -783,16 +783,7 @@ impl Dataset {
         end: usize,
     ) -> SftResult<Option<PreparedBatch<'_>>> {
         let order = self.order();
-        if start >= end || end > order.len() {
-            return Err(SftError::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "positions {start}..{end} are not a non-empty range of [0, {})",
-                    order.len()
-                ),
-            ));
-        }
-        self.prepare_examples_if_built(&order[start..end])
+        self.prepare_examples_if_built(positions(&order, start, end)?)
     }
 
     /// Builds (or waits for) the rows at positions `start..end` of the current order, in that
@@ -802,16 +793,7 @@ impl Dataset {
     /// failed row rejects its own batch there).
     pub fn await_rows(&self, start: usize, end: usize) -> SftResult<()> {
         let order = self.order();
-        if start >= end || end > order.len() {
-            return Err(SftError::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "positions {start}..{end} are not a non-empty range of [0, {})",
-                    order.len()
-                ),
-            ));
-        }
-        for &i in &order[start..end] {
+        for &i in positions(&order, start, end)? {
             let _ = self.row(i as usize);
         }
         Ok(())
@@ -1083,6 +1065,20 @@ impl Dataset {
             self.turn_end.as_ref().map(|t| t.text.clone()),
         ))
     }
+}
+
+/// The examples at positions `start..end` of `order`, a non-empty range of it.
+fn positions(order: &[u32], start: usize, end: usize) -> SftResult<&[u32]> {
+    if start >= end || end > order.len() {
+        return Err(SftError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "positions {start}..{end} are not a non-empty range of [0, {})",
+                order.len()
+            ),
+        ));
+    }
+    Ok(&order[start..end])
 }
 
 /// An example of a dataset being created, until its row is built: JSON, or where to decode it
