@@ -131,11 +131,15 @@ describe.each(FAMILIES)('%s against transformers 5', (family) => {
   })
 
   it('loadSFTDataset of the same examples in a JSONL file gives the same ids', async () => {
-    // serde_json reads an integer beyond 64 bits in a file as a float, and (without its
-    // `float_roundtrip` feature) may read a float of 16 or more significant digits one ulp off: such
-    // cases stay out of the file (both are limits of the JSONL reader, see README).
-    const usable = cases.filter((c) => c.dataset && !c.wideInt && !hasLongFloat(c.messages))
-    expect(usable.length).toBeGreaterThan(20)
+    // Integers beyond 64 bits and floats of 16 or more significant digits included: the file's
+    // numbers are read as Python's json.loads reads them (src/json_text.rs), where serde_json alone
+    // reads the former as floats and the latter one ulp off in about one case in ten.
+    const usable = cases.filter((c) => c.dataset)
+    expect(usable.length).toBeGreaterThan(70)
+    if (PRINTS_NUMBERS.includes(family)) {
+      expect(usable.filter((c) => c.wideInt).length).toBeGreaterThan(10)
+      expect(usable.filter((c) => hasLongFloat(c.messages)).length).toBeGreaterThan(10)
+    }
     const dir = mkdtempSync(join(tmpdir(), 'render-diff-'))
     const file = join(dir, `${family}.jsonl`)
     writeFileSync(file, usable.map((c) => jsonLine({ messages: c.messages })).join('\n') + '\n')
@@ -220,6 +224,66 @@ describe('numbers from JS', () => {
       expect(thrown?.code).toBe('INVALID_ARGUMENT')
       expect(thrown?.message).toContain(`tool_calls[0].function.arguments.nested.list[1] is ${what}`)
     }
+  })
+})
+
+describe('numbers in data files', () => {
+  const qwen = tokenizer('qwen3')
+  const call = (args: Record<string, unknown>) => [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'f', arguments: args } }] },
+  ]
+  const argsOf = (text: string) => text.match(/"arguments": (.*)\}\n<\/tool_call>/)?.[1]
+
+  async function loadedArgs(lines: string[]): Promise<string[]> {
+    const dir = mkdtempSync(join(tmpdir(), 'numbers-'))
+    writeFileSync(join(dir, 'n.jsonl'), lines.join('\n') + '\n')
+    const warn = noWarnings()
+    const ds = await loadSFTDataset(join(dir, 'n.jsonl'), qwen, { allowedRoot: dir })
+    warn.mockRestore()
+    const out: string[] = []
+    for (let i = 0; i < ds.length; i++) {
+      const row = await ds.tokenizeExample(i)
+      out.push(argsOf(await qwen.decode(Uint32Array.from(row.inputIds))) as string)
+    }
+    return out
+  }
+
+  it('are read as json.loads reads them: floats to the nearest double, integers exact to 128 bits', async () => {
+    const line = (args: string) => `{"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": ${args}}}]}]}`
+    const got = await loadedArgs([
+      line('{"x": 100.00000000000001, "lat": -122.41941550000001, "y": 0.9856906946328695}'),
+      line('{"id": 18446744073709551616, "neg": -170141183460469231731687303715884105728, "zero": -0, "f": -0.0}'),
+      line('{"k": 1.5, "k": 0.30000000000000004}'),
+    ])
+    // serde_json alone gives 100.0, -122.4194155, 0.9856906946328696, 1.8446744073709552e+19, ...
+    expect(got).toEqual([
+      '{"x": 100.00000000000001, "lat": -122.41941550000001, "y": 0.9856906946328695}',
+      '{"id": 18446744073709551616, "neg": -170141183460469231731687303715884105728, "zero": 0, "f": -0.0}',
+      '{"k": 0.30000000000000004}',
+    ])
+  })
+
+  it('a file renders as the same examples made from JS objects, on random full-precision floats', async () => {
+    // JSON.parse, like Python's json.loads, rounds correctly: a loaded row must equal the created one.
+    let seed = 7
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
+    const examples = Array.from({ length: 300 }, () => {
+      const args = { a: random() * 360 - 180, b: [random(), random() * 1e-9], c: { d: random() * 1e6 } }
+      return { messages: call(args) }
+    })
+    const loaded = await loadedArgs(examples.map((e) => JSON.stringify(e)))
+    const created = createSFTDataset(examples, qwen)
+    const want: string[] = []
+    for (let i = 0; i < examples.length; i++) {
+      const row = await created.tokenizeExample(i)
+      want.push(argsOf(await qwen.decode(Uint32Array.from(row.inputIds))) as string)
+    }
+    expect(loaded).toEqual(want)
+    expect(want[0]).toMatch(/^\{"a": -?\d+\.\d+, "b": \[0\.\d+, \d\.\d+e-1\d\], "c": \{"d": \d+\.\d+\}\}$/)
   })
 })
 

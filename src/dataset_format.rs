@@ -529,7 +529,7 @@ fn text_message(role: &str, content: String) -> Json {
 /// ShareGPT's `function_call` turn: a JSON `{name, arguments}` (or a list of them) that becomes
 /// an assistant message with those tool calls and empty content.
 fn function_call(value: &str, index: usize, at: &str) -> SftResult<Json> {
-    let parsed: Json = serde_json::from_str(value).map_err(|e| {
+    let parsed = crate::json_text::parse(value).map_err(|e| {
         invalid(
             index,
             format_args!("{at} is a function_call whose value is not JSON: {e}"),

@@ -163,7 +163,7 @@ impl<R: BufRead> JsonlReader<R> {
 /// Parses one line. serde_json stops at 128 levels of nesting, so a hostile line cannot exhaust
 /// the stack.
 pub fn parse_line(path: &str, line: &JsonlLine) -> SftResult<Json> {
-    serde_json::from_str(&line.text).map_err(|e| json_error(path, line.line, &e))
+    crate::json_text::parse(&line.text).map_err(|e| json_error(path, line.line, &e))
 }
 
 /// Reads every record of a small in-memory JSONL text (tests, the CLI's validate).

@@ -20,6 +20,7 @@ pub mod fast_bpe;
 pub mod grpo;
 pub mod input;
 pub mod json_dumps;
+pub mod json_text;
 pub mod json_value;
 pub mod jsonl;
 pub mod loader;

@@ -106,7 +106,7 @@ pub fn normalize_tools(tools: &mut Json) -> SftResult<()> {
             continue;
         };
         if let Json::String(text) = props {
-            let parsed: Json = serde_json::from_str(text).map_err(|e| {
+            let parsed = crate::json_text::parse(text).map_err(|e| {
                 SftError::new(
                     ErrorCode::InvalidArgument,
                     format!("tool {i}: parameters.properties is a string but not JSON: {e}"),

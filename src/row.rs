@@ -226,7 +226,7 @@ struct Messages {
 /// of one (the form of LLaMA-Factory and many hub datasets).
 fn example_tools(tools: Json) -> SftResult<Json> {
     let mut tools = match tools {
-        Json::String(text) => serde_json::from_str(&text).map_err(|e| {
+        Json::String(text) => crate::json_text::parse(&text).map_err(|e| {
             SftError::new(
                 ErrorCode::InvalidExample,
                 format!("tools is a string but not JSON: {e}"),

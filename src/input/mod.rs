@@ -114,7 +114,7 @@ impl RawRecord {
     pub fn parse(self, path: &str, container: Container) -> SftResult<Json> {
         match self.data {
             RecordData::Value(v) => Ok(v),
-            RecordData::Text(text) => serde_json::from_str(&text).map_err(|e| {
+            RecordData::Text(text) => crate::json_text::parse(&text).map_err(|e| {
                 let (at, what) = crate::jsonl::json_error_position(self.at.number(), &e);
                 parse_error(path, container, at, what)
             }),

@@ -1,0 +1,261 @@
+//! JSON text of the data read as Python's `json.loads` reads it: serde_json's parse, with every
+//! number the template might spell held exactly.
+//!
+//! serde_json (without `float_roundtrip`) reads a float of 16 or more significant digits by a
+//! fast method that lands one ulp off for about one such float in ten (`100.00000000000001`
+//! reads as `100.0`, `0.9856906946328695` as `0.9856906946328696`), and reads an integer beyond
+//! 64 bits as a float. A chat template spells the number it holds (`tojson`, `{{ x }}`), so the
+//! render would differ from transformers', whose messages come through `json.loads`: correctly
+//! rounded floats, exact integers. Turning `float_roundtrip` on would fix floats for every
+//! parse in the build, `tokenizer.json` files included, which Python's `tokenizers` reads
+//! without it; features are per crate, not per call. So data is parsed as before, and only a
+//! record holding a float is read again where it does: each such number from its own text, a
+//! float by Rust's correctly rounded `str::parse`, an integer of up to 128 bits exactly (as a
+//! JS `BigInt` is, see `json_value`). Strings, key order, a repeated key (its last value, in its
+//! first place) and every error stay serde_json's.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, Error as _, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Number, Value as Json};
+
+use crate::json_value;
+
+/// Parses a JSON text of the data (a record, or a JSON string inside one).
+pub fn parse(text: &str) -> serde_json::Result<Json> {
+    let value: Json = serde_json::from_str(text)?;
+    if !has_float(&value) {
+        return Ok(value);
+    }
+    let raw: &RawValue = serde_json::from_str(text)?;
+    exact(value, raw)
+}
+
+/// Whether serde_json read some number of `value` as a float: a float's text, an integer too
+/// wide for 64 bits, or `-0`.
+fn has_float(value: &Json) -> bool {
+    match value {
+        Json::Number(n) => n.is_f64(),
+        Json::Array(items) => items.iter().any(has_float),
+        Json::Object(map) => map.values().any(has_float),
+        Json::Null | Json::Bool(_) | Json::String(_) => false,
+    }
+}
+
+/// `value` (serde_json's reading of `raw`) with each of its floats read again from its text.
+fn exact(mut value: Json, raw: &RawValue) -> serde_json::Result<Json> {
+    match &mut value {
+        Json::Number(n) if n.is_f64() => return number(raw.get()),
+        Json::Array(items) => {
+            let raws: Vec<&RawValue> = serde_json::from_str(raw.get())?;
+            for (item, raw) in items.iter_mut().zip(raws) {
+                if has_float(item) {
+                    *item = exact(std::mem::take(item), raw)?;
+                }
+            }
+        }
+        Json::Object(map) => {
+            let Entries(entries) = serde_json::from_str(raw.get())?;
+            for (key, item) in map.iter_mut() {
+                if has_float(item) {
+                    // A repeated key keeps its last value, as serde_json and Python do.
+                    let raw = entries
+                        .iter()
+                        .rev()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, raw)| *raw)
+                        .ok_or_else(|| serde_json::Error::custom("a key read twice differs"))?;
+                    *item = exact(std::mem::take(item), raw)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(value)
+}
+
+/// A number from its JSON text: an integer when it is written as one (`-0` is `0`, as in
+/// Python; beyond 64 bits a wide integer, beyond 128 bits a float), else the nearest float.
+fn number(text: &str) -> serde_json::Result<Json> {
+    if !text.contains(['.', 'e', 'E']) {
+        if let Some(integer) = json_value::from_digits(text) {
+            return Ok(integer);
+        }
+    }
+    text.parse::<f64>()
+        .ok()
+        .and_then(Number::from_f64)
+        .map(Json::Number)
+        .ok_or_else(|| serde_json::Error::custom(format_args!("number out of range: {text}")))
+}
+
+/// An object's entries in their order, repeats included, each value still as its text.
+struct Entries<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EntriesVisitor;
+
+        impl<'de> Visitor<'de> for EntriesVisitor {
+            type Value = Entries<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de>, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+
+        deserializer.deserialize_map(EntriesVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// xorshift64: the tests' random numbers, the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// A float as JS and Python print one (shortest round trip), of any magnitude.
+        fn float(&mut self) -> f64 {
+            let x = self.next();
+            match x % 3 {
+                0 => f64::from_bits(x >> 2 | 0x3000_0000_0000_0000),
+                1 => (x >> 11) as f64 / (1u64 << 53) as f64 * 360.0 - 180.0,
+                _ => (x >> 11) as f64 / (1u64 << 53) as f64,
+            }
+        }
+    }
+
+    fn bits(v: &Json) -> u64 {
+        v.as_f64().expect("a number").to_bits()
+    }
+
+    #[test]
+    fn floats_are_the_nearest_double_to_their_text_wherever_they_sit() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut serde_off = 0;
+        for _ in 0..20_000 {
+            let f: Vec<f64> = (0..4).map(|_| rng.float()).collect();
+            let texts: Vec<String> = f.iter().map(|x| format!("{x:?}")).collect();
+            let record = format!(
+                r#"{{"messages": [{{"role": "assistant", "content": "{}", "tool_calls": [{{"function": {{"name": "f", "arguments": {{"a": {}, "b": [{}, "x", {{"c": {}}}]}}}}}}]}}], "n": {}}}"#,
+                texts[0], texts[0], texts[1], texts[2], texts[3]
+            );
+            let value = parse(&record).unwrap();
+            let args = &value["messages"][0]["tool_calls"][0]["function"]["arguments"];
+            assert_eq!(bits(&args["a"]), f[0].to_bits(), "{record}");
+            assert_eq!(bits(&args["b"][0]), f[1].to_bits(), "{record}");
+            assert_eq!(bits(&args["b"][2]["c"]), f[2].to_bits(), "{record}");
+            assert_eq!(bits(&value["n"]), f[3].to_bits(), "{record}");
+            assert_eq!(value["messages"][0]["content"], json!(texts[0]));
+            // Everything but the floats is serde_json's reading.
+            let mut theirs: Json = serde_json::from_str(&record).unwrap();
+            if bits(&theirs["n"]) != f[3].to_bits() {
+                serde_off += 1;
+            }
+            theirs["n"] = value["n"].clone();
+            theirs["messages"][0]["tool_calls"][0]["function"]["arguments"] = args.clone();
+            assert_eq!(theirs, value);
+        }
+        // The case this module exists for, in these draws (about one float in ten).
+        assert!(serde_off > 1_000, "{serde_off}");
+    }
+
+    #[test]
+    fn known_misreadings_are_read_as_python_reads_them() {
+        for (text, expected) in [
+            ("100.00000000000001", 100.00000000000001),
+            ("-122.41941550000001", -122.41941550000001),
+            ("0.9856906946328695", 0.9856906946328695),
+            ("1.1362275116276523e-8", 1.1362275116276523e-8),
+            ("-0.0", -0.0),
+        ] {
+            let value = parse(&format!("[{text}]")).unwrap();
+            assert_eq!(bits(&value[0]), f64::to_bits(expected), "{text}");
+            assert_eq!(format!("{:?}", value[0].as_f64().unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn integers_are_exact_up_to_128_bits_and_minus_zero_is_zero() {
+        let value = parse(
+            r#"{"small": 7, "minus_zero": -0, "wide": 18446744073709551616, "negative": -170141183460469231731687303715884105728, "wider": 340282366920938463463374607431768211456, "f": 1.5}"#,
+        )
+        .unwrap();
+        assert_eq!(value["small"], json!(7));
+        assert_eq!(value["minus_zero"], json!(0));
+        assert_eq!(
+            value["wide"],
+            json_value::from_digits("18446744073709551616").unwrap()
+        );
+        assert_eq!(
+            value["negative"],
+            json_value::from_digits("-170141183460469231731687303715884105728").unwrap()
+        );
+        assert_eq!(bits(&value["wider"]), 3.402823669209385e38_f64.to_bits());
+        assert_eq!(value["f"], json!(1.5));
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_in_its_first_place() {
+        let text = r#"{"x": "first", "y": 100.00000000000001, "x": 0.9856906946328695, "z": [{"w": 1.5, "w": -122.41941550000001}]}"#;
+        let value = parse(text).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["x", "y", "z"]);
+        assert_eq!(bits(&value["x"]), 0.9856906946328695_f64.to_bits());
+        assert_eq!(bits(&value["y"]), 100.00000000000001_f64.to_bits());
+        assert_eq!(
+            bits(&value["z"][0]["w"]),
+            (-122.41941550000001_f64).to_bits()
+        );
+        assert_eq!(value["z"][0].as_object().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn texts_without_floats_and_errors_are_serde_json_s() {
+        for text in [
+            r#"{"messages": [{"role": "user", "content": "a\"b\\u00e9\n"}], "n": [1, -2, 18446744073709551615, -9223372036854775808, true, null]}"#,
+            r#"[]"#,
+            r#""x""#,
+        ] {
+            assert_eq!(
+                parse(text).unwrap(),
+                serde_json::from_str::<Json>(text).unwrap()
+            );
+        }
+        for text in [
+            r#"{"a": 1.5,"#,
+            r#"{"a": 1e400}"#,
+            r#"[1.5] x"#,
+            "",
+            r#"{"a": 01}"#,
+        ] {
+            let ours = parse(text).unwrap_err().to_string();
+            let theirs = serde_json::from_str::<Json>(text).unwrap_err().to_string();
+            assert_eq!(ours, theirs, "{text}");
+        }
+    }
+}
