@@ -287,6 +287,24 @@ describe('numbers in data files', () => {
   })
 })
 
+describe('strings in data files', () => {
+  it('a lone surrogate escape reads as U+FFFD, as JSON.parse and napi hand it to the reference', async () => {
+    const qwen = tokenizer('qwen3')
+    const lines = [
+      String.raw`{"messages": [{"role": "user", "content": "a\ud800b \udc00"}, {"role": "assistant", "content": "ok \ud83d\ude00 \\ud800"}]}`,
+    ]
+    const dir = mkdtempSync(join(tmpdir(), 'surrogates-'))
+    writeFileSync(join(dir, 's.jsonl'), lines.join('\n') + '\n')
+    const loaded = await loadSFTDataset(join(dir, 's.jsonl'), qwen, { allowedRoot: dir })
+    const created = createSFTDataset(lines.map((l) => JSON.parse(l)), qwen)
+    const row = await loaded.tokenizeExample(0)
+    expect(Array.from(row.inputIds)).toEqual(Array.from((await created.tokenizeExample(0)).inputIds))
+    expect(await qwen.decode(Uint32Array.from(row.inputIds), false)).toBe(
+      '<|im_start|>user\na\ufffdb \ufffd<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nok \u{1F600} \\ud800<|im_end|>\n',
+    )
+  })
+})
+
 describe('null-valued message keys', () => {
   it('are dropped, so Llama 3.1 renders no "None" for an OpenAI tool-call message', () => {
     const llama = tokenizer('llama3_1')

@@ -12,7 +12,10 @@
 //! record holding a float is read again where it does: each such number from its own text, a
 //! float by Rust's correctly rounded `str::parse`, an integer of up to 128 bits exactly (as a
 //! JS `BigInt` is, see `json_value`). Strings, key order, a repeated key (its last value, in its
-//! first place) and every error stay serde_json's.
+//! first place) and every error stay serde_json's, but one: serde_json refuses the escape of a
+//! lone surrogate (`"\ud800"`), which `JSON.parse` accepts and napi then hands to Rust as U+FFFD,
+//! so the reference loads such a file and trains on U+FFFD; here too (as `createSFTDataset` of
+//! the same records does).
 
 use std::fmt;
 
@@ -24,7 +27,14 @@ use crate::json_value;
 
 /// Parses a JSON text of the data (a record, or a JSON string inside one).
 pub fn parse(text: &str) -> serde_json::Result<Json> {
-    let value: Json = serde_json::from_str(text)?;
+    let value: Json = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(e) => match without_lone_surrogates(text) {
+            // Same length: an error left in the text keeps its line and column.
+            Some(replaced) => return parse(&replaced),
+            None => return Err(e),
+        },
+    };
     if !has_float(&value) {
         return Ok(value);
     }
@@ -88,6 +98,54 @@ fn number(text: &str) -> serde_json::Result<Json> {
         .and_then(Number::from_f64)
         .map(Json::Number)
         .ok_or_else(|| serde_json::Error::custom(format_args!("number out of range: {text}")))
+}
+
+/// `text` with each escape of a lone surrogate inside a string (a high one not followed by the
+/// escape of a low one, or a low one alone) written `\ufffd`, the same length; `None` when it has
+/// none.
+fn without_lone_surrogates(text: &str) -> Option<String> {
+    let hex = |at: usize| -> Option<u32> {
+        let digits = text.get(at..at + 4)?;
+        if digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            u32::from_str_radix(digits, 16).ok()
+        } else {
+            None
+        }
+    };
+    let escaped_unit = |at: usize| -> Option<u32> {
+        (text.as_bytes().get(at..at + 2) == Some(b"\\u")).then(|| hex(at + 2))?
+    };
+    let bytes = text.as_bytes();
+    let mut lone = Vec::new();
+    let (mut at, mut in_string) = (0, false);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => {
+                in_string = !in_string;
+                at += 1;
+            }
+            b'\\' if in_string => match escaped_unit(at) {
+                Some(0xD800..=0xDBFF) if matches!(escaped_unit(at + 6), Some(0xDC00..=0xDFFF)) => {
+                    at += 12
+                }
+                Some(0xD800..=0xDFFF) => {
+                    lone.push(at);
+                    at += 6;
+                }
+                // Any other escape: its next character is never a quote that ends the string.
+                _ => at += 2,
+            },
+            _ => at += 1,
+        }
+    }
+    if lone.is_empty() {
+        return None;
+    }
+    let mut replaced = text.as_bytes().to_vec();
+    for at in lone {
+        replaced[at..at + 6].copy_from_slice(b"\\ufffd");
+    }
+    String::from_utf8(replaced).ok()
 }
 
 /// An object's entries in their order, repeats included, each value still as its text.
@@ -232,6 +290,27 @@ mod tests {
             (-122.41941550000001_f64).to_bits()
         );
         assert_eq!(value["z"][0].as_object().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_read_as_u_fffd_and_pairs_stay_whole() {
+        let value = parse(
+            r#"{"a": "x\ud800y", "b": "\udc00", "c": "\ud83d\ude00", "d": "\\ud800", "e": "\ud800\u0041", "\ud800": 1.5}"#,
+        )
+        .unwrap();
+        assert_eq!(value["a"], json!("x\u{FFFD}y"));
+        assert_eq!(value["b"], json!("\u{FFFD}"));
+        assert_eq!(value["c"], json!("\u{1F600}"));
+        assert_eq!(value["d"], json!("\\ud800"));
+        assert_eq!(value["e"], json!("\u{FFFD}A"));
+        assert_eq!(value["\u{FFFD}"], json!(1.5));
+        // An error after a lone surrogate is reported where serde_json reports it.
+        let text = "{\"a\": \"\\ud800\",\n \"b\": tru}";
+        let ours = parse(text).unwrap_err();
+        let theirs = serde_json::from_str::<Json>(&text.replace("\\ud800", "x")).unwrap_err();
+        assert_eq!((ours.line(), ours.column()), (theirs.line(), theirs.column()));
+        assert_eq!(ours.to_string(), theirs.to_string());
+        assert_eq!(without_lone_surrogates(r#"{"a": "\ud83d\ude00 \\ud800"}"#), None);
     }
 
     #[test]
