@@ -308,9 +308,15 @@ mod tests {
         let text = "{\"a\": \"\\ud800\",\n \"b\": tru}";
         let ours = parse(text).unwrap_err();
         let theirs = serde_json::from_str::<Json>(&text.replace("\\ud800", "x")).unwrap_err();
-        assert_eq!((ours.line(), ours.column()), (theirs.line(), theirs.column()));
+        assert_eq!(
+            (ours.line(), ours.column()),
+            (theirs.line(), theirs.column())
+        );
         assert_eq!(ours.to_string(), theirs.to_string());
-        assert_eq!(without_lone_surrogates(r#"{"a": "\ud83d\ude00 \\ud800"}"#), None);
+        assert_eq!(
+            without_lone_surrogates(r#"{"a": "\ud83d\ude00 \\ud800"}"#),
+            None
+        );
     }
 
     #[test]
