@@ -20,7 +20,7 @@
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, Error as _, MapAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value as Json};
 
@@ -49,6 +49,13 @@ pub fn parse(text: &str) -> serde_json::Result<Json> {
     }
     let raw: &RawValue = serde_json::from_str(text)?;
     exact(value, raw)
+}
+
+/// Whether `text` is one JSON value as [`parse`] reads it, without building it.
+pub fn is_json(text: &str) -> bool {
+    serde_json::from_str::<IgnoredAny>(text).is_ok()
+        || without_lone_surrogates(text)
+            .is_some_and(|replaced| serde_json::from_str::<IgnoredAny>(&replaced).is_ok())
 }
 
 /// Whether serde_json may have read an integer of `value` as a float: an integral float of

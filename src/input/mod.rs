@@ -391,9 +391,10 @@ impl RecordReader {
 }
 
 /// Whether the first line, starting with `[`, is a whole JSON value (JSONL of arrays) rather
-/// than the start of an array spread over several lines.
+/// than the start of an array spread over several lines; read as its records are (a lone
+/// surrogate's escape included).
 fn first_line_is_a_record(line: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+    std::str::from_utf8(line).is_ok_and(crate::json_text::is_json)
 }
 
 #[cfg(test)]
@@ -473,6 +474,10 @@ mod tests {
         assert_eq!((kind.container, got.len()), (Container::JsonArray, 0));
         let (kind, got) = records(&temp("g.jsonl", b"")).unwrap();
         assert_eq!((kind.container, got.len()), (Container::Jsonl, 0));
+        // A lone surrogate's escape on the first line does not make it the start of an array.
+        let (kind, got) = records(&temp("h.jsonl", b"[\"\\ud800\"]\n[2]\n")).unwrap();
+        assert_eq!(kind.container, Container::Jsonl);
+        assert_eq!(got[0].1, serde_json::json!(["\u{FFFD}"]));
     }
 
     #[test]
