@@ -195,6 +195,11 @@ describe('numbers from JS', () => {
     )
   })
 
+  it('of two shortest spellings equally near a float, the even one, as Python repr', () => {
+    const args = { a: 95844.268798828125, b: -147495269.775390625, c: 1848626136779785.25 }
+    expect(argsOf(qwen.renderChatTemplate(call(args)))).toBe('{"a": 95844.26879882812, "b": -147495269.77539062, "c": 1848626136779785.2}')
+  })
+
   it('numbers reach tools, the GRPO functions and datasets the same way', async () => {
     const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', maximum: 4294967296 } } }]
     expect(qwen.renderChatTemplate(call({}), { tools })).toContain('"maximum": 4294967296}')

@@ -185,11 +185,7 @@ pub fn python_float_repr(f: f64) -> String {
     if f == 0.0 {
         return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
     }
-    // Rust's `{:e}` gives the shortest round-trip digits, e.g. "-1.5e-7" or "1e16".
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let (digits, exponent) = shortest_digits(f.abs());
     let sign = if f < 0.0 { "-" } else { "" };
     if (-4..16).contains(&exponent) {
         let point = exponent + 1;
@@ -212,6 +208,24 @@ pub fn python_float_repr(f: f64) -> String {
         let exp_sign = if exponent < 0 { '-' } else { '+' };
         format!("{sign}{mantissa}e{exp_sign}{:02}", exponent.abs())
     }
+}
+
+/// The shortest digits that read back as `f` (positive, finite, not zero) and the decimal
+/// exponent of the first one. Where two such digit strings are equally near `f` (its exact value
+/// ends in a 5 one place further), the one ending in an even digit, as Python's `repr` and V8
+/// choose: ryu does the same; Rust's own `{:e}` takes the upper one (`95844.26879882813` for
+/// Python's `95844.26879882812`).
+fn shortest_digits(f: f64) -> (String, i32) {
+    let mut buffer = ryu::Buffer::new();
+    // Fixed ("95844.26879882812", "0.0001") or scientific ("1e16", "1.5e-7") notation.
+    let text = buffer.format_finite(f);
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((text, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = [whole, fraction].concat();
+    let leading = all.len() - all.trim_start_matches('0').len();
+    let digits = all[leading..].trim_end_matches('0').to_string();
+    (digits, whole.len() as i32 - 1 - leading as i32 + exponent)
 }
 
 /// A JSON string with `ensure_ascii=False`: only quotes, backslashes and control characters are
@@ -259,6 +273,36 @@ mod tests {
     }
 
     #[test]
+    fn floats_are_spelled_as_python_spells_them_on_its_goldens() {
+        // scripts/gen_float_repr_goldens.py: random doubles, short decimals at many scales and
+        // exact ties between two shortest spellings, with Python's repr of each.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/__test__/fixtures/float_repr.json"
+        );
+        let golden: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let pairs = golden["pairs"].as_array().unwrap();
+        assert_eq!(pairs.len(), 3600);
+        let wrong: Vec<String> = pairs
+            .iter()
+            .filter_map(|pair| {
+                let bits = u64::from_str_radix(pair[0].as_str().unwrap(), 16).unwrap();
+                let ours = python_float_repr(f64::from_bits(bits));
+                (ours != pair[1].as_str().unwrap()).then(|| format!("{ours} for {}", pair[1]))
+            })
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{} differ: {:?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(5)]
+        );
+    }
+
+    #[test]
+    // The ties below are written as their doubles' exact values, which is the point of them.
+    #[allow(clippy::excessive_precision)]
     fn floats_are_spelled_like_python_repr() {
         assert_eq!(python_float_repr(1.0), "1.0");
         assert_eq!(python_float_repr(0.5), "0.5");
@@ -268,6 +312,21 @@ mod tests {
         assert_eq!(python_float_repr(0.0001), "0.0001");
         assert_eq!(python_float_repr(0.00001), "1e-05");
         assert_eq!(python_float_repr(-1.5e-7), "-1.5e-07");
+        // Exact ties between two shortest spellings: the even last digit, as Python's repr.
+        for (f, python) in [
+            (95844.268798828125, "95844.26879882812"),
+            (1848626136779785.25, "1848626136779785.2"),
+            (159304380416870.125, "159304380416870.12"),
+            (-147495269.775390625, "-147495269.77539062"),
+            (2516583712.37890625, "2516583712.3789062"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (123456789012345680.0, "1.2345678901234568e+17"),
+            (0.1, "0.1"),
+            (100.0, "100.0"),
+        ] {
+            assert_eq!(python_float_repr(f), python, "{f:e}");
+        }
         assert_eq!(python_float_repr(123.456), "123.456");
         assert_eq!(python_float_repr(-0.0), "-0.0");
     }

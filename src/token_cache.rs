@@ -40,8 +40,9 @@ use crate::tokenizer::ChatTokenizer;
 /// Version of the rows an entry holds and of its layout. Bump it whenever a row built from the
 /// same inputs could differ from before (masking, rendering, tokenizing, a new row field), so
 /// that older entries become misses. 3: data files' floats are read correctly rounded and their
-/// integers exact to 128 bits (`json_text`), so a row of a file holding them may differ.
-pub const ROW_FORMAT_VERSION: u32 = 3;
+/// integers exact to 128 bits (`json_text`); 4: a float halfway between two shortest spellings
+/// renders with the even one (`json_dumps`).
+pub const ROW_FORMAT_VERSION: u32 = 4;
 
 /// File name extension of an entry.
 pub const ENTRY_EXTENSION: &str = "sftrows";
