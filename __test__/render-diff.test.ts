@@ -154,13 +154,15 @@ describe.each(FAMILIES)('%s against transformers 5', (family) => {
   })
 })
 
+// A conversation whose one tool call has `args` as its arguments, and those arguments as rendered.
+const call = (args: Record<string, unknown>) => [
+  { role: 'user', content: 'go' },
+  { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'f', arguments: args } }] },
+]
+const argsOf = (text: string) => text.match(/"arguments": (.*)\}\n<\/tool_call>/)?.[1]
+
 describe('numbers from JS', () => {
   const qwen = tokenizer('qwen3')
-  const call = (args: Record<string, unknown>) => [
-    { role: 'user', content: 'go' },
-    { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'f', arguments: args } }] },
-  ]
-  const argsOf = (text: string) => text.match(/"arguments": (.*)\}\n<\/tool_call>/)?.[1]
 
   it('integers of the issue table render as Python renders them', () => {
     const args = {
@@ -234,11 +236,6 @@ describe('numbers from JS', () => {
 
 describe('numbers in data files', () => {
   const qwen = tokenizer('qwen3')
-  const call = (args: Record<string, unknown>) => [
-    { role: 'user', content: 'go' },
-    { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'f', arguments: args } }] },
-  ]
-  const argsOf = (text: string) => text.match(/"arguments": (.*)\}\n<\/tool_call>/)?.[1]
 
   async function loadedArgs(lines: string[]): Promise<string[]> {
     const dir = mkdtempSync(join(tmpdir(), 'numbers-'))

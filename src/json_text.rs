@@ -39,14 +39,6 @@ pub fn parse(text: &str) -> serde_json::Result<Json> {
     if !has_wide_number(&value) {
         return Ok(value);
     }
-    // Without a repeated key, the value holds the text's numbers in the text's order.
-    let (tokens, keys) = numbers_and_keys(text);
-    let mut value = value;
-    if keys == key_count(&value) {
-        let mut tokens = tokens.into_iter();
-        reread(&mut value, &mut tokens)?;
-        return Ok(value);
-    }
     let raw: &RawValue = serde_json::from_str(text)?;
     exact(value, raw)
 }
@@ -61,11 +53,11 @@ pub fn is_json(text: &str) -> bool {
 /// Whether serde_json may have read an integer of `value` as a float: an integral float of
 /// 2^63 or more in magnitude (an integer text beyond 64 bits gives one), or `-0.0` (`-0` does).
 fn is_wide(n: &Number) -> bool {
-    n.as_f64().is_some_and(|f| {
-        n.is_f64()
-            && ((f.fract() == 0.0 && f.abs() >= 9_223_372_036_854_775_808.0)
-                || (f == 0.0 && f.is_sign_negative()))
-    })
+    n.is_f64()
+        && n.as_f64().is_some_and(|f| {
+            (f.fract() == 0.0 && f.abs() >= 9_223_372_036_854_775_808.0)
+                || (f == 0.0 && f.is_sign_negative())
+        })
 }
 
 fn has_wide_number(value: &Json) -> bool {
@@ -77,83 +69,10 @@ fn has_wide_number(value: &Json) -> bool {
     }
 }
 
-/// The text of every number of a valid JSON text, in order, and how many object keys it writes
-/// (repeats included). One pass: strings are skipped a quote or backslash at a time.
-fn numbers_and_keys(text: &str) -> (Vec<&str>, usize) {
-    let bytes = text.as_bytes();
-    let (mut numbers, mut keys, mut at) = (Vec::new(), 0, 0);
-    while at < bytes.len() {
-        match bytes[at] {
-            b'"' => {
-                at += 1;
-                while let Some(k) = memchr::memchr2(b'"', b'\\', &bytes[at..]) {
-                    let escape = bytes[at + k] == b'\\';
-                    at += k + if escape { 2 } else { 1 };
-                    if !escape {
-                        break;
-                    }
-                }
-                let next = bytes[at.min(bytes.len())..]
-                    .iter()
-                    .find(|b| !b.is_ascii_whitespace());
-                keys += usize::from(next == Some(&b':'));
-            }
-            b'-' | b'0'..=b'9' => {
-                let start = at;
-                while bytes
-                    .get(at)
-                    .is_some_and(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                {
-                    at += 1;
-                }
-                numbers.push(&text[start..at]);
-            }
-            _ => at += 1,
-        }
-    }
-    (numbers, keys)
-}
-
-/// How many keys the objects of `value` hold.
-fn key_count(value: &Json) -> usize {
-    match value {
-        Json::Array(items) => items.iter().map(key_count).sum(),
-        Json::Object(map) => map.len() + map.values().map(key_count).sum::<usize>(),
-        _ => 0,
-    }
-}
-
-/// Reads each wide number of `value` again from its text, the numbers' texts coming in order.
-fn reread<'t>(
-    value: &mut Json,
-    texts: &mut impl Iterator<Item = &'t str>,
-) -> serde_json::Result<()> {
-    match value {
-        Json::Number(n) => {
-            let text = texts
-                .next()
-                .ok_or_else(|| serde_json::Error::custom("fewer numbers in the text than read"))?;
-            if is_wide(n) {
-                *value = number(text)?;
-            }
-        }
-        Json::Array(items) => {
-            for item in items {
-                reread(item, texts)?;
-            }
-        }
-        Json::Object(map) => {
-            for item in map.values_mut() {
-                reread(item, texts)?;
-            }
-        }
-        Json::Null | Json::Bool(_) | Json::String(_) => {}
-    }
-    Ok(())
-}
-
 /// `value` (serde_json's reading of `raw`) with each of its wide numbers read again from its
-/// text, by key where a key repeats (slower: each level's text is read again).
+/// text: each level holding one is read again as raw texts, an object's by key (where a key
+/// repeats, its last text, as serde_json and Python keep its last value). Such records are rare,
+/// so reading a level twice costs nothing that shows.
 fn exact(mut value: Json, raw: &RawValue) -> serde_json::Result<Json> {
     match &mut value {
         Json::Number(n) if is_wide(n) => return number(raw.get()),
@@ -169,7 +88,6 @@ fn exact(mut value: Json, raw: &RawValue) -> serde_json::Result<Json> {
             let Entries(entries) = serde_json::from_str(raw.get())?;
             for (key, item) in map.iter_mut() {
                 if has_wide_number(item) {
-                    // A repeated key keeps its last value, as serde_json and Python do.
                     let raw = entries
                         .iter()
                         .rev()
