@@ -5,7 +5,7 @@
 // own limit (encodeBatch over the already-rendered texts). Also compares the two encoder engines
 // on 1 and 2 threads and the two chat-template renderers on one. Every figure comes from this run.
 //
-//   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3]
+//   npm run bench -- [--data file.jsonl] [--conv-data file.jsonl] [--batch-size 8] [--repeat 3] [--rounds 25]
 //   npm run bench -- --padding-only      (only the padding table of the batching strategies)
 //   npm run bench -- --epochs-only       (only epoch 1 / epoch 2 under each batching strategy)
 //   npm run bench -- --throughput-only   (only the epoch, render and encode tables)
@@ -139,9 +139,12 @@ async function benchFile(label, file, opts) {
   // encodeBatch is timed in the same rounds as the epochs it is compared with, so that a drift
   // of the machine's speed during the run weighs on both sides of the ratio alike, and each side
   // follows the other: a load after an encodeBatch, an encodeBatch after a load or a create.
+  // The compared sections get rounds of their own (`--rounds`, at least `--repeat`): on a shared
+  // host an epoch of a few milliseconds varies by a third from one round to the next, and the
+  // host's speed drifts within a run, so the ratio is taken round by round (see the README).
   const encode = async () => runs.encode.push((await best(1, () => auto.encodeBatch(texts, false))).seconds)
   await encode()
-  for (let i = 0; i < opts.repeat; i++) {
+  for (let i = 0; i < opts.rounds; i++) {
     runs.auto.push(await datasetEpochs(file, auto, opts.batchSize))
     await encode()
     runs.create.push(await datasetEpochs(file, auto, opts.batchSize, 'reference', readJsonl(file)))
@@ -153,6 +156,15 @@ async function benchFile(label, file, opts) {
   }
   const pick = (list, key) => Math.min(...list.map((r) => r[key]))
   const encAuto = { seconds: Math.min(...runs.encode) }
+  // Round i times encodeBatch (2i), the load, encodeBatch (2i + 1), the create, encodeBatch
+  // (2i + 2): each epoch against the geometric mean of the two encodeBatch runs around it, so
+  // that a drift of the host's speed between rounds cancels; the median of those ratios.
+  const paired = (list, first) => {
+    const ratios = list.map((r, i) => Math.sqrt(runs.encode[2 * i + first] * runs.encode[2 * i + first + 1]) / r.epoch1)
+    ratios.sort((a, b) => a - b)
+    const mid = ratios.length >> 1
+    return ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2
+  }
   return {
     label,
     file: path.basename(file),
@@ -165,6 +177,8 @@ async function benchFile(label, file, opts) {
     createEpoch1: pick(runs.create, 'epoch1'),
     autoEpoch2: pick(runs.auto, 'epoch2'),
     encodeBatchAuto: encAuto.seconds,
+    loadPaired: paired(runs.auto, 0),
+    createPaired: paired(runs.create, 1),
     autoEngine: `${auto.engine} engine, ${auto.renderer} renderer`,
   }
 }
@@ -259,6 +273,7 @@ async function main() {
       'conv-data': { type: 'string' },
       'batch-size': { type: 'string', default: '8' },
       repeat: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '25' },
       worker: { type: 'boolean', default: false },
       'render-worker': { type: 'boolean', default: false },
       renderer: { type: 'string', default: 'auto' },
@@ -274,10 +289,12 @@ async function main() {
   const pcFile = values.data ?? largest('pc_')
   const convFile = values['conv-data'] ?? largest('conv_')
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
-  const opts = { batchSize: Number(values['batch-size']), repeat }
+  const opts = { batchSize: Number(values['batch-size']), repeat, rounds: Math.max(repeat, Number(values.rounds)) }
   if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
   if (values['epochs-only']) return epochsTable(pcFile, convFile, opts)
-  console.log(`sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat}`)
+  console.log(
+    `sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat} (epoch 1 and encodeBatch of the fast engine: ${opts.rounds} rounds)`,
+  )
   const rows = [await benchFile('prompt-completion', pcFile, opts)]
   if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
 
@@ -291,10 +308,15 @@ async function main() {
   }
   console.log(`\nauto = ${rows[0].autoEngine}.`)
   console.log('\n## Epoch 1 against the tokenizer: encodeBatch (auto, all cores) over the same rendered texts')
-  console.log('| data | rendered MB | encodeBatch s | load: epoch 1 throughput / encodeBatch | create: epoch 1 throughput / encodeBatch |')
-  console.log('|---|---:|---:|---:|---:|')
+  console.log(
+    `(per round: encodeBatch, the load, encodeBatch, the create, encodeBatch; "median of rounds": the median over ${opts.rounds} rounds of each epoch's throughput against that of the two encodeBatch runs around it (geometric mean); "best of": the fastest of ${opts.rounds} epochs against the fastest of ${2 * opts.rounds + 1} encodeBatch runs)`,
+  )
+  console.log('| data | rendered MB | encodeBatch s | load / encodeBatch, median of rounds | create / encodeBatch, median of rounds | load, best of | create, best of |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|')
   for (const r of rows) {
-    console.log(`| ${r.label} | ${f(r.mb, 2)} | ${f(r.encodeBatchAuto, 3)} | ${f(r.encodeBatchAuto / r.autoEpoch1)} | ${f(r.encodeBatchAuto / r.createEpoch1)} |`)
+    console.log(
+      `| ${r.label} | ${f(r.mb, 2)} | ${f(r.encodeBatchAuto, 3)} | ${f(r.loadPaired)} | ${f(r.createPaired)} | ${f(r.encodeBatchAuto / r.autoEpoch1)} | ${f(r.encodeBatchAuto / r.createEpoch1)} |`,
+    )
   }
 
   if (!values['throughput-only']) {
