@@ -283,13 +283,18 @@ async function main() {
       'throughput-only': { type: 'boolean', default: false },
     },
   })
-  const repeat = Number(values.repeat)
+  const count = (name) => {
+    const n = Number(values[name])
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${values[name]}`)
+    return n
+  }
+  const repeat = count('repeat')
   if (values.worker) return encodeWorker(values.data, values.engine, repeat)
   if (values['render-worker']) return renderWorker(values.data, values.renderer, repeat)
   const pcFile = values.data ?? largest('pc_')
   const convFile = values['conv-data'] ?? largest('conv_')
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
-  const opts = { batchSize: Number(values['batch-size']), repeat, rounds: Math.max(repeat, Number(values.rounds)) }
+  const opts = { batchSize: Number(values['batch-size']), repeat, rounds: Math.max(repeat, count('rounds')) }
   if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
   if (values['epochs-only']) return epochsTable(pcFile, convFile, opts)
   console.log(
