@@ -294,7 +294,7 @@ async function main() {
   const pcFile = values.data ?? largest('pc_')
   const convFile = values['conv-data'] ?? largest('conv_')
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
-  const opts = { batchSize: Number(values['batch-size']), repeat, rounds: Math.max(repeat, count('rounds')) }
+  const opts = { batchSize: count('batch-size'), repeat, rounds: Math.max(repeat, count('rounds')) }
   if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
   if (values['epochs-only']) return epochsTable(pcFile, convFile, opts)
   console.log(
