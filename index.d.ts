@@ -438,7 +438,7 @@ export interface LoadSFTDatasetOptions {
   /** See `SFTDatasetConfig.specialTokenIds`. */
   specialTokenIds?: SpecialTokenIds
   /** See `SFTDatasetConfig.maskingStrategy`. */
-  maskingStrategy?: 'reference' | 'spans'
+  maskingStrategy?: 'reference' | 'spans' | 'generation'
   /** See `SFTDatasetConfig.trainOnRoles`. Default `['assistant']`. */
   trainOnRoles?: Array<string>
   /** See `SFTDatasetConfig.trainOnTurnEnd`. Default true. */
@@ -467,6 +467,8 @@ export interface LoadSFTDatasetOptions {
   tools?: 'example' | 'ignore'
   /** See `SFTDatasetConfig.sanitizeControlTokens`. Default false. */
   sanitizeControlTokens?: boolean
+  /** See `SFTDatasetConfig.parseToolArguments`. Default false. */
+  parseToolArguments?: boolean
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -679,11 +681,14 @@ export interface SFTDatasetConfig {
   /**
    * How labels are chosen. `'reference'`: the reference's ChatML scan (needs `<|im_start|>`
    * and `<|im_end|>`). `'spans'`: every message is located in the rendered text and its
-   * trained parts mapped to tokens through their offsets, for any chat template. Default:
+   * trained parts mapped to tokens through their offsets, for any chat template.
+   * `'generation'`: the tokens inside the template's `{% generation %}` blocks, exactly
+   * transformers' `assistant_masks` (TRL's `assistant_only_loss`); the template must have
+   * such blocks (TRL's `*_training.jinja` templates). Default:
    * `'reference'` for a tokenizer with the ChatML tokens, unless `trainOnRoles`,
    * `trainOnTurnEnd` or `reasoning` is given; `'spans'` otherwise.
    */
-  maskingStrategy?: 'reference' | 'spans'
+  maskingStrategy?: 'reference' | 'spans' | 'generation'
   /**
    * Roles whose turns are trained under `'spans'` when `completionOnly` is on. Default
    * `['assistant']`. An assistant turn trains what the model generates (reasoning, content,
@@ -776,6 +781,14 @@ export interface SFTDatasetConfig {
    * example. Default false.
    */
   sanitizeControlTokens?: boolean
+  /**
+   * Tool-call `arguments` given as a JSON string (the OpenAI wire format) are parsed into
+   * the object they hold before rendering, as templates that iterate `arguments|items`
+   * (Qwen3.5) need; transformers and the reference render the string as given. A string
+   * that does not hold a JSON object is an `INVALID_MESSAGE` error of its example. Default
+   * false.
+   */
+  parseToolArguments?: boolean
 }
 
 /** One data-parallel rank of `worldSize`. */

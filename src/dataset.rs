@@ -46,6 +46,8 @@ pub struct SpecialTokenOverrides {
 pub enum StrategyName {
     Reference,
     Spans,
+    /// The chat template's `{% generation %}` blocks (transformers' assistant mask).
+    Generation,
 }
 
 #[derive(Debug, Clone)]
@@ -73,6 +75,8 @@ pub struct DatasetConfig {
     pub tools: ToolsMode,
     /// `sanitizeControlTokens`: control-token strings in the data are encoded as text.
     pub sanitize_control_tokens: bool,
+    /// `parseToolArguments`: tool-call arguments given as JSON strings are parsed first.
+    pub parse_tool_arguments: bool,
 }
 
 impl Default for DatasetConfig {
@@ -96,6 +100,7 @@ impl Default for DatasetConfig {
             input: FormatOptions::default(),
             tools: ToolsMode::Ignore,
             sanitize_control_tokens: false,
+            parse_tool_arguments: false,
         }
     }
 }
@@ -141,6 +146,7 @@ impl DatasetConfig {
             input,
             tools,
             sanitize_control_tokens,
+            parse_tool_arguments,
         } = self;
         let mut settings = serde_json::json!({
             "format": format!("{:?}", input.format),
@@ -164,6 +170,9 @@ impl DatasetConfig {
         // Written only when on, so that the keys of caches made before the option still match.
         if *sanitize_control_tokens {
             settings["sanitizeControlTokens"] = Json::from(true);
+        }
+        if *parse_tool_arguments {
+            settings["parseToolArguments"] = Json::from(true);
         }
         // Rows are cut to `maxSeqLength` only when collated, except for these two.
         if *truncation == Truncation::Turns || *drop_untrainable {
@@ -232,12 +241,15 @@ pub fn resolve_masking(tokenizer: &ChatTokenizer, config: &DatasetConfig) -> Sft
                 StrategyName::Spans
             });
     match strategy {
-        StrategyName::Reference => {
+        StrategyName::Reference | StrategyName::Generation => {
             if let Some(name) = config.spans_only_setting() {
                 return Err(SftError::new(
                     ErrorCode::InvalidArgument,
                     format!("{name} needs maskingStrategy 'spans'"),
                 ));
+            }
+            if strategy == StrategyName::Generation {
+                return Ok(Masking::Generation);
             }
             Ok(Masking::Reference(reference_markers(
                 tokenizer,
@@ -1201,6 +1213,7 @@ pub fn row_settings<'a>(
         drop_untrainable: config.drop_untrainable,
         tools: config.tools,
         sanitize: config.sanitize_control_tokens,
+        parse_tool_arguments: config.parse_tool_arguments,
         loss: None,
     }
 }

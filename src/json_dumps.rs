@@ -14,6 +14,8 @@ pub struct DumpOptions {
     pub item_separator: String,
     pub key_separator: String,
     pub sort_keys: bool,
+    /// `ensure_ascii=True`: every character beyond ASCII as a `\uXXXX` escape.
+    pub ensure_ascii: bool,
 }
 
 impl DumpOptions {
@@ -25,6 +27,7 @@ impl DumpOptions {
             item_separator: item_separator.to_string(),
             key_separator: ": ".to_string(),
             sort_keys: false,
+            ensure_ascii: false,
         }
     }
 }
@@ -51,13 +54,21 @@ fn write_value(
         ));
     }
     match value.kind() {
-        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+        ValueKind::None => out.push_str("null"),
+        // jinja2's Undefined is no JSON value: `json.dumps` raises on it.
+        ValueKind::Undefined => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "Object of type Undefined is not JSON serializable",
+            ))
+        }
         ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
         ValueKind::Number => write_number(out, value),
-        ValueKind::String => write_string(out, value.as_str().unwrap_or_default()),
+        ValueKind::String => write_string(out, value.as_str().unwrap_or_default(), o),
         ValueKind::Bytes => write_string(
             out,
             &String::from_utf8_lossy(value.as_bytes().unwrap_or_default()),
+            o,
         ),
         ValueKind::Seq | ValueKind::Iterable => {
             let items: Vec<Value> = value.try_iter()?.collect();
@@ -80,7 +91,7 @@ fn write_value(
                 "tojson: value cannot be serialized",
             ))
         }
-        _ => write_string(out, &value.to_string()),
+        _ => write_string(out, &value.to_string(), o),
     }
     Ok(())
 }
@@ -133,7 +144,7 @@ fn write_map(
             out.push_str(&o.item_separator);
         }
         newline_indent(out, o, depth + 1);
-        write_key(out, key);
+        write_key(out, key, o);
         out.push_str(&o.key_separator);
         write_value(out, item, o, depth + 1)?;
     }
@@ -144,9 +155,9 @@ fn write_map(
 
 /// Python turns non-string keys into strings: `True` -> "true", `None` -> "null", numbers as
 /// their JSON spelling.
-fn write_key(out: &mut String, key: &Value) {
+fn write_key(out: &mut String, key: &Value, o: &DumpOptions) {
     match key.kind() {
-        ValueKind::String => write_string(out, key.as_str().unwrap_or_default()),
+        ValueKind::String => write_string(out, key.as_str().unwrap_or_default(), o),
         ValueKind::None | ValueKind::Undefined => out.push_str("\"null\""),
         ValueKind::Bool => out.push_str(if key.is_true() {
             "\"true\""
@@ -156,9 +167,9 @@ fn write_key(out: &mut String, key: &Value) {
         ValueKind::Number => {
             let mut spelled = String::new();
             write_number(&mut spelled, key);
-            write_string(out, &spelled);
+            write_string(out, &spelled, o);
         }
-        _ => write_string(out, &key.to_string()),
+        _ => write_string(out, &key.to_string(), o),
     }
 }
 
@@ -228,9 +239,10 @@ fn shortest_digits(f: f64) -> (String, i32) {
     (digits, whole.len() as i32 - 1 - leading as i32 + exponent)
 }
 
-/// A JSON string with `ensure_ascii=False`: only quotes, backslashes and control characters are
-/// escaped.
-fn write_string(out: &mut String, s: &str) {
+/// A JSON string as `json.dumps` writes it: quotes, backslashes and control characters escaped,
+/// and with `ensure_ascii` everything beyond `~` too (UTF-16 units, surrogate pairs beyond the
+/// BMP).
+fn write_string(out: &mut String, s: &str, o: &DumpOptions) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -242,6 +254,12 @@ fn write_string(out: &mut String, s: &str) {
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if o.ensure_ascii && (c as u32) > 0x7e => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
             c => out.push(c),
         }
     }

@@ -1,11 +1,17 @@
 //! Chat messages and tool definitions as the chat template receives them.
 //!
 //! Messages reach the template as given (content of any type included: templates decide what
-//! they accept), with three changes: a message's keys whose value is null are dropped, as
-//! transformers 5 does before every render (an OpenAI `content: null` beside `tool_calls` would
-//! otherwise print `None`); the camelCase keys of MLX Node code (`toolCalls`, `toolCallId`,
-//! `reasoningContent`) are renamed to the snake_case keys templates read; and a tool's
-//! `parameters.properties` given as a JSON string (the MLX Node form) is parsed into an object.
+//! they accept), with the changes transformers 5 makes before every render and two of MLX Node:
+//! - a message's keys whose value is null are dropped (an OpenAI `content: null` beside
+//!   `tool_calls` would otherwise print `None`);
+//! - the camelCase keys of MLX Node code (`toolCalls`, `toolCallId`, `reasoningContent`) are
+//!   renamed to the snake_case keys templates read;
+//! - a message's reasoning, the first of `reasoning_content`, `thinking` and `reasoning` it has,
+//!   fills `reasoning_content` and, unless the message has its own, `thinking` (GPT-OSS reads
+//!   that one), with the key order of transformers' `{"thinking": r, **message,
+//!   "reasoning_content": r}`;
+//! - a tool's `parameters.properties` given as a JSON string (the MLX Node form) is parsed into
+//!   an object.
 
 use serde_json::{Map, Value as Json};
 
@@ -17,6 +23,26 @@ const CAMEL_TO_SNAKE: [(&str, &str); 3] = [
     ("toolCallId", "tool_call_id"),
     ("reasoningContent", "reasoning_content"),
 ];
+
+/// The names a message's reasoning comes under, the one templates read first.
+const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "thinking", "reasoning"];
+
+/// transformers 5's reasoning aliases (`_alias_reasoning_fields`), in its key order: `thinking`
+/// first (keeping its own value where the message has one), `reasoning_content` where the
+/// message had it or last.
+fn alias_reasoning(map: &mut Map<String, Json>) {
+    let Some(reasoning) = REASONING_FIELDS
+        .iter()
+        .find_map(|key| json_value::get(map, key))
+        .cloned()
+    else {
+        return;
+    };
+    let old = std::mem::take(map);
+    map.insert("thinking".to_string(), reasoning.clone());
+    map.extend(old);
+    map.insert("reasoning_content".to_string(), reasoning);
+}
 
 fn invalid(index: usize, what: impl std::fmt::Display) -> SftError {
     SftError::new(
@@ -48,10 +74,11 @@ pub fn normalize_message(index: usize, message: &mut Json) -> SftResult<()> {
         .as_object_mut()
         .ok_or_else(|| invalid(index, "must be an object"))?;
     // One pass over the keys tells whether anything changes (nearly never).
-    let (mut nulls, mut camel) = (false, false);
+    let (mut nulls, mut camel, mut reasoning) = (false, false, false);
     for (key, value) in map.iter() {
         nulls |= value.is_null();
         camel |= CAMEL_TO_SNAKE.iter().any(|(c, _)| c == key);
+        reasoning |= REASONING_FIELDS.contains(&key.as_str());
     }
     // transformers 5 (`_normalize_chat_messages`) drops the message's own null-valued keys, not
     // those nested inside its values: a null tool-call argument still prints `null`. Dropped
@@ -61,6 +88,10 @@ pub fn normalize_message(index: usize, message: &mut Json) -> SftResult<()> {
     }
     if camel {
         rename_camel_keys(map);
+        reasoning |= map.contains_key("reasoning_content");
+    }
+    if reasoning {
+        alias_reasoning(map);
     }
     match json_value::get(map, "role") {
         Some(Json::String(_)) => {}
@@ -70,6 +101,42 @@ pub fn normalize_message(index: usize, message: &mut Json) -> SftResult<()> {
     match json_value::get(map, "tool_calls") {
         None | Some(Json::Array(_)) => {}
         Some(_) => return Err(invalid(index, "tool_calls must be an array")),
+    }
+    Ok(())
+}
+
+/// `parseToolArguments`: the tool calls' `arguments` given as a JSON string (the OpenAI wire
+/// format) become the object the string holds, as templates that iterate `arguments|items`
+/// need. A string that does not hold a JSON object is an error naming the message and call.
+pub fn parse_tool_arguments(index: usize, message: &mut Json) -> SftResult<()> {
+    let Some(calls) = message.get_mut("tool_calls").and_then(Json::as_array_mut) else {
+        return Ok(());
+    };
+    for (j, call) in calls.iter_mut().enumerate() {
+        let (holder, place) = if call.get("function").is_some_and(Json::is_object) {
+            (&mut call["function"], "function.arguments")
+        } else {
+            (call, "arguments")
+        };
+        let Some(slot) = holder.get_mut("arguments") else {
+            continue;
+        };
+        let Json::String(text) = slot else {
+            continue;
+        };
+        let parsed = crate::json_text::parse(text).map_err(|e| {
+            invalid(
+                index,
+                format!("tool_calls[{j}].{place} is a string but not JSON: {e}"),
+            )
+        })?;
+        if !parsed.is_object() {
+            return Err(invalid(
+                index,
+                format!("tool_calls[{j}].{place} is a string that does not hold a JSON object"),
+            ));
+        }
+        *slot = parsed;
     }
     Ok(())
 }
@@ -148,7 +215,33 @@ mod tests {
         normalize_message(0, &mut m).unwrap();
         assert_eq!(
             serde_json::to_string(&m).unwrap(),
-            r#"{"role":"assistant","tool_calls":[],"content":"x","reasoning_content":"r"}"#
+            r#"{"thinking":"r","role":"assistant","tool_calls":[],"content":"x","reasoning_content":"r"}"#
+        );
+    }
+
+    #[test]
+    fn reasoning_is_aliased_as_transformers_5_does() {
+        let order = |m: serde_json::Value| {
+            let mut m = m;
+            normalize_message(0, &mut m).unwrap();
+            serde_json::to_string(&m).unwrap()
+        };
+        assert_eq!(
+            order(json!({"role": "assistant", "reasoning": "r", "content": "x"})),
+            r#"{"thinking":"r","role":"assistant","reasoning":"r","content":"x","reasoning_content":"r"}"#
+        );
+        // The first present name wins; a message's own `thinking` keeps its value and place.
+        assert_eq!(
+            order(json!({"role": "assistant", "content": "x", "thinking": "t", "reasoning_content": "c"})),
+            r#"{"thinking":"t","role":"assistant","content":"x","reasoning_content":"c"}"#
+        );
+        assert_eq!(
+            order(json!({"role": "assistant", "thinking": null, "reasoning": {"a": 1}})),
+            r#"{"thinking":{"a":1},"role":"assistant","reasoning":{"a":1},"reasoning_content":{"a":1}}"#
+        );
+        assert_eq!(
+            order(json!({"role": "user", "content": "x"})),
+            r#"{"role":"user","content":"x"}"#
         );
     }
 
@@ -196,6 +289,34 @@ mod tests {
         assert_eq!(
             normalize_message(0, &mut m).unwrap_err().code,
             ErrorCode::InvalidMessage
+        );
+    }
+
+    #[test]
+    fn string_tool_arguments_are_parsed_when_asked() {
+        let mut m = json!({"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "f", "arguments": "{\"x\": 1.5, \"y\": [1]}"}},
+            {"name": "g", "arguments": "{}"},
+            {"name": "h", "arguments": {"kept": true}}
+        ]});
+        parse_tool_arguments(0, &mut m).unwrap();
+        assert_eq!(m["tool_calls"][0]["function"]["arguments"], json!({"x": 1.5, "y": [1]}));
+        assert_eq!(m["tool_calls"][1]["arguments"], json!({}));
+        assert_eq!(m["tool_calls"][2]["arguments"], json!({"kept": true}));
+        let mut m = json!({"role": "assistant", "tool_calls": [
+            {"function": {"name": "f", "arguments": "[1, 2]"}}]});
+        let err = parse_tool_arguments(4, &mut m).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidMessage);
+        assert_eq!(
+            err.message,
+            "message 4: tool_calls[0].function.arguments is a string that does not hold a JSON object"
+        );
+        let mut m = json!({"role": "assistant", "tool_calls": [{"name": "f", "arguments": "{x"}]});
+        let err = parse_tool_arguments(1, &mut m).unwrap_err();
+        assert!(
+            err.message.starts_with("message 1: tool_calls[0].arguments is a string but not JSON"),
+            "{}",
+            err.message
         );
     }
 

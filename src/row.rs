@@ -5,16 +5,18 @@ use std::ops::Range;
 
 use serde_json::Value as Json;
 
-use crate::chat_template::RenderOptions;
+use crate::chat_template::{generation, RenderOptions};
 use crate::control_tokens::unmarked;
 use crate::distill::{targets_for_row, RowDistill};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::SftExample;
 use crate::masking::{
-    chatml_assistant_spans, spans_from, token_spans_from_bytes, trained_byte_ranges, trained_count,
+    chatml_assistant_spans, spans_from, spans_from_flags, token_spans_from_bytes, trained_byte_ranges, trained_count,
     ChatMlMarkers, SpanPolicy,
 };
-use crate::message::{normalize_message, normalize_messages, normalize_tools};
+use crate::message::{
+    normalize_message, normalize_messages, normalize_tools, parse_tool_arguments,
+};
 use crate::silent_loss::{Finding, Findings, Kinds, LossChecker};
 use crate::spans::{locate_messages, MessageLayout, TurnEnd};
 use crate::tokenizer::{common_prefix_len, ChatTokenizer, EncodedText};
@@ -170,6 +172,8 @@ pub enum Masking {
     Reference(ChatMlMarkers),
     /// Character spans of each message, any template.
     Spans(SpanPolicy),
+    /// The template's `{% generation %}` blocks, as transformers' assistant mask.
+    Generation,
 }
 
 /// The settings that decide how a row is built.
@@ -185,6 +189,8 @@ pub struct RowSettings<'a> {
     /// `sanitizeControlTokens`: the data's strings are marked before rendering (see
     /// `control_tokens`) and every render is encoded with `ChatTokenizer::encode_marked`.
     pub sanitize: bool,
+    /// `parseToolArguments`: tool-call arguments given as JSON strings become objects.
+    pub parse_tool_arguments: bool,
     /// Looks for silent losses (classes 1, 2, 3, 5) in the full render of each example.
     pub loss: Option<&'a LossChecker>,
 }
@@ -302,6 +308,11 @@ fn build_row_into(
             (messages, distill, tools)
         }
     };
+    if settings.parse_tool_arguments {
+        for (i, message) in messages.list.iter_mut().enumerate() {
+            parse_tool_arguments(i, message)?;
+        }
+    }
     if settings.tools == ToolsMode::Example {
         messages.tools = tools.clone().map(example_tools).transpose()?;
     }
@@ -360,7 +371,7 @@ fn drop_oldest_turns(
             .iter()
             .rposition(|m| role(m).is_some_and(|r| policy.roles.iter().any(|p| p == r)))
             .unwrap_or(0),
-        Masking::Reference(_) => list
+        Masking::Reference(_) | Masking::Generation => list
             .iter()
             .rposition(|m| role(m) == Some("assistant"))
             .unwrap_or(0),
@@ -428,7 +439,33 @@ fn masked_row(
             reference_conversation(tokenizer, settings, messages, markers)
         }
         (Masking::Spans(policy), _) => span_row(tokenizer, settings, messages, policy),
+        (Masking::Generation, _) => generation_row(tokenizer, settings, messages),
     }
+}
+
+/// The `'generation'` strategy: the tokens of the one render that overlap a `{% generation %}`
+/// body are trained, exactly the `assistant_masks` of transformers' `apply_chat_template(...,
+/// return_assistant_tokens_mask=True)`.
+fn generation_row(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    messages: &Messages,
+) -> SftResult<(TokenizedRow, String)> {
+    let opts = settings.render_options(false, messages);
+    let (text, ranges) = tokenizer.render_generation(&messages.list, &opts)?;
+    // Under sanitizing, the ranges and the offsets are both byte ranges of the marked render.
+    let encoded = if settings.sanitize {
+        tokenizer.encode_marked(&text)?
+    } else {
+        tokenizer.encode_with_offsets(&text)?
+    };
+    let spans = if settings.completion_only {
+        spans_from_flags(&generation::trained_tokens(&encoded.offsets, &ranges))
+    } else {
+        spans_from(0, encoded.ids.len())
+    };
+    let row = TokenizedRow::new(encoded.ids.into(), spans.into(), None, RowStats::default());
+    Ok((row, text))
 }
 
 /// The label boundary is the common token prefix of the prompt rendered with a generation
@@ -660,6 +697,7 @@ mod tests {
                     drop_untrainable: false,
                     tools: ToolsMode::Ignore,
                     sanitize,
+                    parse_tool_arguments: false,
                     loss: None,
                 };
                 let row = build_row(&t, &settings, example()).unwrap();

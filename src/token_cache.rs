@@ -41,8 +41,9 @@ use crate::tokenizer::ChatTokenizer;
 /// same inputs could differ from before (masking, rendering, tokenizing, a new row field), so
 /// that older entries become misses. 3: data files' floats are read correctly rounded and their
 /// integers exact to 128 bits (`json_text`); 4: a float halfway between two shortest spellings
-/// renders with the even one (`json_dumps`).
-pub const ROW_FORMAT_VERSION: u32 = 4;
+/// renders with the even one (`json_dumps`); 5: messages get transformers 5's reasoning aliases,
+/// templates print floats, lists and maps as Python does, template files win over the config's.
+pub const ROW_FORMAT_VERSION: u32 = 5;
 
 /// File name extension of an entry.
 pub const ENTRY_EXTENSION: &str = "sftrows";
@@ -166,12 +167,17 @@ pub fn cache_key(
         "data": hex(&data.digest),
         "tokenizer": hex(tokenizer.json_digest()),
         "chatTemplate": c.chat_template.as_ref().map(|t| blake3::hash(t.as_bytes()).to_hex().to_string()),
+        "toolUseTemplate": c.tool_use_template.as_ref().map(|t| blake3::hash(t.as_bytes()).to_hex().to_string()),
         "specialTokens": {
             "bos": c.bos_token,
             "eos": c.eos_token,
             "pad": c.pad_token,
             "unk": c.unk_token,
             "additional": c.additional_special_tokens,
+            "sep": c.sep_token,
+            "cls": c.cls_token,
+            "mask": c.mask_token,
+            "model": c.model_tokens,
         },
         "settings": config.row_settings_json(),
         "limit": limit,

@@ -64,6 +64,7 @@ fn check_completion(
         drop_untrainable: false,
         tools: ToolsMode::Ignore,
         sanitize: false,
+        parse_tool_arguments: false,
         loss: None,
     };
     let row = build_row(
@@ -144,6 +145,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
                 drop_untrainable: false,
                 tools: ToolsMode::Ignore,
                 sanitize: false,
+                parse_tool_arguments: false,
                 loss: None,
             };
             let example = SftExample::Conversation {

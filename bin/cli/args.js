@@ -28,7 +28,8 @@ Options:
   --completion-only       train only on completions / assistant turns (default off)
   --enable-thinking       pass enable_thinking=true to the chat template (default off)
   --seed <n>              shuffle seed; stats use the epoch-0 order (default 42)
-  --masking-strategy <s>  reference (ChatML scan) or spans (any template); default: the library's
+  --masking-strategy <s>  reference (ChatML scan), spans (any template) or generation (the
+                          template's {% generation %} blocks); default: the library's
   --train-on-turn-end     spans: also train the token that closes a trained turn (the default
                           under spans; giving it selects spans)
   --no-train-on-turn-end  spans: leave that token untrained
@@ -52,6 +53,8 @@ Options:
   --format <f>            dataset format: auto, reference, messages, prompt-completion, sharegpt,
                           alpaca, openai (default auto: detected from the first record)
   --tools <mode>          example: pass each example's tools to the template; ignore (default)
+  --parse-tool-arguments  tool-call arguments given as JSON strings (the OpenAI wire format) are
+                          parsed into objects before rendering (default off)
   --sanitize-control-tokens  control-token strings in the data are encoded as text, as
                           transformers' sanitize_control_tokens=True (default off)
   --strict                validate: also exit 1 on warnings that lose data silently
@@ -97,6 +100,7 @@ const OPTIONS = {
   format: { type: 'string' },
   tools: { type: 'string' },
   'sanitize-control-tokens': { type: 'boolean' },
+  'parse-tool-arguments': { type: 'boolean' },
   strict: { type: 'boolean' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
@@ -205,7 +209,7 @@ function parseCommandLine(argv) {
       completionOnly: values['completion-only'] ?? false,
       enableThinking: values['enable-thinking'] ?? false,
       seed: integer('seed', values.seed, 0) ?? 42,
-      maskingStrategy: choice('masking-strategy', values['masking-strategy'], ['reference', 'spans']),
+      maskingStrategy: choice('masking-strategy', values['masking-strategy'], ['reference', 'spans', 'generation']),
       trainOnTurnEnd: values['no-train-on-turn-end'] ? false : values['train-on-turn-end'],
       trainOnRoles: values['train-on-roles']?.split(',').map((r) => r.trim()).filter(Boolean),
       reasoning: choice('reasoning', values.reasoning, ['train', 'mask', 'lastTurnOnly']),
@@ -223,6 +227,7 @@ function parseCommandLine(argv) {
       format: values.format ?? 'auto',
       tools: values.tools ?? 'ignore',
       sanitizeControlTokens: values['sanitize-control-tokens'],
+      parseToolArguments: values['parse-tool-arguments'],
       strict: values.strict ?? false,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),

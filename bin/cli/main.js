@@ -68,6 +68,7 @@ function firstLine(text) {
 // Masking and truncation settings given on the command line; the rest stay the library's defaults.
 const OPTIONAL_SETTINGS = [
   ['sanitizeControlTokens', 'sanitize-control-tokens'],
+  ['parseToolArguments', 'parse-tool-arguments'],
   ['maskingStrategy', 'masking-strategy'],
   ['trainOnTurnEnd', 'train-on-turn-end'],
   ['trainOnRoles', 'train-on-roles'],

@@ -13,17 +13,21 @@ use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::json_dumps::{dumps, python_float_repr, DumpOptions};
+use crate::json_dumps::{dumps, DumpOptions};
 use crate::json_value::{list_to_template, to_template};
 
 pub mod compiled;
 #[cfg(test)]
 mod compiled_tests;
+pub mod generation;
 pub mod python_str;
+pub mod python_value;
 
 use compiled::Compiled;
 
 const TEMPLATE_NAME: &str = "chat_template";
+/// The same template with its generation blocks marked (see `generation`), where it has any.
+const MARKED_NAME: &str = "chat_template_marked";
 
 /// A render that runs longer than this many template instructions is stopped: a template that
 /// loops for ever must not hang a training job. Real chat templates need a few thousand per turn.
@@ -43,6 +47,8 @@ pub struct ChatTemplate {
     direct: Option<Compiled>,
     /// The direct renderer the source has, in use or not.
     available: Option<Compiled>,
+    /// Whether the template has `{% generation %}` blocks.
+    has_generation: bool,
 }
 
 /// Which renderer writes the text. Both write the same bytes.
@@ -90,6 +96,14 @@ impl ChatTemplate {
     /// to every render (`bos_token`, `eos_token`, `pad_token`, `unk_token`,
     /// `additional_special_tokens`, ...).
     pub fn compile(source: &str, special_tokens: Vec<(String, Value)>) -> SftResult<Self> {
+        // jinja2 reads `\r\n` and a lone `\r` in a template as `\n` (its `newline_sequence`).
+        let normalized;
+        let source = if source.contains('\r') {
+            normalized = source.replace("\r\n", "\n").replace('\r', "\n");
+            normalized.as_str()
+        } else {
+            source
+        };
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
@@ -107,16 +121,30 @@ impl ChatTemplate {
         env.set_formatter(python_formatter);
         env.add_filter("tojson", tojson_filter);
         env.add_filter("trim", trim_filter);
+        env.add_filter("string", string_filter);
+        env.add_filter(generation::MARK_FILTER, generation::mark_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_test("iterable", is_iterable);
-        env.add_template_owned(TEMPLATE_NAME, neutralize_generation_tags(source))
-            .map_err(|e| {
-                SftError::new(
-                    ErrorCode::TemplateSyntax,
-                    format!("chat template does not compile: {}", describe(&e)),
-                )
-            })?;
+        let syntax_error = |e: Error| {
+            SftError::new(
+                ErrorCode::TemplateSyntax,
+                format!("chat template does not compile: {}", describe(&e)),
+            )
+        };
+        env.add_template_owned(
+            TEMPLATE_NAME,
+            generation::rewrite_generation_tags(source, generation::Rewrite::Transparent),
+        )
+        .map_err(syntax_error)?;
+        let has_generation = generation::has_generation_tags(source);
+        if has_generation {
+            env.add_template_owned(
+                MARKED_NAME,
+                generation::rewrite_generation_tags(source, generation::Rewrite::Marked),
+            )
+            .map_err(syntax_error)?;
+        }
         // Later entries win, as in the render context.
         let bos = special_tokens
             .iter()
@@ -129,6 +157,7 @@ impl ChatTemplate {
             special_tokens,
             direct: available.clone(),
             available,
+            has_generation,
         })
     }
 
@@ -192,7 +221,7 @@ impl ChatTemplate {
         if let Some(text) = self.direct.as_ref().and_then(|d| d.render(messages, opts)) {
             return self.finish(text, messages, opts);
         }
-        self.interpret(messages, opts)
+        self.interpret(TEMPLATE_NAME, messages, opts)
     }
 
     /// Renders with the interpreter, whatever renderer is chosen.
@@ -202,11 +231,60 @@ impl ChatTemplate {
         opts: &RenderOptions,
     ) -> SftResult<String> {
         check_options(opts)?;
-        self.interpret(messages, opts)
+        self.interpret(TEMPLATE_NAME, messages, opts)
     }
 
-    fn interpret(&self, messages: &[serde_json::Value], opts: &RenderOptions) -> SftResult<String> {
-        let template = self.env.get_template(TEMPLATE_NAME).map_err(|e| {
+    /// Whether the template has `{% generation %}` blocks.
+    pub fn has_generation(&self) -> bool {
+        self.has_generation
+    }
+
+    /// The render and the byte range of each `{% generation %}` body in it, in the order
+    /// transformers records them (see `generation`).
+    pub fn render_generation(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<(String, Vec<(usize, usize)>)> {
+        check_options(opts)?;
+        if !self.has_generation {
+            return Err(SftError::new(
+                ErrorCode::TemplateRender,
+                "maskingStrategy 'generation' needs {% generation %} blocks in the chat template, and this one has none (TRL's *_training.jinja templates have them)",
+            ));
+        }
+        if opts.continue_final_message {
+            return Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                "continue_final_message is not compatible with generation masks",
+            ));
+        }
+        let inputs = messages
+            .iter()
+            .chain(opts.tools)
+            .chain(opts.template_kwargs.into_iter().flat_map(|m| m.values()));
+        if inputs.into_iter().any(json_holds_marks) {
+            return Err(SftError::new(
+                ErrorCode::InvalidExample,
+                "the data holds U+FDD0 or U+FDD1, noncharacters that generation masks reserve",
+            ));
+        }
+        let marked = self.interpret(MARKED_NAME, messages, opts)?;
+        generation::split_marks(&marked).map_err(|e| {
+            SftError::new(
+                ErrorCode::TemplateRender,
+                format!("generation mask: {}", describe(&e)),
+            )
+        })
+    }
+
+    fn interpret(
+        &self,
+        name: &str,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        let template = self.env.get_template(name).map_err(|e| {
             SftError::new(
                 ErrorCode::Internal,
                 format!("compiled template vanished: {e}"),
@@ -266,11 +344,12 @@ fn check_options(opts: &RenderOptions) -> SftResult<()> {
     Ok(())
 }
 
-/// jinja2's `trim`: Python's `str.strip`, whose whitespace includes U+001C..U+001F.
+/// jinja2's `trim`: Python's `str.strip` of `str(value)`, whose whitespace includes
+/// U+001C..U+001F.
 fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {
     let text = match value.as_str() {
         Some(s) => std::borrow::Cow::Borrowed(s),
-        None => std::borrow::Cow::Owned(value.to_string()),
+        None => std::borrow::Cow::Owned(python_value::py_str(value)),
     };
     Ok(Value::from(match chars {
         Some(chars) => {
@@ -317,47 +396,6 @@ fn describe(e: &Error) -> String {
     text
 }
 
-/// transformers' `{% generation %}` block only marks assistant text for its mask extension; it
-/// renders its body unchanged. `{% if true %}` keeps exactly the same whitespace handling
-/// (trim_blocks, lstrip_blocks, `-` markers) with a tag minijinja knows.
-fn neutralize_generation_tags(source: &str) -> String {
-    let mut out = String::with_capacity(source.len());
-    let mut rest = source;
-    while let Some(start) = rest.find("{%") {
-        out.push_str(&rest[..start]);
-        let tag = &rest[start..];
-        match tag.find("%}") {
-            Some(end) => {
-                let whole = &tag[..end + 2];
-                let inner = &whole[2..whole.len() - 2];
-                let lead = if inner.starts_with(['-', '+']) {
-                    &inner[..1]
-                } else {
-                    ""
-                };
-                let trail = if inner.ends_with(['-', '+']) && inner.len() > lead.len() {
-                    &inner[inner.len() - 1..]
-                } else {
-                    ""
-                };
-                let word = inner[lead.len()..inner.len() - trail.len()].trim();
-                match word {
-                    "generation" => out.push_str(&format!("{{%{lead} if true {trail}%}}")),
-                    "endgeneration" => out.push_str(&format!("{{%{lead} endif {trail}%}}")),
-                    _ => out.push_str(whole),
-                }
-                rest = &tag[end + 2..];
-            }
-            None => {
-                out.push_str(tag);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Python's `str.rindex` cut of `continue_final_message`: keep the text up to the end of the last
 /// message's content so the model continues it.
 fn cut_after_final_message(rendered: String, messages: &[serde_json::Value]) -> SftResult<String> {
@@ -390,21 +428,40 @@ fn cut_after_final_message(rendered: String, messages: &[serde_json::Value]) -> 
 }
 
 /// `{{ x }}` as Python's `str(x)`: minijinja writes floats in Rust's spelling (`0.0000001`,
-/// `1000000000000000000000.0`) where Python writes `1e-07` and `1e+21`. Everything else is
-/// minijinja's own output (with no auto-escaping, as transformers has none).
+/// `1000000000000000000000.0`) where Python writes `1e-07` and `1e+21`, and lists and maps with
+/// its own quoting (see `python_value`). Everything else is minijinja's own output (with no
+/// auto-escaping, as transformers has none).
 fn python_formatter(
     out: &mut minijinja::Output,
     state: &mut minijinja::State,
     value: &Value,
 ) -> Result<(), Error> {
-    if value.kind() == ValueKind::Number && !value.is_integer() {
-        if let Some(f) = f64::try_from(value.clone()).ok().filter(|f| f.is_finite()) {
-            return out
-                .write_str(&python_float_repr(f))
-                .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write output"));
-        }
+    if python_value::needs_python_spelling(value) {
+        return out
+            .write_str(&python_value::py_str(value))
+            .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write output"));
     }
     minijinja::escape_formatter(out, state, value)
+}
+
+/// Whether a string anywhere in `value` (keys included) holds a generation mark.
+fn json_holds_marks(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(s) => generation::holds_marks(s),
+        serde_json::Value::Array(items) => items.iter().any(json_holds_marks),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| generation::holds_marks(k) || json_holds_marks(v)),
+        _ => false,
+    }
+}
+
+/// jinja2's `string` filter: Python's `str(x)`; a string stays as it is.
+fn string_filter(value: Value) -> Value {
+    if value.kind() == ValueKind::String {
+        return value;
+    }
+    Value::from(python_value::py_str(&value))
 }
 
 fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
@@ -428,8 +485,8 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
     }
     let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
     options.sort_keys = sort_keys.unwrap_or(false);
-    // ensure_ascii is accepted for compatibility; transformers always passes False.
-    let _: Option<Value> = kwargs.get("ensure_ascii")?;
+    let ensure_ascii: Option<Value> = kwargs.get("ensure_ascii")?;
+    options.ensure_ascii = ensure_ascii.is_some_and(|v| v.is_true());
     kwargs.assert_all_used()?;
     Ok(Value::from(dumps(&value, &options)?))
 }
@@ -454,10 +511,21 @@ fn raise_exception(message: String) -> Result<Value, Error> {
     Err(Error::new(ErrorKind::InvalidOperation, message))
 }
 
+/// `strftime_now`: the local time, or the time `SOURCE_DATE_EPOCH` names (seconds since 1970,
+/// the reproducible-builds convention, printed as UTC) so that templates that print today's
+/// date (GPT-OSS, Llama 3.1) render the same text on every day.
 fn strftime_now(format: String) -> Result<Value, Error> {
     use std::fmt::Write;
+    let fixed = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
     let mut out = String::new();
-    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
+    let written = match fixed {
+        Some(time) => write!(out, "{}", time.naive_utc().format(&format)),
+        None => write!(out, "{}", chrono::Local::now().format(&format)),
+    };
+    written.map_err(|_| {
         Error::new(
             ErrorKind::InvalidOperation,
             format!("strftime_now: invalid format {format:?}"),

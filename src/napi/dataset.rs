@@ -69,10 +69,13 @@ pub struct SftDatasetConfig {
     pub special_token_ids: Option<SpecialTokenIds>,
     /// How labels are chosen. `'reference'`: the reference's ChatML scan (needs `<|im_start|>`
     /// and `<|im_end|>`). `'spans'`: every message is located in the rendered text and its
-    /// trained parts mapped to tokens through their offsets, for any chat template. Default:
+    /// trained parts mapped to tokens through their offsets, for any chat template.
+    /// `'generation'`: the tokens inside the template's `{% generation %}` blocks, exactly
+    /// transformers' `assistant_masks` (TRL's `assistant_only_loss`); the template must have
+    /// such blocks (TRL's `*_training.jinja` templates). Default:
     /// `'reference'` for a tokenizer with the ChatML tokens, unless `trainOnRoles`,
     /// `trainOnTurnEnd` or `reasoning` is given; `'spans'` otherwise.
-    #[napi(ts_type = "'reference' | 'spans'")]
+    #[napi(ts_type = "'reference' | 'spans' | 'generation'")]
     pub masking_strategy: Option<String>,
     /// Roles whose turns are trained under `'spans'` when `completionOnly` is on. Default
     /// `['assistant']`. An assistant turn trains what the model generates (reasoning, content,
@@ -148,6 +151,12 @@ pub struct SftDatasetConfig {
     /// that the tokenizer produces even from plain text is a `CONTROL_TOKEN` error of its
     /// example. Default false.
     pub sanitize_control_tokens: Option<bool>,
+    /// Tool-call `arguments` given as a JSON string (the OpenAI wire format) are parsed into
+    /// the object they hold before rendering, as templates that iterate `arguments|items`
+    /// (Qwen3.5) need; transformers and the reference render the string as given. A string
+    /// that does not hold a JSON object is an `INVALID_MESSAGE` error of its example. Default
+    /// false.
+    pub parse_tool_arguments: Option<bool>,
 }
 
 /// One data-parallel rank of `worldSize`.
@@ -174,7 +183,7 @@ pub struct LoadSftDatasetOptions {
     /// See `SFTDatasetConfig.specialTokenIds`.
     pub special_token_ids: Option<SpecialTokenIds>,
     /// See `SFTDatasetConfig.maskingStrategy`.
-    #[napi(ts_type = "'reference' | 'spans'")]
+    #[napi(ts_type = "'reference' | 'spans' | 'generation'")]
     pub masking_strategy: Option<String>,
     /// See `SFTDatasetConfig.trainOnRoles`. Default `['assistant']`.
     pub train_on_roles: Option<Vec<String>>,
@@ -212,6 +221,8 @@ pub struct LoadSftDatasetOptions {
     pub tools: Option<String>,
     /// See `SFTDatasetConfig.sanitizeControlTokens`. Default false.
     pub sanitize_control_tokens: Option<bool>,
+    /// See `SFTDatasetConfig.parseToolArguments`. Default false.
+    pub parse_tool_arguments: Option<bool>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
@@ -363,6 +374,7 @@ struct Fields {
     shard: Option<ShardConfig>,
     input: InputFields,
     sanitize_control_tokens: Option<bool>,
+    parse_tool_arguments: Option<bool>,
 }
 
 /// A positive integer setting.
@@ -488,6 +500,7 @@ fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
             &[
                 ("reference", StrategyName::Reference),
                 ("spans", StrategyName::Spans),
+                ("generation", StrategyName::Generation),
             ],
         )?,
         train_on_roles: f.train_on_roles,
@@ -541,6 +554,9 @@ fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
         sanitize_control_tokens: f
             .sanitize_control_tokens
             .unwrap_or(defaults.sanitize_control_tokens),
+        parse_tool_arguments: f
+            .parse_tool_arguments
+            .unwrap_or(defaults.parse_tool_arguments),
     })
 }
 
@@ -565,6 +581,7 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
             shard: c.shard,
             input: InputFields(c.format, c.columns, c.roles, c.tools),
             sanitize_control_tokens: c.sanitize_control_tokens,
+            parse_tool_arguments: c.parse_tool_arguments,
         }),
     }
 }
@@ -1462,6 +1479,7 @@ pub fn load_sft_dataset_native(
                         shard: c.shard,
                         input: InputFields(c.format, c.columns, c.roles, c.tools),
                         sanitize_control_tokens: c.sanitize_control_tokens,
+                        parse_tool_arguments: c.parse_tool_arguments,
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),

@@ -128,6 +128,8 @@ pub struct ChatTokenizer {
     source: PathBuf,
     config: TokenizerConfig,
     template: Option<SftResult<ChatTemplate>>,
+    /// The model's `tool_use` template, which renders with tools passed.
+    tool_use: Option<SftResult<ChatTemplate>>,
     tail_reuse: Option<TailReuse>,
     /// blake3 of the `tokenizer.json` text: part of a token cache key.
     json_digest: [u8; 32],
@@ -230,16 +232,34 @@ impl ChatTokenizer {
             source,
             config,
             template: None,
+            tool_use: None,
             tail_reuse,
             json_digest: *blake3::hash(json_text.as_bytes()).as_bytes(),
             sanitize: OnceLock::new(),
         };
-        tokenizer.template = tokenizer
-            .config
-            .chat_template
-            .clone()
-            .map(|source| ChatTemplate::compile(&source, tokenizer.special_tokens_map()));
+        tokenizer.compile_templates();
         Ok(tokenizer)
+    }
+
+    fn compile_templates(&mut self) {
+        let special = self.special_tokens_map();
+        let compile = |source: &Option<String>| {
+            source
+                .as_deref()
+                .map(|source| ChatTemplate::compile(source, special.clone()))
+        };
+        self.template = compile(&self.config.chat_template);
+        self.tool_use = compile(&self.config.tool_use_template);
+    }
+
+    /// Replaces the model's chat templates with `source`, as transformers' `chat_template`
+    /// argument does (the renderer goes back to the default choice).
+    pub fn set_chat_template(&mut self, source: &str) {
+        self.config.chat_template = Some(source.to_string());
+        self.config.tool_use_template = None;
+        self.config.template_names = Vec::new();
+        self.sanitize = OnceLock::new();
+        self.compile_templates();
     }
 
     fn tail_reuse_for(hf: &tokenizers::Tokenizer) -> Option<TailReuse> {
@@ -554,6 +574,13 @@ impl ChatTokenizer {
     /// Chooses the chat-template renderer (see `chat_template::compiled`). `Compiled` fails for a
     /// template without a direct renderer; a tokenizer without a template has nothing to choose.
     pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
+        if let Some(Ok(t)) = &mut self.tool_use {
+            // A direct renderer is known for default templates only; the tool_use one keeps
+            // the interpreter where it has none.
+            if t.set_renderer(choice).is_err() {
+                t.set_renderer(RendererChoice::Interpreter)?;
+            }
+        }
         match &mut self.template {
             Some(Ok(t)) => t.set_renderer(choice),
             _ if choice == RendererChoice::Compiled => Err(SftError::new(
@@ -581,16 +608,30 @@ impl ChatTokenizer {
     }
 
     fn template(&self) -> SftResult<&ChatTemplate> {
-        match &self.template {
+        self.template_for(false)
+    }
+
+    /// The template a render uses: the `tool_use` one when tools are passed and the model has
+    /// one, the default otherwise (transformers' `get_chat_template`).
+    fn template_for(&self, with_tools: bool) -> SftResult<&ChatTemplate> {
+        let chosen = if with_tools && self.tool_use.is_some() {
+            &self.tool_use
+        } else {
+            &self.template
+        };
+        match chosen {
             Some(Ok(t)) => Ok(t),
             Some(Err(e)) => Err(e.clone()),
-            None => Err(SftError::new(
-                ErrorCode::ChatTemplateMissing,
-                format!(
-                    "no chat template for {}: tokenizer_config.json has no chat_template and there is no chat_template.jinja",
-                    self.source.display()
+            None => Err(match self.config.template_for(with_tools) {
+                Err(several) => SftError::new(ErrorCode::ChatTemplateMissing, several),
+                Ok(_) => SftError::new(
+                    ErrorCode::ChatTemplateMissing,
+                    format!(
+                        "no chat template for {}: tokenizer_config.json has no chat_template and there is no chat_template.jinja",
+                        self.source.display()
+                    ),
                 ),
-            )),
+            }),
         }
     }
 
@@ -600,7 +641,19 @@ impl ChatTokenizer {
 
     /// Renders messages that are already normalized (see `message::normalize_messages`).
     pub fn render(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
-        self.template()?.render(messages, opts)
+        self.template_for(opts.tools.is_some())?
+            .render(messages, opts)
+    }
+
+    /// The render and the byte ranges of its `{% generation %}` bodies (see
+    /// `ChatTemplate::render_generation`).
+    pub fn render_generation(
+        &self,
+        messages: &[Json],
+        opts: &RenderOptions,
+    ) -> SftResult<(String, Vec<(usize, usize)>)> {
+        self.template_for(opts.tools.is_some())?
+            .render_generation(messages, opts)
     }
 
     /// `applyChatTemplate`: render, then encode without adding special tokens (the template
