@@ -204,6 +204,20 @@ pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Ve
             }
         }
     }
+    // Some templates print a message inside another's turn (Gemma 4 writes tool results into
+    // the model turn that called the tool): the content of a message that is not trained stays
+    // untrained wherever it is printed.
+    let untrained: Vec<Range<usize>> = layouts
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| !policy.trains(*i, layouts.len(), &l.role))
+        .filter_map(|(_, l)| l.content.clone())
+        .collect();
+    without(merge(ranges), &merge(untrained))
+}
+
+/// Sorted, non-empty, non-overlapping ranges covering the same bytes as `ranges`.
+fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
     ranges.retain(|r| r.start < r.end);
     ranges.sort_by_key(|r| r.start);
     let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
@@ -214,6 +228,27 @@ pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Ve
         }
     }
     merged
+}
+
+/// The bytes of `ranges` outside `holes` (both merged).
+fn without(ranges: Vec<Range<usize>>, holes: &[Range<usize>]) -> Vec<Range<usize>> {
+    if holes.is_empty() {
+        return ranges;
+    }
+    let mut out = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        let mut start = r.start;
+        for h in holes.iter().filter(|h| h.start < r.end && h.end > r.start) {
+            if h.start > start {
+                out.push(start..h.start);
+            }
+            start = start.max(h.end);
+        }
+        if start < r.end {
+            out.push(start..r.end);
+        }
+    }
+    out
 }
 
 /// Token spans from trained byte ranges (sorted, merged), through each token's byte offsets.
@@ -277,6 +312,16 @@ pub fn trained_count(spans: &[Range<u32>], window: Range<usize>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holes_are_cut_out_of_trained_ranges() {
+        assert_eq!(
+            without(vec![0..10, 20..30], &[2..4, 8..22, 29..40]),
+            vec![0..2, 4..8, 22..29]
+        );
+        assert_eq!(without(vec![0..10], &[]), vec![0..10]);
+        assert_eq!(merge(vec![5..7, 0..2, 1..3, 9..9]), vec![0..3, 5..7]);
+    }
 
     const S: u32 = 1; // <|im_start|>
     const E: u32 = 2; // <|im_end|>

@@ -173,6 +173,17 @@ fn locate(full: &str, from: usize, limit: usize, forms: &[String]) -> Option<Ran
         .map(|(p, len)| from + p..from + p + len)
 }
 
+/// The one place after `from` where a form of the content is printed, if there is exactly one.
+fn locate_once(full: &str, from: usize, forms: &[String]) -> Option<Range<usize>> {
+    forms.iter().filter(|f| !f.is_empty()).find_map(|f| {
+        let mut hits = full[from..].match_indices(f.as_str());
+        let (p, _) = hits.next()?;
+        hits.next()
+            .is_none()
+            .then(|| from + p..from + p + f.len())
+    })
+}
+
 fn role_of(message: &Json) -> String {
     message
         .get("role")
@@ -560,30 +571,63 @@ fn locate_with(
         missing: bool,
         mismatch: bool,
     }
-    let mut found = Vec::with_capacity(messages.len());
+    let mut found: Vec<Found> = Vec::with_capacity(messages.len());
     let mut cursor = 0;
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
-        let (rendered, mismatch) = if assistant {
+        let part = if assistant { Part::Prompt } else { Part::Emptied };
+        let probe = prober.probe(i, part)?;
+        let (mut rendered, mismatch) = match &probe {
             // A template that cannot prompt here (no messages yet) gives no header either.
-            prober
-                .probe(i, Part::Prompt)?
-                .map_or((cursor, true), |p| (p.shared, p.shared < p.len))
-        } else {
+            None if assistant => (cursor, true),
             // A template that rejects empty content gives no header: search from the cursor.
-            let shared = prober.probe(i, Part::Emptied)?.map_or(cursor, |p| p.shared);
-            (shared, false)
+            None => (cursor, false),
+            Some(p) => (p.shared, assistant && p.shared < p.len),
         };
+        // A template that renders earlier turns differently once later ones exist (Qwen3.5
+        // and Qwen3.6 keep an assistant's thinking block only after the last user query) makes
+        // the part's render leave the full text before this message begins. The header is then
+        // read after the turn that precedes the message, found by counting end-of-turn tokens,
+        // where both texts continue alike.
+        if let (Some(p), Some(t)) = (&probe, turn_end) {
+            if let Some((turn_start, aligned)) =
+                align_on_turn_ends(full, &p.tail.1, &t.text, part)
+            {
+                if rendered < turn_start {
+                    rendered = aligned;
+                }
+            }
+        }
         let start = token_floor(encoded, full.len(), rendered).max(cursor);
         let (forms, may_vanish) = content_forms(message);
-        let limit = turn_end
-            .and_then(|t| full[start..].find(t.text.as_str()))
-            .map_or(full.len(), |p| start + p);
-        let content = locate(full, start, limit, &forms);
+        let limit = match turn_end {
+            Some(t) => full[start..]
+                .find(t.text.as_str())
+                .map_or(full.len(), |p| start + p),
+            // Without an end-of-turn token the turn ends where `messages[..=i]` rendered alone
+            // ends, when that render is a prefix of the full text: a content the template does
+            // not print is not taken from a later message that says the same.
+            None => prober
+                .probe(i, Part::Through)?
+                .filter(|p| p.shared == p.len && p.len >= start)
+                .map_or(full.len(), |p| p.len),
+        };
+        let mut content = locate(full, start, limit, &forms);
         if let Some(c) = &content {
             cursor = c.end;
         } else {
             cursor = start;
+            // A template may print a message before the one it follows (Gemma 4 writes a tool's
+            // result into the calling turn, ahead of that turn's text). Such a content is
+            // placed where it is printed once since the last assistant turn began, so that it
+            // stays untrained; the search for later messages goes on from the cursor.
+            if !assistant {
+                let since = (0..i)
+                    .rev()
+                    .find(|&j| role_of(&messages[j]) == "assistant")
+                    .map_or(0, |j| found[j].start);
+                content = locate_once(full, since, &forms);
+            }
         }
         prober.located(i, content.as_ref());
         found.push(Found {
@@ -637,6 +681,41 @@ fn locate_with(
         });
     }
     Ok(layouts)
+}
+
+/// Where message `i`'s turn starts in the full text, the end of the turn before it, and where
+/// `render`, a part's render, leaves the full text when both are read from there on. That turn
+/// end is the last end-of-turn token of `messages[..i]` in the render (the last one of a prompt
+/// render; the one before the emptied message's own closing token), and the same occurrence, by
+/// count, in the full text. `None` when the full text has too few.
+fn align_on_turn_ends(
+    full: &str,
+    render: &str,
+    turn_end: &str,
+    part: Part,
+) -> Option<(usize, usize)> {
+    let ends: Vec<usize> = render
+        .match_indices(turn_end)
+        .map(|(at, t)| at + t.len())
+        .collect();
+    let closes_itself = part == Part::Emptied
+        && ends
+            .last()
+            .is_some_and(|&end| render[end..].trim().is_empty());
+    let n = ends.len() - usize::from(closes_itself);
+    let (in_render, in_full) = match n {
+        0 => (0, 0),
+        n => (
+            ends[n - 1],
+            full.match_indices(turn_end)
+                .nth(n - 1)
+                .map(|(at, t)| at + t.len())?,
+        ),
+    };
+    Some((
+        in_full,
+        in_full + common_prefix(&full[in_full..], &render[in_render..]),
+    ))
 }
 
 fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Option<Range<usize>> {

@@ -242,7 +242,7 @@ fn report(failures: BTreeMap<String, Vec<String>>) {
     let mut text = String::new();
     for (template, bad) in &failures {
         text.push_str(&format!("\n{template}: {} cases differ\n", bad.len()));
-        for line in bad.iter().take(3) {
+        for line in bad.iter().take(8) {
             text.push_str(&format!("  {line}\n"));
         }
     }
@@ -262,4 +262,212 @@ fn qwen3_5_templates_match_transformers_with_their_tokenizer() {
 #[test]
 fn gpt_oss_templates_match_transformers_with_their_tokenizer() {
     report(check_carrier("gptoss"));
+}
+
+/// `maskingStrategy: 'spans'` on every template of the collection: in each conversation the
+/// template renders, every assistant content is trained and verified against its tokens, and no
+/// user, system or tool text is trained. Returns the failures by template.
+fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
+    use sft_dataset::dataset::turn_end_of;
+    use sft_dataset::dataset::DatasetConfig;
+    use sft_dataset::example::SftExample;
+    use sft_dataset::masking::{Reasoning, SpanPolicy};
+    use sft_dataset::row::{build_row, Masking, RowSettings, ToolsMode};
+    use sft_dataset::truncation::Truncation;
+
+    std::env::set_var("SOURCE_DATE_EPOCH", "1721995200");
+    let conversations = conversations();
+    let mut tokenizer = carrier(name);
+    let masking = Masking::Spans(SpanPolicy {
+        roles: vec!["assistant".into()],
+        only_last: false,
+        turn_end: true,
+        reasoning: Reasoning::Train,
+    });
+    let mut failures = BTreeMap::new();
+    for (template_name, golden) in goldens_of(name) {
+        let source = template_source(&template_name);
+        tokenizer.set_chat_template(&source);
+        let turn_end = turn_end_of(&tokenizer, &DatasetConfig::default());
+        let mut bad = Vec::new();
+        for (c, conversation) in conversations.iter().enumerate() {
+            // Conversations the template renders as a dataset renders them.
+            let renders = golden["cases"].as_array().unwrap().iter().any(|case| {
+                case["conversation"] == c
+                    && case.get("error").is_none()
+                    && !case["addGenerationPrompt"].as_bool().unwrap()
+                    && !case["tools"].as_bool().unwrap()
+            });
+            if !renders {
+                continue;
+            }
+            let messages = conversation["messages"].as_array().unwrap().clone();
+            let settings = RowSettings {
+                completion_only: true,
+                enable_thinking: false,
+                masking: &masking,
+                turn_end: turn_end.as_ref(),
+                max_seq_length: usize::MAX,
+                truncation: Truncation::KeepEnd,
+                drop_untrainable: false,
+                tools: ToolsMode::Ignore,
+                sanitize: false,
+                parse_tool_arguments: false,
+                loss: None,
+            };
+            let example = SftExample::Conversation {
+                messages: messages.clone(),
+                distill: None,
+                tools: None,
+            };
+            let row = match build_row(&tokenizer, &settings, example) {
+                Ok(row) => row,
+                Err(e) => {
+                    bad.push(format!("conversation {c}: {}", e.message));
+                    continue;
+                }
+            };
+            if let Some(problem) = spans_problem(&tokenizer, &messages, &row) {
+                bad.push(format!("conversation {c}: {problem}"));
+            }
+        }
+        if !bad.is_empty() {
+            failures.insert(template_name, bad);
+        }
+    }
+    failures
+}
+
+/// What a spans row trains that it should not, or leaves out that it should.
+fn spans_problem(
+    tokenizer: &ChatTokenizer,
+    messages: &[Value],
+    row: &sft_dataset::row::TokenizedRow,
+) -> Option<String> {
+    let stats = row.view().stats().clone();
+    let trained: Vec<String> = row
+        .spans
+        .iter()
+        .map(|s| {
+            tokenizer
+                .decode(&row.ids[s.start as usize..s.end as usize], false)
+                .unwrap()
+        })
+        .collect();
+    let trained = trained.join("\u{0}");
+    // As the tokens decode: through the tokenizer's normalizer (Qwen's NFC).
+    let seen = |text: &str| {
+        trained.contains(text) || tokenizer.normalized(text).is_some_and(|n| trained.contains(&n))
+    };
+    let texts = |m: &Value| -> Vec<String> {
+        match &m["content"] {
+            Value::String(s) => vec![s.trim().to_string()],
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str().map(|t| t.trim().to_string()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let assistant: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| texts(m).into_iter().chain([m["tool_calls"].to_string()]))
+        .collect();
+    // A text the render prints twice (tool output echoing a call's arguments) is not told apart.
+    let full = tokenizer.decode(&row.ids, false).unwrap();
+    let once = |text: &str| full.matches(text).count() <= 1;
+    let printed = |text: &str| {
+        full.contains(text) || tokenizer.normalized(text).is_some_and(|n| full.contains(&n))
+    };
+    for (i, m) in messages.iter().enumerate() {
+        for content in texts(m) {
+            if m["role"] == "assistant" {
+                let visible = content.rsplit("</think>").next().unwrap_or(&content).trim();
+                let reported = stats.content_mismatches.contains(&(i as u32));
+                if visible.is_empty() {
+                    continue;
+                }
+                // A content the template does not print cannot be trained: it is reported.
+                if printed(visible) && !seen(visible) {
+                    return Some(format!("assistant message {i} is printed but not trained"));
+                }
+                if !printed(visible) && !reported {
+                    return Some(format!("assistant message {i} is not printed and not reported"));
+                }
+            } else if content.chars().count() >= 6
+                && once(&content)
+                && !assistant.iter().any(|a| a.contains(&content))
+                && seen(&content)
+            {
+                return Some(format!("{} message {i} is trained", m["role"]));
+            }
+        }
+    }
+    None
+}
+
+fn template_source(template_name: &str) -> String {
+    let path = root().join("../shared/templates/trl").join(template_name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The golden files of a carrier, by template name.
+fn goldens_of(name: &str) -> Vec<(String, Value)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| read_gz(&path))
+        .filter(|golden| golden["carrier"] == name)
+        .map(|golden| (golden["template"].as_str().unwrap().to_string(), golden))
+        .collect()
+}
+
+/// Where `'spans'` is known to fall short on the collection, with the carrier tokenizers of the
+/// goldens (docs/masking.md lists them): the test fails when this list is no longer exact.
+const SPANS_KNOWN: &[(&str, &str)] = &[
+    // GPT-OSS ends turns with `<|end|>`, `<|call|>` or `<|return|>`; the locator learns one end
+    // token (`<|return|>`), so a turn whose content the template drops (a tool call's text) runs
+    // on to the next `<|return|>` and trains what lies between.
+    (
+        "gptoss_training.jinja",
+        "conversation 25: \"user\" message 6 is trained",
+    ),
+    // Gemma 4 (v3, v4) does not print an assistant's text beside its tool calls; here the tool
+    // result that follows quotes that text, so it is found there, inside the untrained result,
+    // and not reported as missing.
+    (
+        "gemma4_v3.jinja",
+        "conversation 37: assistant message 2 is printed but not trained",
+    ),
+    (
+        "gemma4_v4.jinja",
+        "conversation 37: assistant message 2 is printed but not trained",
+    ),
+];
+
+#[test]
+fn spans_train_every_assistant_and_nothing_else_on_every_template() {
+    let mut failures = BTreeMap::new();
+    for carrier in ["qwen3", "qwen3.5", "gptoss"] {
+        failures.extend(check_spans(carrier));
+    }
+    let known: BTreeMap<String, Vec<String>> =
+        SPANS_KNOWN
+            .iter()
+            .fold(BTreeMap::new(), |mut map, (template, problem)| {
+                map.entry(template.to_string())
+                    .or_insert_with(Vec::new)
+                    .push(problem.to_string());
+                map
+            });
+    if failures != known {
+        report(failures);
+        panic!("the known spans limitations (SPANS_KNOWN) are no longer what they were");
+    }
 }
