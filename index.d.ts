@@ -178,12 +178,16 @@ export declare class Tokenizer {
   /**
    * Renders the chat template and encodes the text without adding special tokens.
    * `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
-   * `enable_thinking` undefined in the template. `options.sanitizeControlTokens` encodes
-   * control-token strings of the data as text (a `CONTROL_TOKEN` error when the tokenizer
-   * produces one even from plain text).
+   * `enable_thinking` undefined in the template. Position five is this library's options
+   * (`sanitizeControlTokens` encodes control-token strings of the data as text, a
+   * `CONTROL_TOKEN` error when the tokenizer produces one even from plain text), or, in the
+   * call shape of MLX Node's `Qwen3Tokenizer`, `contentOrder` and then
+   * `existingImagePlaceholder` (strings for image content, without effect on text) and
+   * `reasoningEffort` (given to the template as `reasoning_effort`).
    */
-  applyChatTemplate(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null, options?: ApplyChatTemplateOptions | undefined | null): Promise<Uint32Array>
-  applyChatTemplateSync(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null, options?: ApplyChatTemplateOptions | undefined | null): Uint32Array
+  applyChatTemplate(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null, options?: ApplyChatTemplateOptions | string | undefined | null, existingImagePlaceholder?: string | undefined | null, reasoningEffort?: string | undefined | null): Promise<Uint32Array>
+  /** `applyChatTemplate` on the calling thread, with the same arguments. */
+  applyChatTemplateSync(messages: Array<any>, addGenerationPrompt?: boolean | undefined | null, tools?: Array<any> | undefined | null, enableThinking?: boolean | undefined | null, options?: ApplyChatTemplateOptions | string | undefined | null, existingImagePlaceholder?: string | undefined | null, reasoningEffort?: string | undefined | null): Uint32Array
   /** The rendered text, as `apply_chat_template(..., tokenize=False)`. */
   renderChatTemplate(messages: Array<any>, options?: RenderChatTemplateOptions | undefined | null): string
   /** Size of the vocabulary including added tokens. */
@@ -227,6 +231,11 @@ export interface ApplyChatTemplateOptions {
   sanitizeControlTokens?: boolean
   /** Extra template variables (keyword arguments of `apply_chat_template`). */
   templateKwargs?: Record<string, any>
+  /**
+   * Passed to the template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it); left undefined
+   * when not given, so that the template keeps its own default. Any string is passed on.
+   */
+  reasoningEffort?: string
 }
 
 /** What one epoch costs the trainer under one batching strategy. */
@@ -469,6 +478,8 @@ export interface LoadSFTDatasetOptions {
   sanitizeControlTokens?: boolean
   /** See `SFTDatasetConfig.parseToolArguments`. Default false. */
   parseToolArguments?: boolean
+  /** See `SFTDatasetConfig.reasoningEffort`. */
+  reasoningEffort?: string
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -611,6 +622,11 @@ export interface RenderChatTemplateOptions {
   continueFinalMessage?: boolean
   /** Extra template variables (keyword arguments of `apply_chat_template`). */
   templateKwargs?: Record<string, any>
+  /**
+   * Passed to the template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it); left undefined
+   * when not given, so that the template keeps its own default. Any string is passed on.
+   */
+  reasoningEffort?: string
 }
 
 /** `report()` summed over all examples. */
@@ -789,6 +805,12 @@ export interface SFTDatasetConfig {
    * false.
    */
   parseToolArguments?: boolean
+  /**
+   * Passed to the chat template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it:
+   * `'low' | 'medium' | 'high'`, ...); any string is passed on, as transformers does. Default:
+   * undefined in the template, which then keeps its own default.
+   */
+  reasoningEffort?: string
 }
 
 /** One data-parallel rank of `worldSize`. */

@@ -33,7 +33,7 @@ describe('parseCommandLine', () => {
         out: undefined,
         batches: false,
         epoch: 0,
-        format: 'auto',
+        format: 'reference',
         tools: 'ignore',
         strict: false,
         count: 3,

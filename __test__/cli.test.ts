@@ -400,7 +400,7 @@ describe('validate', () => {
   })
 })
 
-describe('examples/train-loop.ts', () => {
+describe('examples/train-loop.ts and examples/mlx-node-trainer.ts', () => {
   it('type-checks with tsc --noEmit', () => {
     const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc')
     const r = spawnSync(process.execPath, [tsc, '--noEmit', '-p', join(repoRoot, 'examples', 'tsconfig.json')], { encoding: 'utf8' })

@@ -5,7 +5,7 @@ import { dirname, join, relative } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
 import { createSFTDataset, loadSFTDataset } from '../lib/index.js'
-import { fixtures, hasShared, readGzJson, sharedParity, tokenizer } from './helpers'
+import { fixtures, readGzJson, repoRoot, requireShared, sharedParity, tokenizer } from './helpers'
 
 interface Golden {
   meta: {
@@ -30,17 +30,19 @@ function goldensIn(dir: string): string[] {
   )
 }
 
+/** Beside the golden's group, in the group's data/, or (Qwen3.5 goldens) in ../shared/parity/real/data. */
 function dataFileFor(goldenPath: string, file: string): string {
   const group = dirname(dirname(goldenPath))
-  const beside = join(group, file)
-  return existsSync(beside) ? beside : join(dirname(group), 'data', file)
+  const found = [join(group, file), join(dirname(group), 'data', file), join(sharedParity, 'real', 'data', file)].find((p) => existsSync(p))
+  if (!found) throw new Error(`${file}: the data file of ${goldenPath} is missing`)
+  return found
 }
 
-async function replay(goldenPath: string) {
+async function replay(goldenPath: string, family: 'qwen3' | 'qwen3.5' = 'qwen3') {
   const golden = readGzJson<Golden>(goldenPath)
   const { meta } = golden
   const file = dataFileFor(goldenPath, meta.data.file)
-  const tok = tokenizer('qwen3')
+  const tok = tokenizer(family)
   expect(tok.getPadTokenId()).toBe(meta.padTokenId)
   for (const epoch of golden.epochs) {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
@@ -82,11 +84,20 @@ describe('parity with the reference SFTDataset (edge fixtures)', () => {
   }
 })
 
-describe.skipIf(!hasShared)('parity with the reference SFTDataset (real data in ../shared)', () => {
-  const goldens = goldensIn(join(sharedParity, 'real', 'golden'))
+describe('parity with the reference SFTDataset (real data in ../shared)', () => {
+  const goldens = goldensIn(requireShared(join(sharedParity, 'real', 'golden')))
   it('has the real goldens', () => expect(goldens.length).toBe(44))
   for (const g of goldens) {
     it(relative(sharedParity, g), () => replay(g))
+  }
+})
+
+describe('parity with the reference SFTDataset on the Qwen3.5 tokenizer (../shared/parity-qwen3.5)', () => {
+  const root = requireShared(join(repoRoot, '..', 'shared', 'parity-qwen3.5'))
+  const goldens = goldensIn(root)
+  it('has the Qwen3.5 goldens', () => expect(goldens.length).toBe(32))
+  for (const g of goldens) {
+    it(relative(root, g), () => replay(g, 'qwen3.5'))
   }
 })
 

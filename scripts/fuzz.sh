@@ -12,7 +12,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(jsonl_example masking_collate render_template render_compiled engines_agree)
+  targets=(jsonl_example masking_collate render_template render_compiled engines_agree template_corpus)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then

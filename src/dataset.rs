@@ -77,6 +77,8 @@ pub struct DatasetConfig {
     pub sanitize_control_tokens: bool,
     /// `parseToolArguments`: tool-call arguments given as JSON strings are parsed first.
     pub parse_tool_arguments: bool,
+    /// `reasoningEffort`: the template's `reasoning_effort`; `None` leaves it undefined.
+    pub reasoning_effort: Option<String>,
 }
 
 impl Default for DatasetConfig {
@@ -101,6 +103,7 @@ impl Default for DatasetConfig {
             tools: ToolsMode::Ignore,
             sanitize_control_tokens: false,
             parse_tool_arguments: false,
+            reasoning_effort: None,
         }
     }
 }
@@ -147,6 +150,7 @@ impl DatasetConfig {
             tools,
             sanitize_control_tokens,
             parse_tool_arguments,
+            reasoning_effort,
         } = self;
         let mut settings = serde_json::json!({
             "format": format!("{:?}", input.format),
@@ -173,6 +177,9 @@ impl DatasetConfig {
         }
         if *parse_tool_arguments {
             settings["parseToolArguments"] = Json::from(true);
+        }
+        if let Some(effort) = reasoning_effort {
+            settings["reasoningEffort"] = Json::from(effort.as_str());
         }
         // Rows are cut to `maxSeqLength` only when collated, except for these two.
         if *truncation == Truncation::Turns || *drop_untrainable {
@@ -1199,7 +1206,7 @@ impl Drop for Creation {
 }
 
 pub fn row_settings<'a>(
-    config: &DatasetConfig,
+    config: &'a DatasetConfig,
     masking: &'a Masking,
     turn_end: Option<&'a TurnEnd>,
 ) -> RowSettings<'a> {
@@ -1214,6 +1221,7 @@ pub fn row_settings<'a>(
         tools: config.tools,
         sanitize: config.sanitize_control_tokens,
         parse_tool_arguments: config.parse_tool_arguments,
+        reasoning_effort: config.reasoning_effort.as_deref(),
         loss: None,
     }
 }

@@ -232,7 +232,9 @@ mod tests {
         );
         // The first present name wins; a message's own `thinking` keeps its value and place.
         assert_eq!(
-            order(json!({"role": "assistant", "content": "x", "thinking": "t", "reasoning_content": "c"})),
+            order(
+                json!({"role": "assistant", "content": "x", "thinking": "t", "reasoning_content": "c"})
+            ),
             r#"{"thinking":"t","role":"assistant","content":"x","reasoning_content":"c"}"#
         );
         assert_eq!(
@@ -300,7 +302,10 @@ mod tests {
             {"name": "h", "arguments": {"kept": true}}
         ]});
         parse_tool_arguments(0, &mut m).unwrap();
-        assert_eq!(m["tool_calls"][0]["function"]["arguments"], json!({"x": 1.5, "y": [1]}));
+        assert_eq!(
+            m["tool_calls"][0]["function"]["arguments"],
+            json!({"x": 1.5, "y": [1]})
+        );
         assert_eq!(m["tool_calls"][1]["arguments"], json!({}));
         assert_eq!(m["tool_calls"][2]["arguments"], json!({"kept": true}));
         let mut m = json!({"role": "assistant", "tool_calls": [
@@ -314,7 +319,8 @@ mod tests {
         let mut m = json!({"role": "assistant", "tool_calls": [{"name": "f", "arguments": "{x"}]});
         let err = parse_tool_arguments(1, &mut m).unwrap_err();
         assert!(
-            err.message.starts_with("message 1: tool_calls[0].arguments is a string but not JSON"),
+            err.message
+                .starts_with("message 1: tool_calls[0].arguments is a string but not JSON"),
             "{}",
             err.message
         );

@@ -11,8 +11,8 @@ use crate::distill::{targets_for_row, RowDistill};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::SftExample;
 use crate::masking::{
-    chatml_assistant_spans, spans_from, spans_from_flags, token_spans_from_bytes, trained_byte_ranges, trained_count,
-    ChatMlMarkers, SpanPolicy,
+    chatml_assistant_spans, spans_from, spans_from_flags, token_spans_from_bytes,
+    trained_byte_ranges, trained_count, ChatMlMarkers, SpanPolicy,
 };
 use crate::message::{
     normalize_message, normalize_messages, normalize_tools, parse_tool_arguments,
@@ -191,20 +191,26 @@ pub struct RowSettings<'a> {
     pub sanitize: bool,
     /// `parseToolArguments`: tool-call arguments given as JSON strings become objects.
     pub parse_tool_arguments: bool,
+    /// The template's `reasoning_effort`, when given.
+    pub reasoning_effort: Option<&'a str>,
     /// Looks for silent losses (classes 1, 2, 3, 5) in the full render of each example.
     pub loss: Option<&'a LossChecker>,
 }
 
-impl RowSettings<'_> {
+impl<'a> RowSettings<'a> {
     fn render_options<'m>(
         &self,
         add_generation_prompt: bool,
         messages: &'m Messages,
-    ) -> RenderOptions<'m> {
+    ) -> RenderOptions<'m>
+    where
+        'a: 'm,
+    {
         RenderOptions {
             add_generation_prompt,
             enable_thinking: Some(self.enable_thinking),
             tools: messages.tools.as_ref(),
+            reasoning_effort: self.reasoning_effort,
             ..Default::default()
         }
     }
@@ -698,6 +704,7 @@ mod tests {
                     tools: ToolsMode::Ignore,
                     sanitize,
                     parse_tool_arguments: false,
+                    reasoning_effort: None,
                     loss: None,
                 };
                 let row = build_row(&t, &settings, example()).unwrap();

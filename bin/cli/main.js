@@ -69,6 +69,7 @@ function firstLine(text) {
 const OPTIONAL_SETTINGS = [
   ['sanitizeControlTokens', 'sanitize-control-tokens'],
   ['parseToolArguments', 'parse-tool-arguments'],
+  ['reasoningEffort', 'reasoning-effort'],
   ['maskingStrategy', 'masking-strategy'],
   ['trainOnTurnEnd', 'train-on-turn-end'],
   ['trainOnRoles', 'train-on-roles'],
@@ -213,6 +214,22 @@ async function stats(abs, tokenizer, choice, o, out) {
   return 0
 }
 
+/**
+ * When a file fails under the default format but every record reads under `'auto'`, the line
+ * that says so (the library and the CLI both default to `'reference'`, the format of
+ * `@mlx-node/trl`); null otherwise.
+ */
+async function otherFormatHint(abs, tokenizer, o) {
+  if (o.format !== 'reference') return null
+  try {
+    const report = await lib.validateSFTFile(abs, tokenizer, { ...datasetConfig(o), format: 'auto' })
+    if (report.examples === 0 || report.problems.length > 0) return null
+    return `every record loads with --format auto (format: 'auto' in loadSFTDataset): the file holds ${report.datasetFormat ?? report.format} records`
+  } catch {
+    return null
+  }
+}
+
 async function validate(abs, tokenizer, choice, o, out) {
   const progress = progressBar('validating', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
   progress.status(`validating ${path.basename(abs)}…`)
@@ -224,9 +241,11 @@ async function validate(abs, tokenizer, choice, o, out) {
   const warnings = report.warnings.filter((w) => w.example < examples)
   const strictFailures = o.strict ? warnings.filter((w) => w.strict).length : 0
   const ok = examples > 0 && problems.length === 0 && strictFailures === 0
+  const hint = problems.length > 0 ? await otherFormatHint(abs, tokenizer, o) : null
   if (o.json) {
     const formats = { datasetFormat: report.datasetFormat ?? null, fileFormat: report.fileFormat }
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, examples, format: report.format ?? null, ...formats, ok, problems, warnings }) + '\n')
+    const extra = hint === null ? {} : { hint }
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, examples, format: report.format ?? null, ...formats, ok, problems, warnings, ...extra }) + '\n')
     return ok ? 0 : 1
   }
   const shown = path.relative(process.cwd(), abs) || abs
@@ -242,6 +261,7 @@ async function validate(abs, tokenizer, choice, o, out) {
     const codes = [...new Set(warnings.map((w) => w.code))].join(', ')
     lines.push(`${warnings.length} silent-loss warning${warnings.length === 1 ? '' : 's'} (${codes})${o.strict && strictFailures > 0 ? `; --strict: ${strictFailures} fail the check` : ''}`)
   }
+  if (hint !== null) lines.push(`hint: ${hint}`)
   out.write(lines.join('\n') + '\n')
   return ok ? 0 : 1
 }
@@ -346,7 +366,16 @@ async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
     const abs = dataFile(file)
     const choice = chooseTokenizer(options.tokenizer)
     const tokenizer = await loadTokenizer(choice)
-    return await COMMANDS[command](abs, tokenizer, choice, options, out)
+    try {
+      return await COMMANDS[command](abs, tokenizer, choice, options, out)
+    } catch (e) {
+      // A load that fails on the records' shape: say when another format reads them all.
+      if (e?.code === 'INVALID_EXAMPLE' && command !== 'validate') {
+        const hint = await otherFormatHint(abs, tokenizer, options)
+        if (hint !== null) e.message = `${firstLine(e.message)}; ${hint}`
+      }
+      throw e
+    }
   } catch (e) {
     if (e instanceof UsageError) {
       err.write(`sft-dataset: ${e.message}\n`)

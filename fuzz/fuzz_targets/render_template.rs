@@ -157,6 +157,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         enable_thinking: u.arbitrary()?,
         continue_final_message: u.arbitrary()?,
         template_kwargs: None,
+        reasoning_effort: None,
     };
     let config = DatasetConfig {
         completion_only: u.arbitrary()?,

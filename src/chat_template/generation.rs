@@ -41,7 +41,11 @@ fn tag_parts(whole: &str) -> (&str, &str, &str) {
     } else {
         ""
     };
-    (lead, inner[lead.len()..inner.len() - trail.len()].trim(), trail)
+    (
+        lead,
+        inner[lead.len()..inner.len() - trail.len()].trim(),
+        trail,
+    )
 }
 
 /// Whether `source` has a `{% generation %}` tag.

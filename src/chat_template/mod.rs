@@ -80,7 +80,7 @@ pub enum RendererChoice {
 }
 
 /// What a single render needs besides the template.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 pub struct RenderOptions<'a> {
     pub tools: Option<&'a serde_json::Value>,
     pub add_generation_prompt: bool,
@@ -89,6 +89,9 @@ pub struct RenderOptions<'a> {
     pub continue_final_message: bool,
     /// Extra template variables, like the keyword arguments of `apply_chat_template`.
     pub template_kwargs: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// `reasoning_effort` (GPT-OSS, Qwen3.8); `None` leaves it undefined, so that a template
+    /// keeps its own default. Any string is passed on, as transformers does.
+    pub reasoning_effort: Option<&'a str>,
 }
 
 impl ChatTemplate {
@@ -308,6 +311,9 @@ impl ChatTemplate {
             for (key, value) in kwargs {
                 ctx.push((key.clone(), to_template(value)));
             }
+        }
+        if let Some(effort) = opts.reasoning_effort {
+            ctx.push(("reasoning_effort".into(), Value::from(effort)));
         }
         // Later entries win, as keyword arguments override the special-token map in Python.
         let context = Value::from(ctx.into_iter().collect::<BTreeMap<String, Value>>());

@@ -141,8 +141,9 @@ pub fn write_str_repr(out: &mut String, s: &str) {
 /// (Cc, Cf, Cs, Co, Cn) or Separator (Zl, Zp, Zs).
 fn is_printable(c: char) -> bool {
     static NOT_PRINTABLE: OnceLock<Option<onig::Regex>> = OnceLock::new();
-    let Some(regex) = NOT_PRINTABLE.get_or_init(|| onig::Regex::new(r"\A[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zs}\p{Zl}\p{Zp}]\z").ok())
-    else {
+    let Some(regex) = NOT_PRINTABLE.get_or_init(|| {
+        onig::Regex::new(r"\A[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zs}\p{Zl}\p{Zp}]\z").ok()
+    }) else {
         return true;
     };
     let mut buffer = [0u8; 4];
@@ -165,7 +166,9 @@ mod tests {
         assert_eq!(py_str(&value(json!(2.0))), "2.0");
         assert_eq!(py_str(&value(json!("a'b"))), "a'b");
         assert_eq!(
-            py_str(&value(json!([1e21, 1e-7, "x", null, true, {"k": [1, "it's"]}]))),
+            py_str(&value(
+                json!([1e21, 1e-7, "x", null, true, {"k": [1, "it's"]}])
+            )),
             "[1e+21, 1e-07, 'x', None, True, {'k': [1, \"it's\"]}]"
         );
         assert_eq!(py_str(&value(json!({}))), "{}");
@@ -175,7 +178,10 @@ mod tests {
     #[test]
     fn string_repr_escapes_what_python_escapes() {
         let mut out = String::new();
-        write_str_repr(&mut out, "a\\b\n\t\r\u{7}\u{7f}\u{a0}é\u{200b}\u{2028}😀\u{e000}'\"");
+        write_str_repr(
+            &mut out,
+            "a\\b\n\t\r\u{7}\u{7f}\u{a0}é\u{200b}\u{2028}😀\u{e000}'\"",
+        );
         assert_eq!(
             out,
             "'a\\\\b\\n\\t\\r\\x07\\x7f\\xa0é\\u200b\\u2028😀\\ue000\\'\"'"

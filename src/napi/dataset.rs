@@ -157,6 +157,10 @@ pub struct SftDatasetConfig {
     /// that does not hold a JSON object is an `INVALID_MESSAGE` error of its example. Default
     /// false.
     pub parse_tool_arguments: Option<bool>,
+    /// Passed to the chat template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it:
+    /// `'low' | 'medium' | 'high'`, ...); any string is passed on, as transformers does. Default:
+    /// undefined in the template, which then keeps its own default.
+    pub reasoning_effort: Option<String>,
 }
 
 /// One data-parallel rank of `worldSize`.
@@ -223,6 +227,8 @@ pub struct LoadSftDatasetOptions {
     pub sanitize_control_tokens: Option<bool>,
     /// See `SFTDatasetConfig.parseToolArguments`. Default false.
     pub parse_tool_arguments: Option<bool>,
+    /// See `SFTDatasetConfig.reasoningEffort`.
+    pub reasoning_effort: Option<String>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
@@ -375,6 +381,7 @@ struct Fields {
     input: InputFields,
     sanitize_control_tokens: Option<bool>,
     parse_tool_arguments: Option<bool>,
+    reasoning_effort: Option<String>,
 }
 
 /// A positive integer setting.
@@ -557,6 +564,7 @@ fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
         parse_tool_arguments: f
             .parse_tool_arguments
             .unwrap_or(defaults.parse_tool_arguments),
+        reasoning_effort: f.reasoning_effort,
     })
 }
 
@@ -582,6 +590,7 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
             input: InputFields(c.format, c.columns, c.roles, c.tools),
             sanitize_control_tokens: c.sanitize_control_tokens,
             parse_tool_arguments: c.parse_tool_arguments,
+            reasoning_effort: c.reasoning_effort,
         }),
     }
 }
@@ -1480,6 +1489,7 @@ pub fn load_sft_dataset_native(
                         input: InputFields(c.format, c.columns, c.roles, c.tools),
                         sanitize_control_tokens: c.sanitize_control_tokens,
                         parse_tool_arguments: c.parse_tool_arguments,
+                        reasoning_effort: c.reasoning_effort,
                     })?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, ClassInstance, FromNapiValue, Uint32Array, Unknown};
+use napi::bindgen_prelude::{
+    AsyncTask, ClassInstance, Either, FromNapiValue, Uint32Array, Unknown,
+};
 use napi::{JsValue, ValueType};
 use napi_derive::napi;
 use rayon::prelude::*;
@@ -36,6 +38,9 @@ pub struct RenderChatTemplateOptions {
     /// Extra template variables (keyword arguments of `apply_chat_template`).
     #[napi(ts_type = "Record<string, any>")]
     pub template_kwargs: Option<JsJson>,
+    /// Passed to the template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it); left undefined
+    /// when not given, so that the template keeps its own default. Any string is passed on.
+    pub reasoning_effort: Option<String>,
 }
 
 /// Options of `applyChatTemplate` beyond the reference's arguments.
@@ -49,6 +54,9 @@ pub struct ApplyChatTemplateOptions {
     /// Extra template variables (keyword arguments of `apply_chat_template`).
     #[napi(ts_type = "Record<string, any>")]
     pub template_kwargs: Option<JsJson>,
+    /// Passed to the template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it); left undefined
+    /// when not given, so that the template keeps its own default. Any string is passed on.
+    pub reasoning_effort: Option<String>,
 }
 
 /// Options of `fromPretrained`.
@@ -146,28 +154,56 @@ fn kwargs_map(kwargs: Option<JsJson>) -> SftResult<Option<serde_json::Map<String
     }
 }
 
+/// `applyChatTemplate`'s arguments after `enableThinking`: our options object in position five,
+/// or upstream MLX Node's `contentOrder`, `existingImagePlaceholder` (strings for multimodal
+/// content, which has no effect on text) and `reasoningEffort`.
+struct TemplateCallTail {
+    options: Option<ApplyChatTemplateOptions>,
+    reasoning_effort: Option<String>,
+}
+
+impl TemplateCallTail {
+    fn new(
+        fifth: Option<Either<ApplyChatTemplateOptions, String>>,
+        reasoning_effort: Option<String>,
+    ) -> Self {
+        // A string is upstream's `contentOrder`, which orders image and text parts.
+        let options = match fifth {
+            Some(Either::A(options)) => Some(options),
+            Some(Either::B(_)) | None => None,
+        };
+        TemplateCallTail {
+            options,
+            reasoning_effort,
+        }
+    }
+}
+
 fn apply_template(
     tokenizer: &ChatTokenizer,
     messages: Vec<JsJson>,
     add_generation_prompt: Option<bool>,
     tools: Option<Vec<JsJson>>,
     enable_thinking: Option<bool>,
-    options: Option<ApplyChatTemplateOptions>,
+    tail: TemplateCallTail,
 ) -> SftResult<Vec<u32>> {
     let (messages, tools) = prepare_chat(JsJson::list(messages), tools.map(JsJson::list))?;
-    let (sanitize, kwargs) = match options {
+    let (sanitize, kwargs, effort) = match tail.options {
         Some(o) => (
             o.sanitize_control_tokens.unwrap_or(false),
             o.template_kwargs,
+            o.reasoning_effort,
         ),
-        None => (false, None),
+        None => (false, None, None),
     };
+    let reasoning_effort = tail.reasoning_effort.or(effort);
     let kwargs = kwargs_map(kwargs)?;
     let opts = RenderOptions {
         tools: tools.as_ref(),
         add_generation_prompt: add_generation_prompt.unwrap_or(true),
         enable_thinking,
         template_kwargs: kwargs.as_ref(),
+        reasoning_effort: reasoning_effort.as_deref(),
         ..Default::default()
     };
     if sanitize {
@@ -326,19 +362,27 @@ impl JsTokenizer {
 
     /// Renders the chat template and encodes the text without adding special tokens.
     /// `addGenerationPrompt` defaults to true; `enableThinking` undefined or null leaves
-    /// `enable_thinking` undefined in the template. `options.sanitizeControlTokens` encodes
-    /// control-token strings of the data as text (a `CONTROL_TOKEN` error when the tokenizer
-    /// produces one even from plain text).
+    /// `enable_thinking` undefined in the template. Position five is this library's options
+    /// (`sanitizeControlTokens` encodes control-token strings of the data as text, a
+    /// `CONTROL_TOKEN` error when the tokenizer produces one even from plain text), or, in the
+    /// call shape of MLX Node's `Qwen3Tokenizer`, `contentOrder` and then
+    /// `existingImagePlaceholder` (strings for image content, without effect on text) and
+    /// `reasoningEffort` (given to the template as `reasoning_effort`).
     #[napi(ts_return_type = "Promise<Uint32Array>")]
+    #[allow(clippy::too_many_arguments)]
     pub fn apply_chat_template(
         &self,
         #[napi(ts_arg_type = "Array<any>")] messages: Vec<JsJson>,
         add_generation_prompt: Option<bool>,
         #[napi(ts_arg_type = "Array<any> | undefined | null")] tools: Option<Vec<JsJson>>,
         enable_thinking: Option<bool>,
-        options: Option<ApplyChatTemplateOptions>,
+        options: Option<Either<ApplyChatTemplateOptions, String>>,
+        existing_image_placeholder: Option<String>,
+        reasoning_effort: Option<String>,
     ) -> AsyncTask<Job<Vec<u32>, Uint32Array>> {
+        let _ = existing_image_placeholder;
         let t = self.inner.clone();
+        let tail = TemplateCallTail::new(options, reasoning_effort);
         AsyncTask::new(Job::new(
             move || {
                 apply_template(
@@ -347,22 +391,27 @@ impl JsTokenizer {
                     add_generation_prompt,
                     tools,
                     enable_thinking,
-                    options,
+                    tail,
                 )
             },
             to_u32_array,
         ))
     }
 
+    /// `applyChatTemplate` on the calling thread, with the same arguments.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn apply_chat_template_sync(
         &self,
         #[napi(ts_arg_type = "Array<any>")] messages: Vec<JsJson>,
         add_generation_prompt: Option<bool>,
         #[napi(ts_arg_type = "Array<any> | undefined | null")] tools: Option<Vec<JsJson>>,
         enable_thinking: Option<bool>,
-        options: Option<ApplyChatTemplateOptions>,
+        options: Option<Either<ApplyChatTemplateOptions, String>>,
+        existing_image_placeholder: Option<String>,
+        reasoning_effort: Option<String>,
     ) -> Result<Uint32Array> {
+        let _ = existing_image_placeholder;
         run_sync(|| {
             apply_template(
                 &self.inner,
@@ -370,7 +419,7 @@ impl JsTokenizer {
                 add_generation_prompt,
                 tools,
                 enable_thinking,
-                options,
+                TemplateCallTail::new(options, reasoning_effort),
             )
             .map(Uint32Array::new)
         })
@@ -390,6 +439,7 @@ impl JsTokenizer {
                 enable_thinking: None,
                 continue_final_message: None,
                 template_kwargs: None,
+                reasoning_effort: None,
             });
             let (messages, tools) =
                 prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
@@ -402,6 +452,7 @@ impl JsTokenizer {
                     enable_thinking: o.enable_thinking,
                     continue_final_message: o.continue_final_message.unwrap_or(false),
                     template_kwargs: template_kwargs.as_ref(),
+                    reasoning_effort: o.reasoning_effort.as_deref(),
                 },
             )
         })

@@ -367,7 +367,11 @@ mod tests {
         let c = TokenizerConfig::load(&dir).unwrap();
         assert_eq!(c.chat_template.as_deref(), Some("FILE"));
         assert!(c.template_names.is_empty());
-        std::fs::write(dir.join("additional_chat_templates/tool_use.jinja"), "TOOLS").unwrap();
+        std::fs::write(
+            dir.join("additional_chat_templates/tool_use.jinja"),
+            "TOOLS",
+        )
+        .unwrap();
         let c = TokenizerConfig::load(&dir).unwrap();
         assert_eq!(c.template_for(false), Ok(Some("FILE")));
         assert_eq!(c.template_for(true), Ok(Some("TOOLS")));

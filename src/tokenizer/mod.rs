@@ -689,16 +689,23 @@ impl ChatTokenizer {
         if let Some(tools) = &mut tools {
             control.mark_json(tools);
         }
+        // `reasoning_effort` is one of the template variables transformers marks.
         let mut kwargs = opts.template_kwargs.cloned().map(Json::Object);
+        if let Some(effort) = opts.reasoning_effort {
+            if let Json::Object(map) =
+                kwargs.get_or_insert_with(|| Json::Object(Default::default()))
+            {
+                map.insert("reasoning_effort".into(), Json::from(effort));
+            }
+        }
         if let Some(kwargs) = &mut kwargs {
             control.mark_json(kwargs);
         }
         let marked_opts = RenderOptions {
             tools: tools.as_ref(),
             template_kwargs: kwargs.as_ref().and_then(Json::as_object),
-            add_generation_prompt: opts.add_generation_prompt,
-            enable_thinking: opts.enable_thinking,
-            continue_final_message: opts.continue_final_message,
+            reasoning_effort: None,
+            ..*opts
         };
         let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
         self.render(list, &marked_opts)

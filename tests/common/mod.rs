@@ -305,3 +305,27 @@ pub fn check_every_combo<T>(
         .map(|(combo, tokenizer)| check(tokenizer, combo))
         .collect()
 }
+
+/// The Qwen3.5 tokenizer of `../shared/tokenizers/qwen3.5` (its `tokenizer.json` is stored
+/// gzipped there), with the chat template and config beside it, read as the library reads a
+/// model folder. A missing file fails the test.
+pub fn qwen3_5_tokenizer(
+    engine: sft_dataset::tokenizer::EngineChoice,
+) -> sft_dataset::tokenizer::ChatTokenizer {
+    use std::io::Read;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tokenizers/qwen3.5");
+    let file = std::fs::File::open(dir.join("tokenizer.json.gz"))
+        .unwrap_or_else(|e| panic!("the Qwen3.5 tokenizer in {}: {e}", dir.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap();
+    let config = sft_dataset::tokenizer::config::TokenizerConfig::load(&dir).unwrap();
+    sft_dataset::tokenizer::ChatTokenizer::from_parts(
+        &text,
+        config,
+        dir.join("tokenizer.json"),
+        engine,
+    )
+    .unwrap()
+}
