@@ -7,14 +7,14 @@ import { dirname, join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
 import { createSFTDataset, loadSFTDataset, type SFTBatch, type SFTDataset } from '../lib/index.js'
-import { hasShared, sharedParity, tokenizer } from './helpers'
+import { requireShared, sharedParity, tokenizer } from './helpers'
 
 type Batching = 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
 type CodedError = Error & { code?: string }
 
 const IGNORE = -100
 const realData = join(sharedParity, 'real', 'data')
-const realFiles = hasShared ? readdirSync(realData).filter((f) => f.endsWith('.jsonl')).sort() : []
+const realFiles = readdirSync(requireShared(realData)).filter((f) => f.endsWith('.jsonl')).sort()
 
 beforeEach(() => {
   vi.spyOn(console, 'warn').mockImplementation(() => {})
@@ -111,7 +111,7 @@ function orderOfIndices(batches: SFTBatch[]): number[] {
   return batches.flatMap((b) => Array.from(b.indices!))
 }
 
-describe.skipIf(!hasShared)('batching strategies on the real data', () => {
+describe('batching strategies on the real data', () => {
   const maxSeqLength = 1024
   const batchSize = 8
   for (const file of realFiles) {

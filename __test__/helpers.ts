@@ -27,7 +27,6 @@ export function readGzJson<T = any>(path: string): T {
   return JSON.parse(gunzipSync(readFileSync(path)).toString('utf8'))
 }
 
-export const hasShared = existsSync(sharedParity)
 
 /** Fails the calling test file when a fixture of ../shared is missing: no test passes by skipping. */
 export function requireShared(path: string): string {

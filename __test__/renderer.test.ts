@@ -1,12 +1,12 @@
 // The two chat-template renderers through the public API: the direct renderer of a known template
 // (`renderer: 'compiled'`, chosen by 'auto') and the minijinja interpreter write the same text for
 // every template golden, and datasets built with either give the same batches.
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { Tokenizer, loadSFTDataset } from '../lib/index.js'
-import { fixtures, sharedParity, tokenizer, tokenizerDir } from './helpers'
+import { fixtures, requireShared, sharedParity, tokenizer, tokenizerDir } from './helpers'
 
 type Family = 'qwen3' | 'llama3_1' | 'gemma3' | 'deepseek_v3'
 const FAMILIES: Family[] = ['qwen3', 'llama3_1', 'gemma3', 'deepseek_v3']
@@ -67,7 +67,8 @@ describe.each(FAMILIES)('%s goldens under both renderers', (family) => {
 })
 
 const realData = join(sharedParity, 'real', 'data')
-describe.skipIf(!existsSync(realData))('datasets under both renderers', () => {
+describe('datasets under both renderers', () => {
+  requireShared(realData)
   const files = ['pc_gsm8k_think.jsonl', 'conv_glaive_toolcall_en.jsonl', 'conv_fastchat_mtbench.jsonl']
   it.each(files)('%s: the same epoch of batches', async (file) => {
     const path = join(realData, file)

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 
 import { createSFTDataset, loadSFTDataset, validateSFTFile } from '../lib/index.js'
-import { hasShared, repoRoot, sharedParity, tokenizer } from './helpers'
+import { repoRoot, requireShared, sharedParity, tokenizer } from './helpers'
 
 const dir = mkdtempSync(join(tmpdir(), 'sft-silent-loss-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -210,9 +210,9 @@ describe('4b. DUPLICATE_EXAMPLE in a dataset created from JS examples', () => {
   })
 })
 
-describe.skipIf(!hasShared)('4c. created and loaded datasets report the same losses (real data in ../shared)', () => {
+describe('4c. created and loaded datasets report the same losses (real data in ../shared)', () => {
   const dataDir = join(sharedParity, 'real', 'data')
-  const files = hasShared ? readdirSync(dataDir).filter((f) => f.endsWith('.jsonl')) : []
+  const files = readdirSync(requireShared(dataDir)).filter((f) => f.endsWith('.jsonl'))
   it.each(files)('%s', async (name) => {
     const path = join(dataDir, name)
     const records = readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))

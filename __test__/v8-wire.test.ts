@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import * as lib from '../lib/index.js'
-import { hasShared, sharedParity, tokenizer } from './helpers'
+import { requireShared, sharedParity, tokenizer } from './helpers'
 
 type Read = { json?: string | null; error?: string | null; wire: boolean }
 const readExamples = (lib as any)._readExamples as (examples: unknown, wire: boolean) => Read[]
@@ -231,7 +231,8 @@ describe('V8 serialization and the napi walk read the same JSON', () => {
   })
 })
 
-describe.skipIf(!hasShared)('createSFTDataset with and without the wire', () => {
+describe('createSFTDataset with and without the wire', () => {
+  requireShared(sharedParity)
   const files = ['conv_glaive_toolcall_en.jsonl', 'pc_alpaca.jsonl']
   for (const file of files) {
     it(`${file}: the same batches, every example from the wire`, async () => {

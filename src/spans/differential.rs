@@ -10,7 +10,7 @@ use crate::grpo::{
     tokenize_conversation_for_trainer, ConversationOptions, TemplateTokenizer, TrainerTokenizer,
 };
 use crate::message::normalize_messages;
-use crate::test_support::{family_dir, load_family as load, real_data, Rng, FAMILIES};
+use crate::test_support::{family_dir, real_data, Rng, FAMILIES};
 
 /// Messages rendered by each locator.
 struct Cost {
@@ -50,11 +50,8 @@ fn compare(t: &ChatTokenizer, messages: &[Json], thinking: bool, what: &str) -> 
 #[test]
 fn every_real_conversation_is_located_as_by_prefix_renders() {
     let data = real_data();
-    if data.is_empty() {
-        return;
-    }
     for family in FAMILIES {
-        let Some(t) = load(family) else { continue };
+        let t = crate::test_support::load_family(family);
         let mut rendered = 0;
         for thinking in [false, true] {
             if thinking && family != "qwen3" {
@@ -165,7 +162,7 @@ fn conversation(rng: &mut Rng, family: &str, len: usize) -> Vec<Json> {
 #[test]
 fn generated_long_conversations_are_located_as_by_prefix_renders() {
     for family in FAMILIES {
-        let Some(t) = load(family) else { continue };
+        let t = crate::test_support::load_family(family);
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ family.len() as u64);
         let (mut rendered, mut windows, mut whole) = (0, 0, 0);
         for case in 0..25 {
@@ -191,7 +188,7 @@ fn generated_long_conversations_are_located_as_by_prefix_renders() {
 #[test]
 fn a_long_plain_conversation_costs_a_few_renders_a_message() {
     for family in FAMILIES {
-        let Some(t) = load(family) else { continue };
+        let t = crate::test_support::load_family(family);
         let messages: Vec<Json> = (0..400)
             .map(|i| {
                 let role = if i % 2 == 0 { "user" } else { "assistant" };
@@ -214,11 +211,9 @@ fn a_template_that_forces_whole_renders_hits_the_budget() {
     // Numbered turns: every window renders differently from the full text, so every part is
     // rendered whole.
     let source = "{% for m in messages %}[{{ loop.index }}/{{ messages|length }}] {{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}";
-    let Some(dir) = family_dir("qwen3") else {
-        return;
-    };
+    let dir = family_dir("qwen3");
     let Ok(json) = std::fs::read_to_string(dir.join("tokenizer.json")) else {
-        return;
+        panic!("{}: no tokenizer.json", dir.display());
     };
     let config = crate::tokenizer::config::TokenizerConfig {
         chat_template: Some(source.to_string()),
@@ -293,7 +288,7 @@ fn compare_grpo(t: &ChatTokenizer, messages: &[Json], thinking: bool, what: &str
 fn grpo_header_masks_from_one_render_equal_the_prefix_renders() {
     let data = real_data();
     for family in FAMILIES {
-        let Some(t) = load(family) else { continue };
+        let t = crate::test_support::load_family(family);
         let mut rendered = 0;
         for (what, messages) in data.iter().step_by(3) {
             rendered +=

