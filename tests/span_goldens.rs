@@ -11,10 +11,9 @@ use serde_json::Value;
 use sft_dataset::chat_template::RenderOptions;
 use sft_dataset::example::SftExample;
 use sft_dataset::masking::{Reasoning, SpanPolicy};
-use sft_dataset::row::{build_row, Masking, RowSettings, ToolsMode};
+use sft_dataset::row::{build_row, Masking};
 use sft_dataset::spans::discover_turn_end;
 use sft_dataset::tokenizer::ChatTokenizer;
-use sft_dataset::truncation::Truncation;
 
 fn policy(combo: &Value) -> SpanPolicy {
     SpanPolicy {
@@ -54,20 +53,11 @@ fn check_completion(
         turn_end: true,
         reasoning: Reasoning::Train,
     });
-    let settings = RowSettings {
-        completion_only: true,
-        enable_thinking: case["enableThinking"].as_bool().unwrap(),
-        masking: &masking,
+    let settings = common::completion_only_settings(
+        &masking,
         turn_end,
-        max_seq_length: usize::MAX,
-        truncation: Truncation::KeepEnd,
-        drop_untrainable: false,
-        tools: ToolsMode::Ignore,
-        sanitize: false,
-        parse_tool_arguments: false,
-        reasoning_effort: None,
-        loss: None,
-    };
+        case["enableThinking"].as_bool().unwrap(),
+    );
     let row = build_row(
         tokenizer,
         &settings,
@@ -133,20 +123,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) -> usize {
         let want_ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
         for (name, combo) in combos {
             let masking = Masking::Spans(policy(combo));
-            let settings = RowSettings {
-                completion_only: true,
-                enable_thinking: thinking,
-                masking: &masking,
-                turn_end: turn_end.as_ref(),
-                max_seq_length: usize::MAX,
-                truncation: Truncation::KeepEnd,
-                drop_untrainable: false,
-                tools: ToolsMode::Ignore,
-                sanitize: false,
-                parse_tool_arguments: false,
-                reasoning_effort: None,
-                loss: None,
-            };
+            let settings = common::completion_only_settings(&masking, turn_end.as_ref(), thinking);
             let example = SftExample::Conversation {
                 messages: case["messages"].as_array().unwrap().clone(),
                 distill: None,

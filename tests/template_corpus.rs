@@ -181,22 +181,10 @@ fn check_carrier(name: &str) -> BTreeMap<String, Vec<String>> {
     let conversations = conversations();
     let mut tokenizer = carrier(name);
     let mut failures = BTreeMap::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .collect();
-    files.sort();
     let mut checked = 0;
-    for path in files {
-        let golden = read_gz(&path);
-        if golden["carrier"] != name {
-            continue;
-        }
-        let template_name = golden["template"].as_str().unwrap();
-        let template_path = root().join("../shared/templates/trl").join(template_name);
-        let source = std::fs::read_to_string(&template_path)
-            .unwrap_or_else(|e| panic!("{}: {e}", template_path.display()));
+    for (template_name, golden) in goldens_of(name) {
+        let template_name = template_name.as_str();
+        let source = template_source(template_name);
         let specials: Map<String, Value> = tokenizer
             .special_tokens_map()
             .into_iter()
@@ -266,8 +254,7 @@ fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
     use sft_dataset::dataset::DatasetConfig;
     use sft_dataset::example::SftExample;
     use sft_dataset::masking::{Reasoning, SpanPolicy};
-    use sft_dataset::row::{build_row, Masking, RowSettings, ToolsMode};
-    use sft_dataset::truncation::Truncation;
+    use sft_dataset::row::{build_row, Masking};
 
     std::env::set_var("SOURCE_DATE_EPOCH", "1721995200");
     let conversations = conversations();
@@ -296,20 +283,7 @@ fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
                 continue;
             }
             let messages = conversation["messages"].as_array().unwrap().clone();
-            let settings = RowSettings {
-                completion_only: true,
-                enable_thinking: false,
-                masking: &masking,
-                turn_end: turn_end.as_ref(),
-                max_seq_length: usize::MAX,
-                truncation: Truncation::KeepEnd,
-                drop_untrainable: false,
-                tools: ToolsMode::Ignore,
-                sanitize: false,
-                parse_tool_arguments: false,
-                reasoning_effort: None,
-                loss: None,
-            };
+            let settings = common::completion_only_settings(&masking, turn_end.as_ref(), false);
             let example = SftExample::Conversation {
                 messages: messages.clone(),
                 distill: None,

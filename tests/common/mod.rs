@@ -327,3 +327,26 @@ pub fn qwen3_5_tokenizer(
     )
     .unwrap()
 }
+
+/// The settings of a completion-only row under `masking`: nothing truncated, no tools, no
+/// sanitizing, no silent-loss checks.
+pub fn completion_only_settings<'a>(
+    masking: &'a sft_dataset::row::Masking,
+    turn_end: Option<&'a sft_dataset::spans::TurnEnd>,
+    enable_thinking: bool,
+) -> sft_dataset::row::RowSettings<'a> {
+    sft_dataset::row::RowSettings {
+        completion_only: true,
+        enable_thinking,
+        masking,
+        turn_end,
+        max_seq_length: usize::MAX,
+        truncation: sft_dataset::truncation::Truncation::KeepEnd,
+        drop_untrainable: false,
+        tools: sft_dataset::row::ToolsMode::Ignore,
+        sanitize: false,
+        parse_tool_arguments: false,
+        reasoning_effort: None,
+        loss: None,
+    }
+}
