@@ -10,7 +10,7 @@
 mod common;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -24,9 +24,10 @@ use sft_dataset::message::{normalize_messages, parse_tool_arguments};
 use sft_dataset::row::build_row;
 use sft_dataset::tokenizer::ChatTokenizer;
 
-/// One Qwen3 tokenizer per template of the collection.
-fn tokenizers() -> &'static Vec<ChatTokenizer> {
-    static T: OnceLock<Vec<ChatTokenizer>> = OnceLock::new();
+/// The Qwen3 tokenizer, and the sources of the collection's templates: each input renders with
+/// one of them (one tokenizer for all, so that the memory stays that of one).
+fn fixture() -> &'static Mutex<(ChatTokenizer, Vec<String>)> {
+    static T: OnceLock<Mutex<(ChatTokenizer, Vec<String>)>> = OnceLock::new();
     T.get_or_init(|| {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let templates = std::env::var_os("SFT_FUZZ_TEMPLATES")
@@ -39,14 +40,12 @@ fn tokenizers() -> &'static Vec<ChatTokenizer> {
             .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
             .collect();
         files.sort();
-        files
+        let sources = files
             .iter()
-            .map(|file| {
-                let mut t = ChatTokenizer::load(&dir).expect("the fuzz tokenizer loads");
-                t.set_chat_template(&std::fs::read_to_string(file).expect("a template"));
-                t
-            })
-            .collect()
+            .map(|file| std::fs::read_to_string(file).expect("a template"))
+            .collect();
+        let t = ChatTokenizer::load(&dir).expect("the fuzz tokenizer loads");
+        Mutex::new((t, sources))
     })
 }
 
@@ -124,8 +123,11 @@ fn message(u: &mut Unstructured) -> Result<Json> {
 }
 
 fn run(u: &mut Unstructured) -> Result<()> {
-    let all = tokenizers();
-    let t = u.choose(all)?;
+    let mut guard = fixture().lock().unwrap_or_else(|e| e.into_inner());
+    let (t, sources) = &mut *guard;
+    let source = u.choose(sources)?.clone();
+    t.set_chat_template(&source);
+    let t = &*t;
     let mut messages = (0..u.int_in_range(1..=5)?)
         .map(|_| message(u))
         .collect::<Result<Vec<_>>>()?;

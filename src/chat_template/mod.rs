@@ -95,9 +95,9 @@ pub struct RenderOptions<'a> {
 }
 
 impl ChatTemplate {
-    /// Compiles `source`. `special_tokens` are the `special_tokens_map` entries transformers passes
-    /// to every render (`bos_token`, `eos_token`, `pad_token`, `unk_token`,
-    /// `additional_special_tokens`, ...).
+    /// Compiles `source`. `special_tokens` are the `special_tokens_map` entries transformers 5
+    /// passes to every render (`bos_token`, `eos_token`, `pad_token`, the model's own named tokens
+    /// such as `image_token`, ...).
     pub fn compile(source: &str, special_tokens: Vec<(String, Value)>) -> SftResult<Self> {
         // jinja2 reads `\r\n` and a lone `\r` in a template as `\n` (its `newline_sequence`).
         let normalized;
