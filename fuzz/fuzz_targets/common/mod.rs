@@ -16,3 +16,19 @@ pub fn text(u: &mut Unstructured, pieces: &[&str]) -> Result<String> {
     }
     Ok(s)
 }
+
+/// A built row's trained spans lie inside it and are not empty; a failed build has one of
+/// `codes`.
+pub fn check_row(
+    built: sft_dataset::error::SftResult<sft_dataset::row::TokenizedRow>,
+    codes: &[sft_dataset::error::ErrorCode],
+) {
+    match built {
+        Ok(row) => {
+            for s in row.spans.iter() {
+                assert!(s.start < s.end && s.end as usize <= row.ids.len());
+            }
+        }
+        Err(e) => assert!(codes.contains(&e.code), "{e:?}"),
+    }
+}
