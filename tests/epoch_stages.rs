@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use sft_dataset::chat_template::RenderOptions;
+use sft_dataset::dataset::loader::LoadOptions;
 use sft_dataset::dataset::{resolve_masking, row_settings, turn_end_of, Dataset, DatasetConfig};
+use sft_dataset::example::message::normalize_messages;
 use sft_dataset::example::{validate_record, SftExample};
-use sft_dataset::loader::LoadOptions;
-use sft_dataset::message::normalize_messages;
-use sft_dataset::row::build_row_checked;
-use sft_dataset::silent_loss::{duplicate_key, LossChecker};
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::mask::silent_loss::{duplicate_key, LossChecker};
+use sft_dataset::render::RenderOptions;
+use sft_dataset::rows::build_row_checked;
+use sft_dataset::tokenize::ChatTokenizer;
 
 /// One figure of the profile, from a file's stages.
 type Figure = fn(&Stages) -> f64;
@@ -58,7 +58,7 @@ fn stages(file: &Path, tokenizer: &Arc<ChatTokenizer>) -> Stages {
     let masking = resolve_masking(tokenizer, &config).unwrap();
     let turn_end = turn_end_of(tokenizer, &config);
     let checker = LossChecker::new(tokenizer, config.tools, false);
-    let settings = sft_dataset::row::RowSettings {
+    let settings = sft_dataset::rows::RowSettings {
         loss: Some(&checker),
         ..row_settings(&config, &masking, turn_end.as_ref())
     };

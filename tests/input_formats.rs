@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::{json, Map, Value as Json};
+use sft_dataset::dataset::loader::LoadOptions;
 use sft_dataset::dataset::{Dataset, DatasetConfig};
-use sft_dataset::dataset_format::{DatasetFormat, FormatOptions};
 use sft_dataset::error::ErrorCode;
-use sft_dataset::loader::LoadOptions;
-use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+use sft_dataset::input::dataset_format::{DatasetFormat, FormatOptions};
+use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
 
 /// Every batch of 8 in example order, and the order of epoch 1.
 fn batches(dataset: &Dataset) -> Vec<(Vec<i32>, Vec<i32>, Vec<u32>)> {

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use sft_dataset::chat_template::RendererChoice;
+use sft_dataset::dataset::loader::LoadOptions;
 use sft_dataset::dataset::{Dataset, DatasetConfig, SpecialTokenOverrides};
-use sft_dataset::loader::LoadOptions;
-use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+use sft_dataset::render::RendererChoice;
+use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
 
 fn parity_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parity")

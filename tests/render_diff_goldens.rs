@@ -10,11 +10,11 @@ mod common;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use sft_dataset::chat_template::RenderOptions;
-use sft_dataset::json_text;
-use sft_dataset::json_value::from_digits;
-use sft_dataset::message::prepare_chat;
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::example::json_value::from_digits;
+use sft_dataset::example::message::prepare_chat;
+use sft_dataset::input::json_text;
+use sft_dataset::render::RenderOptions;
+use sft_dataset::tokenize::ChatTokenizer;
 
 fn revive(value: Value) -> Value {
     match value {

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sft_dataset::chat_template::RenderOptions;
 use sft_dataset::error::ErrorCode;
-use sft_dataset::message::prepare_chat;
-use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+use sft_dataset::example::message::prepare_chat;
+use sft_dataset::render::RenderOptions;
+use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

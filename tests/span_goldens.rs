@@ -8,12 +8,12 @@ mod common;
 use std::path::Path;
 
 use serde_json::Value;
-use sft_dataset::chat_template::RenderOptions;
 use sft_dataset::example::SftExample;
-use sft_dataset::masking::{Reasoning, SpanPolicy};
-use sft_dataset::row::{build_row, Masking};
-use sft_dataset::spans::discover_turn_end;
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::mask::spans::discover_turn_end;
+use sft_dataset::mask::{Reasoning, SpanPolicy};
+use sft_dataset::render::RenderOptions;
+use sft_dataset::rows::{build_row, Masking};
+use sft_dataset::tokenize::ChatTokenizer;
 
 fn policy(combo: &Value) -> SpanPolicy {
     SpanPolicy {
@@ -34,7 +34,7 @@ fn policy(combo: &Value) -> SpanPolicy {
     }
 }
 
-fn spans_of(row: &sft_dataset::row::TokenizedRow) -> Vec<[u32; 2]> {
+fn spans_of(row: &sft_dataset::rows::TokenizedRow) -> Vec<[u32; 2]> {
     row.spans.iter().map(|s| [s.start, s.end]).collect()
 }
 
@@ -42,7 +42,7 @@ fn spans_of(row: &sft_dataset::row::TokenizedRow) -> Vec<[u32; 2]> {
 fn check_completion(
     tokenizer: &ChatTokenizer,
     case: &Value,
-    turn_end: Option<&sft_dataset::spans::TurnEnd>,
+    turn_end: Option<&sft_dataset::mask::spans::TurnEnd>,
 ) -> Option<String> {
     let want = case["masks"].get("completion")?;
     let mut prompt = case["messages"].as_array().unwrap().clone();

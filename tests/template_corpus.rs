@@ -14,10 +14,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use sft_dataset::chat_template::generation::trained_tokens;
-use sft_dataset::chat_template::RenderOptions;
-use sft_dataset::message::normalize_messages;
-use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+use sft_dataset::example::message::normalize_messages;
+use sft_dataset::render::generation::trained_tokens;
+use sft_dataset::render::RenderOptions;
+use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,7 +43,7 @@ fn revive(value: &mut Value) {
         Value::Object(map) => {
             if map.len() == 1 {
                 if let Some(Value::String(digits)) = map.get("$bigint") {
-                    *value = sft_dataset::json_value::from_digits(digits).unwrap();
+                    *value = sft_dataset::example::json_value::from_digits(digits).unwrap();
                     return;
                 }
             }
@@ -253,8 +253,8 @@ fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
     use sft_dataset::dataset::turn_end_of;
     use sft_dataset::dataset::DatasetConfig;
     use sft_dataset::example::SftExample;
-    use sft_dataset::masking::{Reasoning, SpanPolicy};
-    use sft_dataset::row::{build_row, Masking};
+    use sft_dataset::mask::{Reasoning, SpanPolicy};
+    use sft_dataset::rows::{build_row, Masking};
 
     std::env::set_var("SOURCE_DATE_EPOCH", "1721995200");
     let conversations = conversations();
@@ -311,7 +311,7 @@ fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
 fn spans_problem(
     tokenizer: &ChatTokenizer,
     messages: &[Value],
-    row: &sft_dataset::row::TokenizedRow,
+    row: &sft_dataset::rows::TokenizedRow,
 ) -> Option<String> {
     let stats = row.view().stats().clone();
     let trained: Vec<String> = row

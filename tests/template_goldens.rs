@@ -9,9 +9,9 @@ mod common;
 use std::path::Path;
 
 use serde_json::Value;
-use sft_dataset::chat_template::RenderOptions;
-use sft_dataset::message::{normalize_messages, normalize_tools};
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::example::message::{normalize_messages, normalize_tools};
+use sft_dataset::render::RenderOptions;
+use sft_dataset::tokenize::ChatTokenizer;
 
 fn has_null_key(case: &Value) -> bool {
     case["messages"]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
 
 const MODELS: [&str; 4] = ["qwen3", "llama3_1", "deepseek_v3", "gemma3"];
 

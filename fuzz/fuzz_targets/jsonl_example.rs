@@ -7,8 +7,8 @@ use std::io::BufReader;
 use libfuzzer_sys::fuzz_target;
 use sft_dataset::error::ErrorCode;
 use sft_dataset::example::{detect_format, from_created, validate_record, SftExample};
-use sft_dataset::jsonl::{parse_line, JsonlReader};
-use sft_dataset::message::normalize_messages;
+use sft_dataset::input::jsonl::{parse_line, JsonlReader};
+use sft_dataset::example::message::normalize_messages;
 
 const PATH: &str = "fuzz.jsonl";
 

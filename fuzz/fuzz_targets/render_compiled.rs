@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value as Json};
-use sft_dataset::chat_template::compiled::CHATML;
-use sft_dataset::chat_template::{ChatTemplate, RenderOptions};
-use sft_dataset::message::normalize_messages;
-use sft_dataset::tokenizer::config::TokenizerConfig;
+use sft_dataset::render::compiled::CHATML;
+use sft_dataset::render::{ChatTemplate, RenderOptions};
+use sft_dataset::example::message::normalize_messages;
+use sft_dataset::tokenize::config::TokenizerConfig;
 
 const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];
 

@@ -11,14 +11,14 @@ use std::sync::OnceLock;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value as Json};
-use sft_dataset::chat_template::RenderOptions;
+use sft_dataset::render::RenderOptions;
 use sft_dataset::dataset::{resolve_masking, row_settings, DatasetConfig, StrategyName};
 use sft_dataset::error::ErrorCode;
 use sft_dataset::example::SftExample;
-use sft_dataset::message::normalize_messages;
-use sft_dataset::row::{build_row, Masking};
-use sft_dataset::spans::{discover_turn_end, locate_messages, locate_messages_by_prefix_renders};
-use sft_dataset::tokenizer::ChatTokenizer;
+use sft_dataset::example::message::normalize_messages;
+use sft_dataset::rows::{build_row, Masking};
+use sft_dataset::mask::spans::{discover_turn_end, locate_messages, locate_messages_by_prefix_renders};
+use sft_dataset::tokenize::ChatTokenizer;
 
 /// `SFT_FUZZ_TOKENIZER` or the Qwen3 tokenizer of the repository's node_modules, with the
 /// reference masking and the span masking.

@@ -12,6 +12,11 @@
 //! Records keep where they come from: a physical line for JSON and JSONL, a row (from 0) for
 //! Parquet. Text records are parsed by the caller, so the loader can parse them on all cores.
 
+pub mod dataset_format;
+pub mod json_text;
+pub mod jsonl;
+pub mod path_security;
+
 mod json_array;
 mod parquet;
 pub mod v8_wire;
@@ -25,7 +30,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::jsonl::{read_error, JsonlReader};
+use crate::input::jsonl::{read_error, JsonlReader};
 
 pub use json_array::JsonArrayReader;
 pub use parquet::ParquetRows;
@@ -114,8 +119,8 @@ impl RawRecord {
     pub fn parse(self, path: &str, container: Container) -> SftResult<Json> {
         match self.data {
             RecordData::Value(v) => Ok(v),
-            RecordData::Text(text) => crate::json_text::parse(&text).map_err(|e| {
-                let (at, what) = crate::jsonl::json_error_position(self.at.number(), &e);
+            RecordData::Text(text) => crate::input::json_text::parse(&text).map_err(|e| {
+                let (at, what) = crate::input::jsonl::json_error_position(self.at.number(), &e);
                 parse_error(path, container, at, what)
             }),
         }
@@ -394,7 +399,7 @@ impl RecordReader {
 /// than the start of an array spread over several lines; read as its records are (a lone
 /// surrogate's escape included).
 fn first_line_is_a_record(line: &[u8]) -> bool {
-    std::str::from_utf8(line).is_ok_and(crate::json_text::is_json)
+    std::str::from_utf8(line).is_ok_and(crate::input::json_text::is_json)
 }
 
 #[cfg(test)]

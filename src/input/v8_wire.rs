@@ -25,7 +25,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use crate::json_value::{from_js_bigint, from_js_number};
+use crate::example::json_value::{from_js_bigint, from_js_number};
 
 /// The walk's limits: objects and arrays nested deeper are refused, and one example may expand
 /// to at most this many values (a shared object counts once per reference).
@@ -834,7 +834,7 @@ mod tests {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         assert_eq!(
             read(W::default().b(b"Z").varint(32).b(&bytes)),
-            crate::json_value::from_digits("1180591620717411303424").unwrap()
+            crate::example::json_value::from_digits("1180591620717411303424").unwrap()
         );
         for walked in [
             W::header().dense(1).double(f64::NAN),

@@ -16,23 +16,23 @@ use super::json::{JsJson, Serializer};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::{job, Job};
 use super::tokenizer::tokenizer_arg;
-use crate::collate::{BatchDistill, Cells};
+use crate::batch::collate::{BatchDistill, Cells};
+use crate::batch::plan::{Batching, PlanCost, Shard};
+use crate::dataset::loader::LoadOptions;
+use crate::dataset::report::DatasetReport;
 use crate::dataset::{
     CollatedBatch, Dataset, DatasetConfig, Pending, PreparedBatch, SpecialTokenOverrides,
     StrategyName,
 };
-use crate::dataset_format::{DatasetFormat, FormatOptions};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
-use crate::export::{write_parquet, write_parquet_batches, ExportSummary};
+use crate::input::dataset_format::{DatasetFormat, FormatOptions};
 use crate::input::v8_wire::{self, Skimmed, WireExamples};
-use crate::loader::LoadOptions;
-use crate::masking::{write_labels, Reasoning};
-use crate::plan::{Batching, PlanCost, Shard};
-use crate::report::DatasetReport;
-use crate::row::{DropReason, ToolsMode};
-use crate::silent_loss::LossKind;
-use crate::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
-use crate::truncation::Truncation;
+use crate::mask::silent_loss::LossKind;
+use crate::mask::truncation::Truncation;
+use crate::mask::{write_labels, Reasoning};
+use crate::rows::{DropReason, ToolsMode};
+use crate::store::export::{write_parquet, write_parquet_batches, ExportSummary};
+use crate::store::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
 
 /// Every strategy's cost for one epoch, side by side.
 type StrategyCosts = Vec<(Batching, PlanCost)>;

@@ -7,8 +7,8 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
-use crate::distill::{self, DistillConfig, Fetched, Member, Plan};
 use crate::error::{ErrorCode, SftError};
+use crate::tools::distill::{self, DistillConfig, Fetched, Member, Plan};
 
 #[napi(object)]
 pub struct PackDistillationOptions {

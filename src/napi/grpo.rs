@@ -13,9 +13,9 @@ use super::json::JsJson;
 use super::task::Job;
 use super::tokenizer::JsTokenizer;
 use crate::error::SftResult;
-use crate::grpo::{self, ConversationOptions, TemplateTokenizer, TokenizationResult};
-use crate::message::{normalize_messages, prepare_chat};
-use crate::tokenizer::ChatTokenizer;
+use crate::example::message::{normalize_messages, prepare_chat};
+use crate::tokenize::ChatTokenizer;
+use crate::tools::grpo::{self, ConversationOptions, TemplateTokenizer, TokenizationResult};
 
 /// Options of `tokenizeForTrainer` and `tokenizeForTrainerBatch`.
 #[napi(object)]

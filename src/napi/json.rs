@@ -6,7 +6,7 @@ use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, ToNapiValue, Unknown};
 use napi::{sys, JsValue, Status, ValueType};
 use serde_json::{Map, Value as Json};
 
-use crate::json_value::{from_js_bigint, from_js_number};
+use crate::example::json_value::{from_js_bigint, from_js_number};
 
 /// A JS value converted to JSON. Takes the place of `serde_json::Value` in exported signatures
 /// (with `ts_type`/`ts_arg_type` keeping `any` in `index.d.ts`).

@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use super::error::{run_sync, JsResult as Result};
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::path_security::{
+use crate::input::path_security::{
     allowed_root, resolve_and_validate, validate_containment, PathError, PathOptions, DATA_ROOT_ENV,
 };
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::error::{run_sync, JsResult as Result};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
-use crate::token_cache::{list, prune, ListedEntry, PruneLimits};
+use crate::store::token_cache::{list, prune, ListedEntry, PruneLimits};
 
 /// A file of a token cache directory.
 #[napi(object)]

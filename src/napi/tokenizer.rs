@@ -16,11 +16,11 @@ use super::error::{run_sync, to_js, JsResult as Result};
 use super::ids::{token_ids, IdsInput};
 use super::json::JsJson;
 use super::task::{job, Job};
-use crate::chat_template::RenderOptions;
-use crate::chat_template::RendererChoice;
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::message::prepare_chat;
-use crate::tokenizer::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
+use crate::example::message::prepare_chat;
+use crate::render::RenderOptions;
+use crate::render::RendererChoice;
+use crate::tokenize::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
 
 /// Options of `renderChatTemplate`, named as in `apply_chat_template`.
 #[napi(object)]

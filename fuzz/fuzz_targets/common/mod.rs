@@ -20,7 +20,7 @@ pub fn text(u: &mut Unstructured, pieces: &[&str]) -> Result<String> {
 /// A built row's trained spans lie inside it and are not empty; a failed build has one of
 /// `codes`.
 pub fn check_row(
-    built: sft_dataset::error::SftResult<sft_dataset::row::TokenizedRow>,
+    built: sft_dataset::error::SftResult<sft_dataset::rows::TokenizedRow>,
     codes: &[sft_dataset::error::ErrorCode],
 ) {
     match built {

@@ -1,0 +1,644 @@
+//! Stage 3, render: messages in (`example`), the text of the model's chat template out.
+//!
+//! Rendering a model's Jinja chat template the way `transformers.apply_chat_template` does.
+//!
+//! transformers uses jinja2 with `trim_blocks`, `lstrip_blocks`, loop controls, its own
+//! `tojson`, `raise_exception` and `strftime_now`, and the `{% generation %}` tag of its
+//! assistant-mask extension. minijinja with pycompat supplies the Python string and dict methods;
+//! the rest is set up here so that the rendered text matches Python byte for byte.
+
+pub mod json_dumps;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Value, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
+
+use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::json_value::{list_to_template, to_template};
+use crate::render::json_dumps::{dumps, DumpOptions};
+
+pub mod compiled;
+#[cfg(test)]
+mod compiled_tests;
+pub mod generation;
+pub mod python_str;
+pub mod python_value;
+
+use compiled::Compiled;
+
+const TEMPLATE_NAME: &str = "chat_template";
+/// The same template with its generation blocks marked (see `generation`), where it has any.
+const MARKED_NAME: &str = "chat_template_marked";
+
+/// A render that runs longer than this many template instructions is stopped: a template that
+/// loops for ever must not hang a training job. Real chat templates need a few thousand per turn.
+const RENDER_FUEL: u64 = 10_000_000;
+
+thread_local! {
+    /// The message given to `raise_exception` in the render that is running on this thread, so
+    /// that it reaches the user verbatim rather than wrapped in minijinja's error text.
+    static RAISED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// A compiled chat template with the variables every render gets (`bos_token`, `eos_token`, ...).
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    special_tokens: Vec<(String, Value)>,
+    /// The direct renderer of a known template (see `compiled`), when one is in use.
+    direct: Option<Compiled>,
+    /// The direct renderer the source has, in use or not.
+    available: Option<Compiled>,
+    /// Whether the template has `{% generation %}` blocks.
+    has_generation: bool,
+}
+
+/// Which renderer writes the text. Both write the same bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renderer {
+    /// minijinja interpreting the template.
+    Interpreter,
+    /// A direct renderer of a known template, with the interpreter for what it declines.
+    Compiled,
+}
+
+impl Renderer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Renderer::Interpreter => "interpreter",
+            Renderer::Compiled => "compiled",
+        }
+    }
+}
+
+/// The renderer a caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RendererChoice {
+    /// `Compiled` when the template has a direct renderer, `Interpreter` otherwise.
+    #[default]
+    Auto,
+    Interpreter,
+    Compiled,
+}
+
+/// What a single render needs besides the template.
+#[derive(Default, Clone, Copy)]
+pub struct RenderOptions<'a> {
+    pub tools: Option<&'a serde_json::Value>,
+    pub add_generation_prompt: bool,
+    /// `None` leaves `enable_thinking` undefined in the template.
+    pub enable_thinking: Option<bool>,
+    pub continue_final_message: bool,
+    /// Extra template variables, like the keyword arguments of `apply_chat_template`.
+    pub template_kwargs: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// `reasoning_effort` (GPT-OSS, Qwen3.8); `None` leaves it undefined, so that a template
+    /// keeps its own default. Any string is passed on, as transformers does.
+    pub reasoning_effort: Option<&'a str>,
+}
+
+impl ChatTemplate {
+    /// Compiles `source`. `special_tokens` are the `special_tokens_map` entries transformers 5
+    /// passes to every render (`bos_token`, `eos_token`, `pad_token`, the model's own named tokens
+    /// such as `image_token`, ...).
+    pub fn compile(source: &str, special_tokens: Vec<(String, Value)>) -> SftResult<Self> {
+        // jinja2 reads `\r\n` and a lone `\r` in a template as `\n` (its `newline_sequence`).
+        let normalized;
+        let source = if source.contains('\r') {
+            normalized = source.replace("\r\n", "\n").replace('\r', "\n");
+            normalized.as_str()
+        } else {
+            source
+        };
+        let mut env = Environment::new();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(false)
+            .build()
+            .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
+        env.set_syntax(syntax);
+        env.set_undefined_behavior(UndefinedBehavior::Lenient);
+        // Error messages are the same in every build (minijinja adds debug details by default
+        // only where debug assertions are on).
+        env.set_debug(false);
+        env.set_fuel(Some(RENDER_FUEL));
+        env.set_unknown_method_callback(python_method);
+        env.set_formatter(python_formatter);
+        env.add_filter("tojson", tojson_filter);
+        env.add_filter("trim", trim_filter);
+        env.add_filter("string", string_filter);
+        env.add_filter(generation::MARK_FILTER, generation::mark_filter);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_test("iterable", is_iterable);
+        let syntax_error = |e: Error| {
+            SftError::new(
+                ErrorCode::TemplateSyntax,
+                format!("chat template does not compile: {}", describe(&e)),
+            )
+        };
+        env.add_template_owned(
+            TEMPLATE_NAME,
+            generation::rewrite_generation_tags(source, generation::Rewrite::Transparent),
+        )
+        .map_err(syntax_error)?;
+        let has_generation = generation::has_generation_tags(source);
+        if has_generation {
+            env.add_template_owned(
+                MARKED_NAME,
+                generation::rewrite_generation_tags(source, generation::Rewrite::Marked),
+            )
+            .map_err(syntax_error)?;
+        }
+        // Later entries win, as in the render context.
+        let bos = special_tokens
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "bos_token")
+            .map(|(_, v)| v);
+        let available = compiled::family_of(source).and_then(|f| Compiled::new(f, bos));
+        Ok(ChatTemplate {
+            env,
+            special_tokens,
+            direct: available.clone(),
+            available,
+            has_generation,
+        })
+    }
+
+    /// Chooses the renderer. `Compiled` fails for a template without a direct renderer.
+    pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
+        self.direct = match choice {
+            RendererChoice::Interpreter => None,
+            RendererChoice::Auto => self.available.clone(),
+            RendererChoice::Compiled => Some(self.available.clone().ok_or_else(|| {
+                SftError::new(
+                    ErrorCode::InvalidArgument,
+                    "renderer 'compiled': this chat template has no direct renderer (the known templates are Qwen3, Llama 3.x, Gemma 3, DeepSeek V3 and ChatML); use 'auto' or 'interpreter'",
+                )
+            })?),
+        };
+        Ok(())
+    }
+
+    /// The renderer in use.
+    pub fn renderer(&self) -> Renderer {
+        match self.direct {
+            Some(_) => Renderer::Compiled,
+            None => Renderer::Interpreter,
+        }
+    }
+
+    /// The family of the direct renderer in use.
+    pub fn compiled_family(&self) -> Option<compiled::Family> {
+        self.direct.as_ref().map(Compiled::family)
+    }
+
+    /// The direct renderer's text, `None` when there is none or it declines these messages.
+    pub fn render_direct(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> Option<SftResult<String>> {
+        let text = self.available.as_ref()?.render(messages, opts)?;
+        Some(self.finish(text, messages, opts))
+    }
+
+    fn finish(
+        &self,
+        text: String,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        if opts.continue_final_message {
+            return cut_after_final_message(text, messages);
+        }
+        Ok(text)
+    }
+
+    /// Renders `messages` (already in the shape the template expects) to text.
+    pub fn render(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        check_options(opts)?;
+        if let Some(text) = self.direct.as_ref().and_then(|d| d.render(messages, opts)) {
+            return self.finish(text, messages, opts);
+        }
+        self.interpret(TEMPLATE_NAME, messages, opts)
+    }
+
+    /// Renders with the interpreter, whatever renderer is chosen.
+    pub fn render_interpreted(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        check_options(opts)?;
+        self.interpret(TEMPLATE_NAME, messages, opts)
+    }
+
+    /// Whether the template has `{% generation %}` blocks.
+    pub fn has_generation(&self) -> bool {
+        self.has_generation
+    }
+
+    /// The render and the byte range of each `{% generation %}` body in it, in the order
+    /// transformers records them (see `generation`).
+    pub fn render_generation(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<(String, Vec<(usize, usize)>)> {
+        check_options(opts)?;
+        if !self.has_generation {
+            return Err(SftError::new(
+                ErrorCode::TemplateRender,
+                "maskingStrategy 'generation' needs {% generation %} blocks in the chat template, and this one has none (TRL's *_training.jinja templates have them)",
+            ));
+        }
+        if opts.continue_final_message {
+            return Err(SftError::new(
+                ErrorCode::InvalidArgument,
+                "continue_final_message is not compatible with generation masks",
+            ));
+        }
+        let inputs = messages
+            .iter()
+            .chain(opts.tools)
+            .chain(opts.template_kwargs.into_iter().flat_map(|m| m.values()));
+        if inputs.into_iter().any(json_holds_marks) {
+            return Err(SftError::new(
+                ErrorCode::InvalidExample,
+                "the data holds U+FDD0 or U+FDD1, noncharacters that generation masks reserve",
+            ));
+        }
+        let marked = self.interpret(MARKED_NAME, messages, opts)?;
+        generation::split_marks(&marked).map_err(|e| {
+            SftError::new(
+                ErrorCode::TemplateRender,
+                format!("generation mask: {}", describe(&e)),
+            )
+        })
+    }
+
+    fn interpret(
+        &self,
+        name: &str,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        let template = self.env.get_template(name).map_err(|e| {
+            SftError::new(
+                ErrorCode::Internal,
+                format!("compiled template vanished: {e}"),
+            )
+        })?;
+        let mut ctx: Vec<(String, Value)> = self.special_tokens.clone();
+        ctx.push(("messages".into(), list_to_template(messages)));
+        ctx.push((
+            "tools".into(),
+            opts.tools.map(to_template).unwrap_or(Value::from(())),
+        ));
+        ctx.push(("documents".into(), Value::from(())));
+        ctx.push((
+            "add_generation_prompt".into(),
+            Value::from(opts.add_generation_prompt),
+        ));
+        if let Some(thinking) = opts.enable_thinking {
+            ctx.push(("enable_thinking".into(), Value::from(thinking)));
+        }
+        if let Some(kwargs) = opts.template_kwargs {
+            for (key, value) in kwargs {
+                ctx.push((key.clone(), to_template(value)));
+            }
+        }
+        if let Some(effort) = opts.reasoning_effort {
+            ctx.push(("reasoning_effort".into(), Value::from(effort)));
+        }
+        // Later entries win, as keyword arguments override the special-token map in Python.
+        let context = Value::from(ctx.into_iter().collect::<BTreeMap<String, Value>>());
+        RAISED.with(|r| r.borrow_mut().take());
+        let rendered = template.render(context).map_err(|e| {
+            let raised = RAISED.with(|r| r.borrow_mut().take());
+            match raised {
+                Some(message) => SftError::new(ErrorCode::TemplateRender, message),
+                // minijinja's "engine ran out of fuel" does not tell a user what happened.
+                None if e.kind() == ErrorKind::OutOfFuel => SftError::new(
+                    ErrorCode::TemplateRender,
+                    format!(
+                        "chat template exceeded the render limit of {RENDER_FUEL} steps (does it loop for ever?){}",
+                        e.line().map(|l| format!(" (line {l})")).unwrap_or_default()
+                    ),
+                ),
+                None => SftError::new(
+                    ErrorCode::TemplateRender,
+                    format!("chat template failed to render: {}", describe(&e)),
+                ),
+            }
+        })?;
+        self.finish(rendered, messages, opts)
+    }
+}
+
+fn check_options(opts: &RenderOptions) -> SftResult<()> {
+    if opts.continue_final_message && opts.add_generation_prompt {
+        return Err(SftError::new(
+            ErrorCode::InvalidArgument,
+            "continueFinalMessage and addGenerationPrompt cannot both be true",
+        ));
+    }
+    Ok(())
+}
+
+/// jinja2's `trim`: Python's `str.strip` of `str(value)`, whose whitespace includes
+/// U+001C..U+001F.
+fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {
+    let text = match value.as_str() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(python_value::py_str(value)),
+    };
+    Ok(Value::from(match chars {
+        Some(chars) => {
+            let set: Vec<char> = chars.chars().collect();
+            text.trim_matches(&set[..]).to_string()
+        }
+        None => python_str::python_strip(&text).to_string(),
+    }))
+}
+
+/// Python's string and dict methods (minijinja-contrib's pycompat), with `strip`, `lstrip` and
+/// `rstrip` without arguments stripping Python's whitespace.
+fn python_method(
+    state: &mut minijinja::State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    let no_chars = match args {
+        [] => true,
+        [arg] => arg.is_none() || arg.is_undefined(),
+        _ => false,
+    };
+    if let (Some(s), true) = (value.as_str(), no_chars) {
+        match method {
+            "strip" => return Ok(Value::from(python_str::python_strip(s))),
+            "lstrip" => return Ok(Value::from(python_str::python_lstrip(s))),
+            "rstrip" => return Ok(Value::from(python_str::python_rstrip(s))),
+            _ => {}
+        }
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+/// minijinja's error text with the template location, on one line.
+fn describe(e: &Error) -> String {
+    let mut text = match e.detail() {
+        Some(detail) => format!("{}: {}", e.kind(), detail),
+        None => e.kind().to_string(),
+    };
+    if let Some(line) = e.line() {
+        text.push_str(&format!(" (line {line})"));
+    }
+    text
+}
+
+/// Python's `str.rindex` cut of `continue_final_message`: keep the text up to the end of the last
+/// message's content so the model continues it.
+fn cut_after_final_message(rendered: String, messages: &[serde_json::Value]) -> SftResult<String> {
+    let last = messages.last().ok_or_else(|| {
+        SftError::new(
+            ErrorCode::InvalidArgument,
+            "continueFinalMessage needs at least one message",
+        )
+    })?;
+    let content = match last.get("content") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(parts)) => parts
+            .iter()
+            .rev()
+            .find_map(|p| p.get("text").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    for needle in [content.as_str(), content.trim()] {
+        if let Some(pos) = rendered.rfind(needle) {
+            let mut text = rendered;
+            text.truncate(pos + needle.len());
+            return Ok(text);
+        }
+    }
+    Err(SftError::new(
+        ErrorCode::TemplateRender,
+        "continueFinalMessage: the final message's content does not appear in the rendered text",
+    ))
+}
+
+/// `{{ x }}` as Python's `str(x)`: minijinja writes floats in Rust's spelling (`0.0000001`,
+/// `1000000000000000000000.0`) where Python writes `1e-07` and `1e+21`, and lists and maps with
+/// its own quoting (see `python_value`). Everything else is minijinja's own output (with no
+/// auto-escaping, as transformers has none).
+fn python_formatter(
+    out: &mut minijinja::Output,
+    state: &mut minijinja::State,
+    value: &Value,
+) -> Result<(), Error> {
+    if python_value::needs_python_spelling(value) {
+        return out
+            .write_str(&python_value::py_str(value))
+            .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write output"));
+    }
+    minijinja::escape_formatter(out, state, value)
+}
+
+/// Whether a string anywhere in `value` (keys included) holds a generation mark.
+fn json_holds_marks(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(s) => generation::holds_marks(s),
+        serde_json::Value::Array(items) => items.iter().any(json_holds_marks),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| generation::holds_marks(k) || json_holds_marks(v)),
+        _ => false,
+    }
+}
+
+/// jinja2's `string` filter: Python's `str(x)`; a string stays as it is.
+fn string_filter(value: Value) -> Value {
+    if value.kind() == ValueKind::String {
+        return value;
+    }
+    Value::from(python_value::py_str(&value))
+}
+
+fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<Value> = kwargs.get("indent")?;
+    let indent = match indent {
+        None => None,
+        Some(v) if v.is_none() || v.is_undefined() => None,
+        Some(v) => match v.as_i64() {
+            Some(n) => Some(" ".repeat(n.clamp(0, 64) as usize)),
+            None => Some(v.as_str().unwrap_or_default().to_string()),
+        },
+    };
+    let mut options = DumpOptions::python_defaults(indent);
+    let separators: Option<Value> = kwargs.get("separators")?;
+    if let Some(seps) = separators.filter(|v| !v.is_none()) {
+        let parts: Vec<Value> = seps.try_iter()?.collect();
+        if let [item, key] = parts.as_slice() {
+            options.item_separator = item.as_str().unwrap_or(",").to_string();
+            options.key_separator = key.as_str().unwrap_or(":").to_string();
+        }
+    }
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    options.sort_keys = sort_keys.unwrap_or(false);
+    let ensure_ascii: Option<Value> = kwargs.get("ensure_ascii")?;
+    options.ensure_ascii = ensure_ascii.is_some_and(|v| v.is_true());
+    kwargs.assert_all_used()?;
+    Ok(Value::from(dumps(&value, &options)?))
+}
+
+/// jinja2's `iterable` test: true for anything Python can iterate, including jinja2's
+/// `Undefined`, and false for `None` (minijinja's own test says true for none).
+fn is_iterable(value: &Value) -> bool {
+    matches!(
+        value.kind(),
+        ValueKind::String
+            | ValueKind::Bytes
+            | ValueKind::Seq
+            | ValueKind::Map
+            | ValueKind::Iterable
+            | ValueKind::Plain
+            | ValueKind::Undefined
+    )
+}
+
+fn raise_exception(message: String) -> Result<Value, Error> {
+    RAISED.with(|r| *r.borrow_mut() = Some(message.clone()));
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
+
+/// `strftime_now`: the local time, or the time `SOURCE_DATE_EPOCH` names (seconds since 1970,
+/// the reproducible-builds convention, printed as UTC) so that templates that print today's
+/// date (GPT-OSS, Llama 3.1) render the same text on every day.
+fn strftime_now(format: String) -> Result<Value, Error> {
+    use std::fmt::Write;
+    let fixed = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
+    let mut out = String::new();
+    let written = match fixed {
+        Some(time) => write!(out, "{}", time.naive_utc().format(&format)),
+        None => write!(out, "{}", chrono::Local::now().format(&format)),
+    };
+    written.map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("strftime_now: invalid format {format:?}"),
+        )
+    })?;
+    Ok(Value::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn render(source: &str, messages: serde_json::Value, gen: bool) -> SftResult<String> {
+        let t = ChatTemplate::compile(source, vec![("eos_token".into(), Value::from("</s>"))])?;
+        let msgs = messages.as_array().cloned().unwrap_or_default();
+        t.render(
+            &msgs,
+            &RenderOptions {
+                add_generation_prompt: gen,
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn trims_blocks_like_transformers() {
+        let src = "{% for m in messages %}\n  {% if m.role == 'user' %}\n[{{ m.content | trim }}]\n  {% endif %}\n{% endfor %}{% if add_generation_prompt %}>{% endif %}{{ eos_token }}\n";
+        let out = render(src, json!([{"role": "user", "content": " hi "}]), true).unwrap();
+        assert_eq!(out, "[hi]\n></s>");
+    }
+
+    #[test]
+    fn raise_exception_message_reaches_the_caller_verbatim() {
+        let err = render(
+            "{{ raise_exception('roles must alternate') }}",
+            json!([]),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::TemplateRender);
+        assert_eq!(err.message, "roles must alternate");
+    }
+
+    #[test]
+    fn generation_tags_are_transparent() {
+        let src = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}\n{% endfor %}";
+        let out = render(src, json!([{"role": "assistant", "content": "a"}]), false).unwrap();
+        assert_eq!(out, "a");
+    }
+
+    #[test]
+    fn tojson_is_python_json_dumps() {
+        let src = "{{ messages[0] | tojson }}|{{ messages[0] | tojson(indent=2) }}";
+        let out = render(src, json!([{"role": "tool", "content": "<&>"}]), false).unwrap();
+        assert_eq!(
+            out,
+            "{\"role\": \"tool\", \"content\": \"<&>\"}|{\n  \"role\": \"tool\",\n  \"content\": \"<&>\"\n}"
+        );
+    }
+
+    #[test]
+    fn floats_print_as_python_prints_them() {
+        let src = "{% for m in messages %}{{ m.content }} {% endfor %}";
+        let out = render(
+            src,
+            json!([{"role": "a", "content": 2.5}, {"role": "a", "content": 1e-7},
+                   {"role": "a", "content": 1e21}, {"role": "a", "content": 1.0},
+                   {"role": "a", "content": 4294967296u64}, {"role": "a", "content": null},
+                   {"role": "a", "content": true}]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(out, "2.5 1e-07 1e+21 1.0 4294967296 None True ");
+    }
+
+    #[test]
+    fn syntax_errors_have_their_own_code() {
+        let err = ChatTemplate::compile("{% if %}", vec![]).err().unwrap();
+        assert_eq!(err.code, ErrorCode::TemplateSyntax);
+    }
+
+    #[test]
+    fn endless_templates_are_stopped() {
+        let src =
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+        let err = render(src, json!([]), false).unwrap_err();
+        assert_eq!(err.code, ErrorCode::TemplateRender);
+        assert_eq!(
+            err.message,
+            "chat template exceeded the render limit of 10000000 steps (does it loop for ever?) (line 1)"
+        );
+    }
+
+    #[test]
+    fn python_string_methods_work() {
+        let src = "{{ messages[0].content.split('</think>')[-1].lstrip('\\n') }}";
+        let out = render(
+            src,
+            json!([{"role": "a", "content": "<think>x</think>\n\nyes"}]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(out, "yes");
+    }
+}

@@ -1,0 +1,196 @@
+//! Python's `str()` and `repr()` of the values a chat template holds.
+//!
+//! jinja2 prints a value with Python's `str`: `1e-07` for a float minijinja writes `0.0000001`,
+//! `[1.5, 'a', None]` for a list minijinja writes `[1.5, "a", none]`, `{'k': True}` for a map.
+//! Templates print tool-call arguments this way (`{{ value }}`, `value | string`), so the
+//! template engine's formatter and its `string` filter go through [`py_str`].
+
+use std::sync::OnceLock;
+
+use minijinja::value::{Value, ValueKind};
+
+use crate::render::json_dumps::python_float_repr;
+
+/// Deeper structures are printed by minijinja rather than risking the stack.
+const MAX_DEPTH: usize = 256;
+
+/// `str(value)` as Python writes it.
+pub fn py_str(value: &Value) -> String {
+    match value.kind() {
+        ValueKind::String => value.as_str().unwrap_or_default().to_string(),
+        _ => {
+            let mut out = String::new();
+            write_repr(&mut out, value, 0);
+            out
+        }
+    }
+}
+
+/// `repr(value)` as Python writes it.
+pub fn py_repr(value: &Value) -> String {
+    let mut out = String::new();
+    write_repr(&mut out, value, 0);
+    out
+}
+
+/// Whether printing `value` in Python differs from minijinja's own spelling: floats, and lists
+/// or maps (whose items Python shows by `repr`).
+pub fn needs_python_spelling(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::Number => !value.is_integer(),
+        ValueKind::Seq | ValueKind::Map => true,
+        _ => false,
+    }
+}
+
+/// Python's spelling of a float: `repr`, with `inf` and `nan` (JSON's `Infinity`/`NaN` are
+/// `json.dumps` spellings).
+pub fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        "nan".to_string()
+    } else if f.is_infinite() {
+        if f > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else {
+        python_float_repr(f)
+    }
+}
+
+fn write_repr(out: &mut String, value: &Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        out.push_str(&value.to_string());
+        return;
+    }
+    match value.kind() {
+        ValueKind::Undefined => {}
+        ValueKind::None => out.push_str("None"),
+        ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
+        ValueKind::Number if !value.is_integer() => match f64::try_from(value.clone()) {
+            Ok(f) => out.push_str(&py_float(f)),
+            Err(_) => out.push_str(&value.to_string()),
+        },
+        ValueKind::String => write_str_repr(out, value.as_str().unwrap_or_default()),
+        ValueKind::Seq => {
+            out.push('[');
+            if let Ok(items) = value.try_iter() {
+                for (i, item) in items.enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_repr(out, &item, depth + 1);
+                }
+            }
+            out.push(']');
+        }
+        ValueKind::Map => {
+            out.push('{');
+            if let Ok(keys) = value.try_iter() {
+                for (i, key) in keys.enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_repr(out, &key, depth + 1);
+                    out.push_str(": ");
+                    let item = value.get_item(&key).unwrap_or_default();
+                    write_repr(out, &item, depth + 1);
+                }
+            }
+            out.push('}');
+        }
+        _ => out.push_str(&value.to_string()),
+    }
+}
+
+/// `repr(str)`: single quotes unless the text holds a single quote and no double quote; escapes
+/// for the backslash, the quote, `\t`, `\n`, `\r` and every character Python does not call
+/// printable.
+pub fn write_str_repr(out: &mut String, s: &str) {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            c if !c.is_ascii() && is_printable(c) => out.push(c),
+            c => {
+                let code = c as u32;
+                if code <= 0xff {
+                    out.push_str(&format!("\\x{code:02x}"));
+                } else if code <= 0xffff {
+                    out.push_str(&format!("\\u{code:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{code:08x}"));
+                }
+            }
+        }
+    }
+    out.push(quote);
+}
+
+/// Python's `str.isprintable` of one non-ASCII character: not in Unicode's categories Other
+/// (Cc, Cf, Cs, Co, Cn) or Separator (Zl, Zp, Zs).
+fn is_printable(c: char) -> bool {
+    static NOT_PRINTABLE: OnceLock<Option<onig::Regex>> = OnceLock::new();
+    let Some(regex) = NOT_PRINTABLE.get_or_init(|| {
+        onig::Regex::new(r"\A[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zs}\p{Zl}\p{Zp}]\z").ok()
+    }) else {
+        return true;
+    };
+    let mut buffer = [0u8; 4];
+    !regex.is_match(c.encode_utf8(&mut buffer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn value(json: serde_json::Value) -> Value {
+        crate::example::json_value::to_template(&json)
+    }
+
+    #[test]
+    fn floats_lists_and_maps_print_as_python_str() {
+        assert_eq!(py_str(&value(json!(1e-7))), "1e-07");
+        assert_eq!(py_str(&value(json!(1e21))), "1e+21");
+        assert_eq!(py_str(&value(json!(2.0))), "2.0");
+        assert_eq!(py_str(&value(json!("a'b"))), "a'b");
+        assert_eq!(
+            py_str(&value(
+                json!([1e21, 1e-7, "x", null, true, {"k": [1, "it's"]}])
+            )),
+            "[1e+21, 1e-07, 'x', None, True, {'k': [1, \"it's\"]}]"
+        );
+        assert_eq!(py_str(&value(json!({}))), "{}");
+        assert_eq!(py_str(&Value::from(f64::INFINITY)), "inf");
+    }
+
+    #[test]
+    fn string_repr_escapes_what_python_escapes() {
+        let mut out = String::new();
+        write_str_repr(
+            &mut out,
+            "a\\b\n\t\r\u{7}\u{7f}\u{a0}é\u{200b}\u{2028}😀\u{e000}'\"",
+        );
+        assert_eq!(
+            out,
+            "'a\\\\b\\n\\t\\r\\x07\\x7f\\xa0é\\u200b\\u2028😀\\ue000\\'\"'"
+        );
+        let mut out = String::new();
+        write_str_repr(&mut out, "it's");
+        assert_eq!(out, "\"it's\"");
+        let mut out = String::new();
+        write_str_repr(&mut out, "\u{10ffff}");
+        assert_eq!(out, "'\\U0010ffff'");
+    }
+}
