@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
         };
         let detected = detect_format(&record).ok();
         if let Some(format) = detected {
-            if let Ok(example) = from_created(&record, index, format) {
+            if let Ok(example) = from_created(record.clone(), index, format) {
                 assert_eq!(example.format(), format);
             }
         }
