@@ -129,10 +129,10 @@ impl SftError {
     }
 
     /// Appends the file and the line (JSON, JSONL) or row (Parquet) an error comes from.
-    pub fn at(self, path: &str, location: crate::input::Location) -> Self {
+    pub fn at(self, path: &str, location: Location) -> Self {
         match location {
-            crate::input::Location::Line(line) => self.at_line(path, line),
-            crate::input::Location::Row(row) => SftError {
+            Location::Line(line) => self.at_line(path, line),
+            Location::Row(row) => SftError {
                 code: self.code,
                 message: format!("{} (at {path} row {row})", self.message),
             },
@@ -157,5 +157,22 @@ pub fn js_number(v: f64) -> String {
         f64::INFINITY => "Infinity".to_string(),
         f64::NEG_INFINITY => "-Infinity".to_string(),
         _ => v.to_string(),
+    }
+}
+
+/// Where a record sits in its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// A 1-based physical line (JSON, JSONL), the line where the record starts.
+    Line(usize),
+    /// A 0-based row (Parquet).
+    Row(usize),
+}
+
+impl Location {
+    pub fn number(self) -> usize {
+        match self {
+            Location::Line(n) | Location::Row(n) => n,
+        }
     }
 }

@@ -12,10 +12,11 @@ use std::time::Duration;
 use rayon::Yield;
 use rustc_hash::FxHashMap;
 
+use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{validate_record, Format, SftExample};
 use crate::input::dataset_format::{Converter, DatasetFormat};
-use crate::input::{Location, RawRecord, RecordReader};
+use crate::input::{RawRecord, RecordReader};
 use crate::mask::silent_loss::{duplicate_key, ExampleKey, LossKind, LossSummary};
 use crate::rows::packed_rows::{BlockBound, PackedRows};
 use crate::rows::{build_row, RowSettings, TokenizedRow};

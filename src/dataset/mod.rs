@@ -26,6 +26,7 @@ use crate::batch::shuffle::epoch_order;
 use crate::dataset::loader::{load_rows, LoadOptions, PARALLEL_GRAIN};
 use crate::dataset::report::{example_report, DatasetReport};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
+use crate::example::ToolsMode;
 use crate::example::{detect_format, format_from_keys, from_created, Format};
 use crate::input::dataset_format::{Converter, FormatOptions};
 use crate::input::v8_wire::{WireExample, WireExamples};
@@ -37,7 +38,7 @@ use crate::render::RenderOptions;
 use crate::rows::packed_rows::PackedRows;
 use crate::rows::repeats::Repeats;
 use crate::rows::row_cache::RowCache;
-use crate::rows::{build_row, Masking, RowSettings, RowView, TokenizedRow, ToolsMode};
+use crate::rows::{build_row, Masking, RowSettings, RowView, TokenizedRow};
 use crate::tokenize::{ChatTokenizer, IM_END, IM_START};
 
 const PREFETCH_CHUNK: usize = 64;

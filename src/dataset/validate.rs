@@ -7,14 +7,16 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::dataset::loader::mixed_formats;
+use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::ToolsMode;
 use crate::example::{validate_record, Format};
 use crate::input::dataset_format::{Converter, DatasetFormat};
-use crate::input::{FileKind, Location, RecordReader};
+use crate::input::{FileKind, RecordReader};
 use crate::mask::silent_loss::{
     duplicate_key, tools_finding, ExampleKey, Finding, LossChecker, LossKind,
 };
-use crate::rows::{build_row_checked, RowSettings, ToolsMode};
+use crate::rows::{build_row_checked, RowSettings};
 use crate::tokenize::ChatTokenizer;
 use rustc_hash::FxHashMap;
 

@@ -14,6 +14,26 @@ use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
 
+/// `tools`: what becomes of an example's `tools` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolsMode {
+    /// Not passed to the template (the reference).
+    #[default]
+    Ignore,
+    /// Passed to the chat template as `tools`, as mlx-lm and TRL do.
+    Example,
+}
+
+impl ToolsMode {
+    /// The option's value as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolsMode::Ignore => "ignore",
+            ToolsMode::Example => "example",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     PromptCompletion,

@@ -4,7 +4,8 @@
 
 use std::io::BufRead;
 
-use super::{io_error, parse_error, Container, Location, RawRecord, RecordData};
+use super::{io_error, parse_error, Container, RawRecord, RecordData};
+use crate::error::Location;
 use crate::error::SftResult;
 
 enum State {

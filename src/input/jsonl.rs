@@ -118,7 +118,7 @@ impl<R: BufRead> JsonlReader<R> {
             let n = self
                 .reader
                 .read_until(b'\n', &mut self.buf)
-                .map_err(|e| crate::input::io_error(&self.path, &e))?;
+                .map_err(|e| io_error(&self.path, &e))?;
             if n == 0 {
                 return Ok(None);
             }
@@ -127,7 +127,7 @@ impl<R: BufRead> JsonlReader<R> {
                 // file must say so, not report the cut line as broken JSON.
                 self.reader
                     .fill_buf()
-                    .map_err(|e| crate::input::io_error(&self.path, &e))?;
+                    .map_err(|e| io_error(&self.path, &e))?;
             }
             self.line += 1;
             let mut bytes: &[u8] = &self.buf;
@@ -174,6 +174,14 @@ pub fn read_all<R: Read>(reader: R, path: &str) -> SftResult<Vec<(usize, Json)>>
         out.push((line.line, parse_line(path, &line)?));
     }
     Ok(out)
+}
+
+/// Unwraps an error made by `Decompressing`, or names the file for any other read error.
+pub(crate) fn io_error(path: &str, e: &std::io::Error) -> SftError {
+    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<SftError>()) {
+        return inner.clone();
+    }
+    read_error(path, e)
 }
 
 #[cfg(test)]

@@ -29,28 +29,12 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::input::jsonl::{read_error, JsonlReader};
+use crate::input::jsonl::{io_error, read_error, JsonlReader};
 
 pub use json_array::JsonArrayReader;
 pub use parquet::ParquetRows;
-
-/// Where a record sits in its file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Location {
-    /// A 1-based physical line (JSON, JSONL), the line where the record starts.
-    Line(usize),
-    /// A 0-based row (Parquet).
-    Row(usize),
-}
-
-impl Location {
-    pub fn number(self) -> usize {
-        match self {
-            Location::Line(n) | Location::Row(n) => n,
-        }
-    }
-}
 
 /// How a file stores its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,14 +183,6 @@ impl<R: Read> Read for Decompressing<R> {
             std::io::Error::other(err)
         })
     }
-}
-
-/// Unwraps an error made by `Decompressing`, or names the file for any other read error.
-pub(crate) fn io_error(path: &str, e: &std::io::Error) -> SftError {
-    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<SftError>()) {
-        return inner.clone();
-    }
-    read_error(path, e)
 }
 
 /// The read buffer of a text stream (JSONL, JSON, decompressed text).

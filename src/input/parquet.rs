@@ -23,7 +23,8 @@ use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
 use serde_json::{Map, Number, Value as Json};
 
-use super::{Location, RawRecord, RecordData};
+use super::{RawRecord, RecordData};
+use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
 
 /// Rows a decoded batch holds: small enough that a batch of long conversations stays small.

@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 use crate::example::json_value;
 use crate::example::SftExample;
-use crate::rows::ToolsMode;
+use crate::example::ToolsMode;
 use crate::tokenize::ChatTokenizer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -38,7 +38,8 @@ use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::render::RenderOptions;
-use crate::tokenize::{common_prefix_len, ChatTokenizer, EncodedText};
+use crate::tokenize::encoded::EncodedText;
+use crate::tokenize::{common_prefix_len, ChatTokenizer};
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";

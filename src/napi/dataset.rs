@@ -25,12 +25,13 @@ use crate::dataset::{
     StrategyName,
 };
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
+use crate::example::ToolsMode;
 use crate::input::dataset_format::{DatasetFormat, FormatOptions};
 use crate::input::v8_wire::{self, Skimmed, WireExamples};
 use crate::mask::silent_loss::LossKind;
 use crate::mask::truncation::Truncation;
 use crate::mask::{write_labels, Reasoning};
-use crate::rows::{DropReason, ToolsMode};
+use crate::rows::DropReason;
 use crate::store::export::{write_parquet, write_parquet_batches, ExportSummary};
 use crate::store::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
 

@@ -10,8 +10,8 @@ use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use crate::dataset::validate::{validate_file, ValidationReport};
 use crate::dataset::{resolve_masking, row_settings, turn_end_of};
+use crate::error::Location;
 use crate::input::dataset_format::Converter;
-use crate::input::Location;
 
 #[napi(object)]
 pub struct FileProblem {

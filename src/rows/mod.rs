@@ -17,7 +17,7 @@ use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::message::{
     normalize_message, normalize_messages, normalize_tools, parse_tool_arguments,
 };
-use crate::example::SftExample;
+use crate::example::{SftExample, ToolsMode};
 use crate::mask::silent_loss::{Finding, Findings, Kinds, LossChecker};
 use crate::mask::spans::{locate_messages, MessageLayout, TurnEnd};
 use crate::mask::truncation::{kept_window, Truncation};
@@ -27,7 +27,8 @@ use crate::mask::{
 };
 use crate::render::{generation, RenderOptions};
 use crate::tokenize::control_tokens::unmarked;
-use crate::tokenize::{common_prefix_len, ChatTokenizer, EncodedText};
+use crate::tokenize::encoded::EncodedText;
+use crate::tokenize::{common_prefix_len, ChatTokenizer};
 use crate::tools::distill::{targets_for_row, RowDistill};
 
 /// 4 bytes a token plus a small record: no labels are stored, only the trained ranges.
@@ -220,26 +221,6 @@ impl<'a> RowSettings<'a> {
             tools: messages.tools.as_ref(),
             reasoning_effort: self.reasoning_effort,
             ..Default::default()
-        }
-    }
-}
-
-/// `tools`: what becomes of an example's `tools` field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolsMode {
-    /// Not passed to the template (the reference).
-    #[default]
-    Ignore,
-    /// Passed to the chat template as `tools`, as mlx-lm and TRL do.
-    Example,
-}
-
-impl ToolsMode {
-    /// The option's value as users write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            ToolsMode::Ignore => "ignore",
-            ToolsMode::Example => "example",
         }
     }
 }

@@ -17,7 +17,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::tokenize::EncodedText;
+use crate::tokenize::encoded::EncodedText;
 
 /// Opens a control token that came from the data (U+F0000, a plane-15 private-use character).
 pub const MARK_START: char = '\u{F0000}';

@@ -6,6 +6,7 @@
 //! template and its named special tokens.
 
 pub mod control_tokens;
+pub mod encoded;
 pub mod fast_bpe;
 
 pub mod config;
@@ -23,6 +24,7 @@ use serde_json::Value as Json;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::render::{ChatTemplate, RenderOptions, Renderer, RendererChoice};
 use crate::tokenize::control_tokens::{encode_marked, AddedToken, ControlTokens, PieceEncoder};
+use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::fast_bpe::FastBpe;
 use config::TokenizerConfig;
 
@@ -30,12 +32,6 @@ use config::TokenizerConfig;
 pub const IM_START: &str = "<|im_start|>";
 pub const IM_END: &str = "<|im_end|>";
 pub const ENDOFTEXT: &str = "<|endoftext|>";
-
-/// Token ids with the byte span of the text each one came from.
-pub struct EncodedText {
-    pub ids: Vec<u32>,
-    pub offsets: Vec<(usize, usize)>,
-}
 
 /// What makes encoding a text in two pieces, cut after an added token, exact: added tokens split
 /// the text first and each piece between them is normalized and tokenized on its own, unless a

@@ -343,7 +343,7 @@ pub fn completion_only_settings<'a>(
         max_seq_length: usize::MAX,
         truncation: sft_dataset::mask::truncation::Truncation::KeepEnd,
         drop_untrainable: false,
-        tools: sft_dataset::rows::ToolsMode::Ignore,
+        tools: sft_dataset::example::ToolsMode::Ignore,
         sanitize: false,
         parse_tool_arguments: false,
         reasoning_effort: None,
