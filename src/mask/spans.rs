@@ -567,6 +567,12 @@ fn locate_with(
         mismatch: bool,
     }
     let mut found: Vec<Found> = Vec::with_capacity(messages.len());
+    // Where each end-of-turn token of the full text ends, found once for every message.
+    let turn_ends: Vec<usize> = turn_end.map_or_else(Vec::new, |t| {
+        full.match_indices(t.text.as_str())
+            .map(|(p, m)| p + m.len())
+            .collect()
+    });
     let mut cursor = 0;
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
@@ -589,7 +595,9 @@ fn locate_with(
         // read after the turn that precedes the message, found by counting end-of-turn tokens,
         // where both texts continue alike.
         if let (Some(p), Some(t)) = (&probe, turn_end) {
-            if let Some((turn_start, aligned)) = align_on_turn_ends(full, &p.tail, &t.text, part) {
+            if let Some((turn_start, aligned)) =
+                align_on_turn_ends(full, &turn_ends, &p.tail, &t.text, part)
+            {
                 if rendered < turn_start {
                     rendered = aligned;
                 }
@@ -684,16 +692,18 @@ fn locate_with(
 /// part's render leaves the full text when both are read from there on. That turn end is the
 /// last end-of-turn token of `messages[..i]` in the render (the last one of a prompt render; the
 /// one before the emptied message's own closing token), and the same occurrence, by count, in
-/// the full text. `tail` is the render from a byte it shares with the full text (see `Probe`).
+/// the full text, whose token ends are `full_ends`. `tail` is the render from a byte it shares
+/// with the full text (see `Probe`).
 /// `None` when the full text has too few.
 fn align_on_turn_ends(
     full: &str,
+    full_ends: &[usize],
     tail: &(usize, String),
     turn_end: &str,
     part: Part,
 ) -> Option<(usize, usize)> {
     let (at, text) = (tail.0, tail.1.as_str());
-    let before = full[..at].matches(turn_end).count();
+    let before = full_ends.partition_point(|&end| end <= at);
     let ends: Vec<usize> = text
         .match_indices(turn_end)
         .map(|(p, t)| p + t.len())
@@ -705,10 +715,7 @@ fn align_on_turn_ends(
     let n = before + ends.len() - usize::from(closes_itself);
     let in_full = match n {
         0 => 0,
-        n => full
-            .match_indices(turn_end)
-            .nth(n - 1)
-            .map(|(p, t)| p + t.len())?,
+        n => *full_ends.get(n - 1)?,
     };
     // A turn end in the part both texts share compares them from the shared byte on.
     let aligned = if n > before {
