@@ -356,6 +356,12 @@ fn parse_header(bytes: &[u8]) -> Result<Header, String> {
     key.copy_from_slice(&bytes[16..48]);
     let mut checksum = [0; 32];
     checksum.copy_from_slice(&bytes[HEADER_CHECKED..HEADER_CHECKED + 32]);
+    if bytes[HEADER_CHECKED + 32..HEADER_LEN]
+        .iter()
+        .any(|&b| b != 0)
+    {
+        return Err("header padding is not zero".to_string());
+    }
     let start = u64_at(bytes, 64);
     Ok(Header {
         key,
@@ -900,10 +906,12 @@ mod tests {
                 "truncated at {cut}"
             );
         }
-        // One flipped bit anywhere.
-        for _ in 0..60 {
+        // One flipped bit anywhere: every header byte, padding included, then the body.
+        let flips: Vec<usize> = (0..HEADER_LEN)
+            .chain((0..60).map(|_| HEADER_LEN + next(good.len() - HEADER_LEN)))
+            .collect();
+        for at in flips {
             let mut bad = good.clone();
-            let at = next(bad.len());
             bad[at] ^= 1 << next(8);
             fs::write(&probe, &bad).unwrap();
             assert!(open_entry(&probe, &key.digest).is_err(), "flipped at {at}");
