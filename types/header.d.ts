@@ -53,3 +53,77 @@ export type SFTExample = SFTPromptCompletionExample | SFTConversationExample
 
 /** Token ids or masks: a typed array or a plain array of numbers. */
 export type IdsInput = Int32Array | Uint32Array | number[]
+
+/**
+ * `SFTDataset.summary()`: the whole dataset in figures, the JSON of `sft-dataset report --json`
+ * (field by field in docs/report.md). Token counts are of rows after masking; "kept" tokens are
+ * those the batches hold after truncation and drops.
+ */
+export interface DatasetSummary {
+  /** The data file of a loaded dataset; null for one made from examples in memory. */
+  source: { path: string; bytes: number; blake3: string; fileFormat: string } | null
+  /** Examples (records) in the dataset. */
+  examples: number
+  /** Examples that take part in training (not dropped). */
+  rows: number
+  format: 'prompt-completion' | 'conversation'
+  /** The chat template in use: blake3 fingerprint (16 hex digits) and its family when known. */
+  template: { fingerprint: string; family: string | null }
+  /** Every setting that shaped the rows and the batches, by option name. */
+  settings: Record<string, unknown>
+  tokens: { total: number; kept: number; trained: number; min: number; median: number; p95: number; max: number; mean: number }
+  lengths: {
+    maxSeqLength: number
+    /** Whole example lengths in equal-width bins from 0 (`to` inclusive). */
+    histogram: Array<{ from: number; to: number; count: number }>
+    /** Examples longer than `maxSeqLength` (cut, turns removed or dropped). */
+    truncated: number
+    truncatedShare: number
+    droppedTooLong: number
+    /** Tokens truncation removes from rows that are kept. */
+    tokensCut: number
+  }
+  trainedShare: {
+    /** Kept examples by the trained share of their kept tokens, ten bins of 0.1. */
+    histogram: Array<{ from: number; to: number; count: number }>
+    noneTrained: number
+  }
+  /**
+   * Kept tokens and trained tokens by what they belong to, over `attributed` of `sampled`
+   * examples rendered again; null for a dataset made from examples in memory.
+   */
+  kinds: {
+    sampled: number
+    attributed: number
+    parts: Array<{
+      kind: 'system' | 'user' | 'assistant' | 'reasoning' | 'toolCalls' | 'toolResults' | 'otherRoles' | 'markup'
+      tokens: number
+      trained: number
+    }>
+  } | null
+  /** Every batching strategy's epoch at `batchSize` (the current order), as `batchingStats()`. */
+  batching: {
+    batchSize: number
+    maxBatchTokens: number
+    padToMultipleOf: number
+    chosen: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+    strategies: Array<{
+      batching: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+      batches: number
+      rows: number
+      tokens: number
+      computedTokens: number
+      paddingShare: number
+    }>
+  }
+  /** What deserves a look, most severe first; codes with no example are left out. */
+  findings: Array<{
+    code: string
+    severity: 'error' | 'warning' | 'info'
+    /** Examples it applies to. */
+    count: number
+    description: string
+    /** The first few, with their line (JSON, JSONL) or row (Parquet) when the file is known. */
+    examples: Array<{ example: number; line?: number; row?: number }>
+  }>
+}

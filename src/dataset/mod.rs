@@ -9,6 +9,7 @@
 
 pub mod loader;
 pub mod report;
+pub mod summary;
 pub mod validate;
 
 use std::path::Path;

@@ -12,6 +12,8 @@ pub struct ExampleReport {
     pub kept_tokens: u32,
     /// Trained tokens among the kept ones; 0 when dropped.
     pub trained_tokens: u32,
+    /// Trained tokens of the whole row, before truncation cuts it.
+    pub untruncated_trained_tokens: u32,
     pub truncated: bool,
     pub dropped: Option<DropReason>,
     pub messages_dropped: u32,
@@ -55,6 +57,7 @@ pub fn example_report(
         tokens: row.ids.len() as u32 + stats.tokens_cut,
         kept_tokens: window.len() as u32,
         trained_tokens: trained_count(row.spans, window.clone()) as u32,
+        untruncated_trained_tokens: trained_count(row.spans, 0..row.ids.len()) as u32,
         truncated: stats.messages_dropped > 0 || row.ids.len() > max_seq_length,
         dropped: stats.dropped,
         messages_dropped: stats.messages_dropped,

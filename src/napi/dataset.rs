@@ -39,7 +39,8 @@ use crate::store::token_cache::{self, CacheMode, CacheSettings, CachedLoad};
 type StrategyCosts = Vec<(Batching, PlanCost)>;
 
 /// A load and the data warnings (silent loss) to emit with it: (warning type, message).
-type LoadedWithWarnings = (CachedLoad, Vec<(&'static str, String)>);
+/// A load's dataset, its data warnings and the file it read.
+type LoadedWithWarnings = (CachedLoad, Vec<(&'static str, String)>, std::path::PathBuf);
 
 /// Token ids the reference masking keys on; each one missing is derived from the tokenizer.
 #[napi(object, js_name = "SpecialTokenIds")]
@@ -386,7 +387,7 @@ struct Fields {
 }
 
 /// A positive integer setting.
-fn positive_int(name: &str, value: f64) -> SftResult<usize> {
+pub(crate) fn positive_int(name: &str, value: f64) -> SftResult<usize> {
     if value.is_finite() && value >= 1.0 && value.fract() == 0.0 && value <= u32::MAX as f64 {
         Ok(value as usize)
     } else {
@@ -597,7 +598,7 @@ pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConf
 }
 
 /// A batch size must be a positive integer (the reference silently misbehaves otherwise).
-fn batch_size(value: f64) -> SftResult<usize> {
+pub(crate) fn batch_size(value: f64) -> SftResult<usize> {
     if value.is_finite() && value >= 1.0 && value.fract() == 0.0 {
         Ok(value as usize)
     } else {
@@ -771,8 +772,10 @@ pub struct ParquetExport {
 
 #[napi(js_name = "SFTDataset")]
 pub struct JsSftDataset {
-    inner: Arc<Dataset>,
+    pub(crate) inner: Arc<Dataset>,
     cache: Option<TokenCacheUse>,
+    /// The data file of a loaded dataset (`summary()` reads it back).
+    pub(crate) source: Option<std::path::PathBuf>,
 }
 
 impl Drop for JsSftDataset {
@@ -996,7 +999,11 @@ impl JsSftDataset {
             }
             let inner = creation.finish()?;
             inner.start_prefetch();
-            Ok(JsSftDataset { inner, cache: None })
+            Ok(JsSftDataset {
+                inner,
+                cache: None,
+                source: None,
+            })
         })
     }
 
@@ -1513,7 +1520,7 @@ pub fn load_sft_dataset_native(
                 },
             };
             let data_warnings = loaded.dataset.loss_warnings(&file.display().to_string());
-            Ok((loaded, data_warnings))
+            Ok((loaded, data_warnings, file))
         },
         finish_load,
     ))
@@ -1521,7 +1528,10 @@ pub fn load_sft_dataset_native(
 
 /// Emits the data warnings (silent loss) and prints the cache's, then wraps the dataset;
 /// `cache` stays null for an uncached load.
-fn finish_load(env: &Env, (loaded, data_warnings): LoadedWithWarnings) -> SftResult<JsSftDataset> {
+fn finish_load(
+    env: &Env,
+    (loaded, data_warnings, file): LoadedWithWarnings,
+) -> SftResult<JsSftDataset> {
     emit_data_warnings(env, data_warnings).map_err(|e| {
         SftError::new(
             ErrorCode::Internal,
@@ -1537,5 +1547,6 @@ fn finish_load(env: &Env, (loaded, data_warnings): LoadedWithWarnings) -> SftRes
             file: loaded.entry.map(|p| p.display().to_string()),
             key: loaded.key,
         }),
+        source: Some(file),
     })
 }

@@ -2,7 +2,7 @@
 //! examples, so that numbers reach the template as `json_value` says (napi's own conversion makes
 //! every integer beyond 32 bits a float and a `BigInt` beyond 64 bits a string).
 
-use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{Array, BigInt, FromNapiValue, ToNapiValue, TypeName, Unknown};
 use napi::{sys, JsValue, Status, ValueType};
 use serde_json::{Map, Value as Json};
 
@@ -276,6 +276,17 @@ impl FromNapiValue for JsJson {
 impl ToNapiValue for JsJson {
     unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
         unsafe { Json::to_napi_value(env, value.0) }
+    }
+}
+
+/// A plain object to napi's typing of async results (`Job`'s output).
+impl TypeName for JsJson {
+    fn type_name() -> &'static str {
+        "object"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Object
     }
 }
 

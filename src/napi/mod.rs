@@ -11,6 +11,7 @@ pub mod grpo;
 pub mod ids;
 pub mod json;
 pub mod path;
+pub mod summary;
 pub mod task;
 pub mod token_cache;
 pub mod tokenizer;

@@ -4,6 +4,7 @@
 //!
 //! One example rendered, tokenized and masked: the row the dataset caches and every epoch reuses.
 
+pub mod attribution;
 pub mod packed_rows;
 pub mod repeats;
 pub mod row_cache;
@@ -207,7 +208,7 @@ pub struct RowSettings<'a> {
 }
 
 impl<'a> RowSettings<'a> {
-    fn render_options<'m>(
+    pub(crate) fn render_options<'m>(
         &self,
         add_generation_prompt: bool,
         messages: &'m Messages,
@@ -227,8 +228,8 @@ impl<'a> RowSettings<'a> {
 
 /// An example as a list of messages; `completion` marks prompt-completion data, whose last
 /// message is the completion. `tools` is what the template gets as `tools`.
-struct Messages {
-    list: Vec<Json>,
+pub(crate) struct Messages {
+    pub(crate) list: Vec<Json>,
     completion: bool,
     tools: Option<Json>,
 }
@@ -282,6 +283,47 @@ fn build_row_into(
     example: SftExample,
     found: &mut impl Findings,
 ) -> SftResult<TokenizedRow> {
+    let Prepared {
+        messages,
+        distill,
+        tools,
+    } = prepare(tokenizer, settings, example)?;
+    let (mut row, text) = masked_row(tokenizer, settings, &messages)?;
+    if let Some(checker) = settings.loss {
+        checker.check_into(&messages.list, tools.as_ref(), &text, found);
+    }
+    if found.bits() != 0 {
+        row.extra_mut().stats.losses = found.bits();
+    }
+    if let Some(targets) = &distill {
+        row.extra_mut().distill = Some(targets_for_row(targets, row.ids.len())?);
+    }
+    if settings.truncation == Truncation::Turns && row.ids.len() > settings.max_seq_length {
+        row = drop_oldest_turns(tokenizer, settings, &messages, row)?;
+    }
+    if settings.drop_untrainable && row.stats().dropped.is_none() {
+        let window = kept_window(row.ids.len(), settings.max_seq_length, settings.truncation);
+        if trained_count(&row.spans, window) == 0 {
+            row.extra_mut().stats.dropped = Some(DropReason::Untrainable);
+        }
+    }
+    Ok(row)
+}
+
+/// An example's messages as every render of it sees them (normalized, tool arguments parsed,
+/// tools attached, control tokens marked), with what the row keeps beside them.
+pub(crate) struct Prepared {
+    pub(crate) messages: Messages,
+    distill: Option<Json>,
+    /// The example's `tools` field as given.
+    tools: Option<Json>,
+}
+
+pub(crate) fn prepare(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    example: SftExample,
+) -> SftResult<Prepared> {
     let (mut messages, distill, tools) = match example {
         SftExample::PromptCompletion {
             mut prompt,
@@ -328,26 +370,11 @@ fn build_row_into(
             control.mark_json(tools);
         }
     }
-    let (mut row, text) = masked_row(tokenizer, settings, &messages)?;
-    if let Some(checker) = settings.loss {
-        checker.check_into(&messages.list, tools.as_ref(), &text, found);
-    }
-    if found.bits() != 0 {
-        row.extra_mut().stats.losses = found.bits();
-    }
-    if let Some(targets) = &distill {
-        row.extra_mut().distill = Some(targets_for_row(targets, row.ids.len())?);
-    }
-    if settings.truncation == Truncation::Turns && row.ids.len() > settings.max_seq_length {
-        row = drop_oldest_turns(tokenizer, settings, &messages, row)?;
-    }
-    if settings.drop_untrainable && row.stats().dropped.is_none() {
-        let window = kept_window(row.ids.len(), settings.max_seq_length, settings.truncation);
-        if trained_count(&row.spans, window) == 0 {
-            row.extra_mut().stats.dropped = Some(DropReason::Untrainable);
-        }
-    }
-    Ok(row)
+    Ok(Prepared {
+        messages,
+        distill,
+        tools,
+    })
 }
 
 fn role(message: &Json) -> Option<&str> {
