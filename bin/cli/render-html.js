@@ -10,13 +10,17 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
 }
 
-const CSS = `
+// The page around the examples.
+const PAGE_CSS = `
 body { font: 14px/1.5 system-ui, sans-serif; margin: 2em; color: #222; background: #fafafa; }
 h1 { font-size: 1.3em; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 0 1em; }
 dl.meta dt { font-weight: 600; }
 .legend span.tok { margin-right: 1em; }
-section.example { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 1em; margin: 1em 0; }
+`
+
+// One example's section and its tokens; the data report draws its previews with it too.
+const EXAMPLE_CSS = `section.example { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 1em; margin: 1em 0; }
 section.example h2 { font-size: 1.05em; margin: 0 0 .3em; }
 .summary { color: #555; margin-bottom: .6em; }
 .warning { color: #a15c00; }
@@ -50,7 +54,12 @@ function tokenSpan(token) {
   )
 }
 
-function exampleSection(view) {
+/**
+ * One example as a section with anchor `example-<index>`: its summary, warning and hints, then
+ * every token. `note` is HTML placed under the summary (the report says there why it shows the
+ * example).
+ */
+function exampleSection(view, note = '') {
   const spans = view.tokens.map((token, k) => {
     const cut = view.dropped > 0 && k === view.dropped ? '<span class="cut" title="truncation point">✂</span>' : ''
     return cut + tokenSpan(token)
@@ -65,9 +74,20 @@ function exampleSection(view) {
   return `<section class="example" id="example-${view.index}" data-index="${view.index}">
 <h2>Example ${view.index} <small>(batch ${view.batch})</small></h2>
 <div class="summary">tokens <b>${view.length}</b> · trained <b>${view.trained}</b> of ${view.kept} kept (${percent(view.trained, view.kept)}) · truncated <b>${truncated}</b> · padding <b>${view.padding}</b> · warning <b>${view.warning ? 'prefix-mismatch' : 'none'}</b></div>
-${view.warning ? `<div class="warning">${escapeHtml(view.warning)}</div>\n` : ''}${exampleHints(view).map((h) => `<div class="hint">→ ${escapeHtml(h)}</div>\n`).join('')}<div class="tokens">${spans.join('')}</div>
+${note}${view.warning ? `<div class="warning">${escapeHtml(view.warning)}</div>\n` : ''}${exampleHints(view).map((h) => `<div class="hint">→ ${escapeHtml(h)}</div>\n`).join('')}<div class="tokens">${spans.join('')}</div>
 </section>`
 }
+
+// What the token styles mean; shown above the examples.
+const LEGEND = `<div class="legend" id="legend"><b>Legend:</b>
+<span class="tok trained">trained (label = id)</span>
+<span class="tok masked">masked (label -100)</span>
+<span class="tok masked special">special token</span>
+<span class="tok dropped">dropped by truncation</span>
+<span class="cut">✂ truncation point</span>
+<span class="pad">&lt;pad ×N&gt; padding</span>
+<span>↵ newline · hover or focus (Tab) a token for its id and label</span>
+</div>`
 
 /** The whole page; `meta` is `[[name, value], ...]` shown above the examples. */
 function renderHtml(views, { title, meta }) {
@@ -77,26 +97,18 @@ function renderHtml(views, { title, meta }) {
 <head>
 <meta charset="utf-8">
 <title>${escapeHtml(title)}</title>
-<style>${CSS}</style>
+<style>${PAGE_CSS}${EXAMPLE_CSS}</style>
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
 <dl class="meta">
 ${metaRows}
 </dl>
-<div class="legend" id="legend"><b>Legend:</b>
-<span class="tok trained">trained (label = id)</span>
-<span class="tok masked">masked (label -100)</span>
-<span class="tok masked special">special token</span>
-<span class="tok dropped">dropped by truncation</span>
-<span class="cut">✂ truncation point</span>
-<span class="pad">&lt;pad ×N&gt; padding</span>
-<span>↵ newline · hover or focus (Tab) a token for its id and label</span>
-</div>
-${views.map(exampleSection).join('\n')}
+${LEGEND}
+${views.map((view) => exampleSection(view)).join('\n')}
 </body>
 </html>
 `
 }
 
-module.exports = { renderHtml, escapeHtml }
+module.exports = { renderHtml, escapeHtml, exampleSection, EXAMPLE_CSS, LEGEND }

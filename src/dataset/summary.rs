@@ -584,14 +584,7 @@ fn source_file(path: &Path, file_format: String) -> SftResult<SourceFile> {
 fn token_figures(examples: &[ExampleReport], kept: u64, trained: u64) -> TokenFigures {
     let mut lengths: Vec<u32> = examples.iter().map(|e| e.tokens).collect();
     lengths.sort_unstable();
-    let at = |q: f64| -> u32 {
-        if lengths.is_empty() {
-            return 0;
-        }
-        // Nearest rank.
-        let rank = (q * lengths.len() as f64).ceil() as usize;
-        lengths[rank.clamp(1, lengths.len()) - 1]
-    };
+    let at = |q: f64| nearest_rank(&lengths, q);
     let total: u64 = lengths.iter().map(|&l| l as u64).sum();
     TokenFigures {
         total,
@@ -609,21 +602,39 @@ fn token_figures(examples: &[ExampleReport], kept: u64, trained: u64) -> TokenFi
     }
 }
 
+/// Equal-width bins from 0 over the lengths up to the 99th percentile or `maxSeqLength`,
+/// whichever is larger, so that a few very long examples do not squeeze the rest into one bin:
+/// longer ones share a last, wider bin that runs to the longest.
 fn lengths(examples: &[ExampleReport], max_seq_length: usize, bins: usize) -> Lengths {
-    let longest = examples.iter().map(|e| e.tokens).max().unwrap_or(0);
-    let bins = bins.max(1) as u32;
-    let width = (longest + 1).div_ceil(bins).max(1);
+    let mut sorted: Vec<u32> = examples.iter().map(|e| e.tokens).collect();
+    sorted.sort_unstable();
+    let longest = sorted.last().copied().unwrap_or(0);
+    let p99 = nearest_rank(&sorted, 0.99);
+    let to_scale = p99.max((max_seq_length as u32).min(longest));
+    let bins = bins.max(2) as u32;
+    let mut width = (to_scale + 1).div_ceil(bins).max(1);
+    if longest >= bins * width {
+        // The last bin takes the long tail.
+        width = (to_scale + 1).div_ceil(bins - 1).max(1);
+    }
     let mut histogram: Vec<Bin<u32>> = (0..bins)
         .map(|k| Bin {
             from: k * width,
-            to: (k + 1) * width - 1,
+            to: if k + 1 == bins {
+                longest.max((k + 1) * width - 1)
+            } else {
+                (k + 1) * width - 1
+            },
             count: 0,
         })
         .take_while(|b| b.from <= longest)
         .collect();
+    let last = histogram.len() - 1;
+    for e in examples {
+        histogram[((e.tokens / width) as usize).min(last)].count += 1;
+    }
     let (mut truncated, mut dropped, mut cut) = (0, 0, 0u64);
     for e in examples {
-        histogram[(e.tokens / width) as usize].count += 1;
         truncated += e.truncated as u32;
         dropped += (e.dropped == Some(DropReason::TooLong)) as u32;
         if e.dropped.is_none() {
@@ -638,6 +649,15 @@ fn lengths(examples: &[ExampleReport], max_seq_length: usize, bins: usize) -> Le
         dropped_too_long: dropped,
         tokens_cut: cut,
     }
+}
+
+/// The value at quantile `q` of `sorted` by nearest rank (0 when empty).
+fn nearest_rank(sorted: &[u32], q: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 fn trained_share(examples: &[ExampleReport]) -> TrainedShare {
@@ -770,6 +790,65 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn example(tokens: u32) -> ExampleReport {
+        ExampleReport {
+            tokens,
+            kept_tokens: tokens,
+            trained_tokens: 0,
+            untruncated_trained_tokens: 0,
+            truncated: false,
+            dropped: None,
+            messages_dropped: 0,
+            prefix_mismatches: 0,
+            content_mismatches: Vec::new(),
+            straddling_tokens: 0,
+            turn_end_tokens_trained: 0,
+            turn_end_tokens: 0,
+            bos_tokens: 0,
+            losses: 0,
+        }
+    }
+
+    #[test]
+    fn a_long_tail_shares_the_last_bin() {
+        // 200 examples of 1..=200 tokens and one of 10,000: the bins stay narrow.
+        let mut examples: Vec<_> = (1..=200).map(example).collect();
+        examples.push(example(10_000));
+        let l = lengths(&examples, 128, 10);
+        assert_eq!(l.histogram.len(), 10);
+        // 99th percentile 199: bins of 23 up to 207, the last from 207 to the longest.
+        assert_eq!(
+            l.histogram[0],
+            Bin {
+                from: 0,
+                to: 22,
+                count: 22
+            }
+        );
+        let last = l.histogram.last().unwrap();
+        assert_eq!((last.from, last.to, last.count), (207, 10_000, 1));
+        assert_eq!(l.histogram.iter().map(|b| b.count).sum::<u32>(), 201);
+        // Without a tail, equal bins that end at the longest.
+        let flat: Vec<_> = (0..200).map(example).collect();
+        let l = lengths(&flat, 128, 10);
+        assert_eq!(
+            l.histogram[0],
+            Bin {
+                from: 0,
+                to: 19,
+                count: 20
+            }
+        );
+        assert_eq!(
+            l.histogram.last().unwrap(),
+            &Bin {
+                from: 180,
+                to: 199,
+                count: 20
+            }
+        );
     }
 
     #[test]
