@@ -511,6 +511,14 @@ export declare function getAllowedRoot(options?: PathValidationOptions | undefin
 /** *(addition)* The entries of a token cache directory, least recently used first. */
 export declare function listTokenCache(dir: string): Array<TokenCacheEntry>
 
+/** How far a load has come (`LoadSFTDatasetOptions.onProgress`). */
+export interface LoadProgress {
+  /** Records read, validated and turned into rows. */
+  records: number
+  /** Bytes of the file read. */
+  bytes: number
+}
+
 /**
  * `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and
  * tokenizes the file on all cores.
@@ -565,6 +573,13 @@ export interface LoadSFTDatasetOptions {
   reasoningEffort?: string
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
+  /**
+   * *(addition)* Called on the JS thread while the file streams by, with the records read
+   * and rows built so far and the bytes read (of the file as stored, compressed or not).
+   * Calls are queued and never block the load; the last one may arrive after the Promise
+   * settles. Not called when the token cache has the rows.
+   */
+  onProgress?: (progress: LoadProgress) => void
   /**
    * Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
    * directory.

@@ -149,3 +149,19 @@ describe('summary() of a dataset made in memory', () => {
     await expect(ds.summary({ sample: -1 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: 'sample must be a non-negative integer, got -1' })
   })
 })
+
+describe('loadSFTDataset onProgress', () => {
+  it('reports the records built and the bytes read, growing to the whole file', async () => {
+    const path = realFile('pc_alpaca')
+    const seen: Array<{ records: number; bytes: number }> = []
+    const ds = await loadSFTDataset(path, tokenizer('qwen3'), { ...SETTINGS, onProgress: (p) => seen.push(p) })
+    // Calls are queued on the event loop: let the last one arrive.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(seen.length).toBeGreaterThan(1)
+    for (let k = 1; k < seen.length; k++) {
+      expect(seen[k].records).toBeGreaterThanOrEqual(seen[k - 1].records)
+      expect(seen[k].bytes).toBeGreaterThanOrEqual(seen[k - 1].bytes)
+    }
+    expect(seen.at(-1)).toEqual({ records: ds.length, bytes: statSync(path).size })
+  })
+})

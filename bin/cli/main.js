@@ -99,6 +99,20 @@ function configLine(o) {
   return `max-seq-length ${o.maxSeqLength} · completion-only ${o.completionOnly} · enable-thinking ${o.enableThinking} · seed ${o.seed} · batch size ${o.batchSize}${given.join('')}${batching}`
 }
 
+/** What `onProgress` draws: records built and the share of the file read, ten times a second. */
+function loadProgress(abs, progress) {
+  const size = fs.statSync(abs).size
+  const name = path.basename(abs)
+  let last = 0
+  return ({ records, bytes }) => {
+    const now = Date.now()
+    if (now - last < 100) return
+    last = now
+    const read = size > 0 ? ` · ${Math.min(100, Math.floor((100 * bytes) / size))}% of the file` : ''
+    progress.status(`loading ${name}: ${records.toLocaleString('en-US')} records${read}`)
+  }
+}
+
 async function loadDataset(abs, tokenizer, o, progress) {
   progress.status(`loading ${path.basename(abs)}…`)
   if (o.batching === 'packed' && (o.maxBatchTokens ?? o.maxSeqLength) < o.maxSeqLength) {
@@ -109,6 +123,7 @@ async function loadDataset(abs, tokenizer, o, progress) {
     limit: o.limit,
     allowedRoot: path.dirname(abs),
     ...(o.cache === undefined ? {} : { cache: o.cache }),
+    ...(progress.enabled ? { onProgress: loadProgress(abs, progress) } : {}),
   })
   progress.done()
   return ds

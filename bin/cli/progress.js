@@ -9,6 +9,7 @@ function progressBar(label, total, { stream = process.stderr, enabled = stream.i
     stream.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`)
   }
   return {
+    enabled,
     update(done) {
       if (!enabled) return
       // Redrawing more than a few hundred times is pure overhead on large files.

@@ -7,7 +7,8 @@ use napi::bindgen_prelude::{
     Array, AsyncTask, Either, FnArgs, FromNapiValue, Function, Int32Array, JsObjectValue, Object,
     Uint32Array, Unknown,
 };
-use napi::{Env, JsValue};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, JsValue, Status};
 use napi_derive::napi;
 
 use super::arrays::{uninit_array, BatchArray, Owned, OwnedF32, OwnedI32, OwnedU32};
@@ -18,7 +19,7 @@ use super::task::{job, Job};
 use super::tokenizer::tokenizer_arg;
 use crate::batch::collate::{BatchDistill, Cells};
 use crate::batch::plan::{Batching, PlanCost, Shard};
-use crate::dataset::loader::LoadOptions;
+use crate::dataset::loader::{LoadOptions, LoadProgress};
 use crate::dataset::report::DatasetReport;
 use crate::dataset::{
     CollatedBatch, Dataset, DatasetConfig, Pending, PreparedBatch, SpecialTokenOverrides,
@@ -174,8 +175,35 @@ pub struct ShardConfig {
     pub world_size: f64,
 }
 
+/// How far a load has come (`LoadSFTDatasetOptions.onProgress`).
+#[napi(object, js_name = "LoadProgress")]
+pub struct LoadProgressJs {
+    /// Records read, validated and turned into rows.
+    pub records: f64,
+    /// Bytes of the file read.
+    pub bytes: f64,
+}
+
+/// A JS function the loader's threads call through the event loop; weak, so that it never
+/// keeps a process alive by itself.
+pub type ProgressCallback =
+    ThreadsafeFunction<LoadProgressJs, Unknown<'static>, LoadProgressJs, Status, false, true>;
+
+/// The loader's progress hook that queues a call of `callback`.
+fn progress_hook(callback: ProgressCallback) -> Box<dyn Fn(LoadProgress) + Send + Sync> {
+    Box::new(move |p: LoadProgress| {
+        callback.call(
+            LoadProgressJs {
+                records: p.records as f64,
+                bytes: p.bytes as f64,
+            },
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
+    })
+}
+
 /// `loadSFTDataset`'s options: the dataset config, `limit` and path validation.
-#[napi(object, js_name = "LoadSFTDatasetOptions")]
+#[napi(object, js_name = "LoadSFTDatasetOptions", object_to_js = false)]
 pub struct LoadSftDatasetOptions {
     /// See `SFTDatasetConfig.maxSeqLength`. Default 2048.
     pub max_seq_length: Option<f64>,
@@ -233,6 +261,12 @@ pub struct LoadSftDatasetOptions {
     pub reasoning_effort: Option<String>,
     /// Read at most this many records; absent, 0 or negative reads all.
     pub limit: Option<f64>,
+    /// *(addition)* Called on the JS thread while the file streams by, with the records read
+    /// and rows built so far and the bytes read (of the file as stored, compressed or not).
+    /// Calls are queued and never block the load; the last one may arrive after the Promise
+    /// settles. Not called when the token cache has the rows.
+    #[napi(ts_type = "(progress: LoadProgress) => void")]
+    pub on_progress: Option<ProgressCallback>,
     /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
     /// directory.
     pub allowed_root: Option<String>,
@@ -1470,6 +1504,11 @@ pub fn load_sft_dataset_native(
     AsyncTask::new(Job::new(
         move || {
             let tokenizer = tokenizer?;
+            let mut config = config;
+            let on_progress = config
+                .as_mut()
+                .and_then(|c| c.on_progress.take())
+                .map(progress_hook);
             let (config, limit, opts, cache) = match config {
                 None => (
                     DatasetConfig::default(),
@@ -1505,10 +1544,7 @@ pub fn load_sft_dataset_native(
                 ),
             };
             let file = resolve_dataset_path(&path, &opts)?;
-            let options = LoadOptions {
-                limit,
-                on_progress: None,
-            };
+            let options = LoadOptions { limit, on_progress };
             let loaded = match cache {
                 Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache)?,
                 None => CachedLoad {
