@@ -32,6 +32,7 @@ mod decode;
 mod gpt4_split;
 mod model;
 mod normalize;
+mod piece_cache;
 mod pretokenize;
 mod sp_pretokenize;
 #[cfg(test)]
@@ -97,7 +98,20 @@ struct TokenEntry {
     special: bool,
 }
 
-/// Buffers reused while encoding one text.
+thread_local! {
+    /// This thread's encode buffers, its piece cache among them, kept from call to call.
+    static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
+}
+
+/// Runs `f` with this thread's buffers (fresh ones if they are in use further up the stack).
+fn with_work<R>(f: impl FnOnce(&mut Work) -> R) -> R {
+    WORK.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut work) => f(&mut work),
+        Err(_) => f(&mut Work::default()),
+    })
+}
+
+/// Buffers reused while encoding.
 #[derive(Default)]
 struct Work {
     pieces: Vec<(usize, usize)>,
@@ -361,8 +375,9 @@ impl FastBpe {
         let mut ids = Vec::new();
         let mut offsets = Vec::new();
         if !text.is_empty() {
-            let mut work = Work::default();
-            self.encode_segment(text, 0, false, &mut work, &mut ids, Some(&mut offsets));
+            with_work(|work| {
+                self.encode_segment(text, 0, false, work, &mut ids, Some(&mut offsets))
+            });
         }
         (ids, offsets)
     }
@@ -376,7 +391,25 @@ impl FastBpe {
         mut offsets: Option<&mut Vec<(usize, usize)>>,
         mut added: Option<&mut Vec<AddedAt>>,
     ) {
-        let mut work = Work::default();
+        with_work(|work| {
+            self.encode_with_work(
+                text,
+                ids,
+                offsets.as_deref_mut(),
+                added.as_deref_mut(),
+                work,
+            )
+        });
+    }
+
+    fn encode_with_work(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        mut offsets: Option<&mut Vec<(usize, usize)>>,
+        mut added: Option<&mut Vec<AddedAt>>,
+        work: &mut Work,
+    ) {
         self.raw_added.split(text, |piece| match piece {
             Piece::Added(id, start, end) => {
                 if let Some(a) = added.as_deref_mut() {
@@ -395,7 +428,7 @@ impl FastBpe {
                 &text[start..end],
                 start,
                 true,
-                &mut work,
+                work,
                 ids,
                 offsets.as_deref_mut(),
             ),

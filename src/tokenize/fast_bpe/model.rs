@@ -12,6 +12,10 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 
 use super::chars::{CharSymbols, Initials};
+use super::piece_cache::{PieceCache, WORD_LIMIT};
+
+/// Gives every model its own serial number, which keys the per-thread piece caches.
+static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Words up to this many bytes are merged by rescanning the pair ranks, which beats a
 /// heap on the short pre-tokens that make up almost all text.
@@ -36,6 +40,8 @@ pub(super) struct BpeModel {
     whole_words: FxHashMap<Box<[u8]>, u32>,
     /// With `ignore_merges`, every vocabulary entry: HF looks the whole word up first.
     exact_words: Option<FxHashMap<Box<[u8]>, u32>>,
+    /// This model's key in the per-thread piece caches.
+    serial: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -54,6 +60,7 @@ pub(super) struct Scratch {
     next: Vec<usize>,
     initials: Initials,
     cuts: Vec<(usize, usize)>,
+    pieces: PieceCache,
 }
 
 fn pair_key(left: u32, right: u32) -> u64 {
@@ -74,6 +81,7 @@ impl BpeModel {
             merges,
             whole_words: FxHashMap::default(),
             exact_words: None,
+            serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         let mut scratch = Scratch::default();
         let mut ids = Vec::new();
@@ -239,10 +247,28 @@ impl BpeModel {
             }
             return;
         }
+        let cacheable = bytes.len() <= WORD_LIMIT;
+        if cacheable {
+            if let Some(tokens) = scratch.pieces.get(self.serial, bytes) {
+                ids.extend(tokens.iter().map(|&(id, _)| id));
+                if let Some(spans) = spans {
+                    let mut at = base as usize;
+                    spans.extend(tokens.iter().map(|&(_, len)| {
+                        at += len as usize;
+                        (at - len as usize, at)
+                    }));
+                }
+                return;
+            }
+        }
         if scratch.symbols.len() <= SCAN_LIMIT {
             self.merge_by_scan(scratch);
         } else {
             self.merge_by_heap(scratch);
+        }
+        if cacheable {
+            let merged = scratch.symbols.iter().map(|s| (s.id, s.len));
+            scratch.pieces.put(bytes, merged);
         }
         ids.extend(scratch.symbols.iter().map(|s| s.id));
         if let Some(spans) = spans {
