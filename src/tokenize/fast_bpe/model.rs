@@ -61,6 +61,8 @@ pub(super) struct Scratch {
     initials: Initials,
     cuts: Vec<(usize, usize)>,
     pieces: PieceCache,
+    /// The spans of the word being encoded, for the piece cache.
+    word_spans: Vec<(usize, usize)>,
 }
 
 fn pair_key(left: u32, right: u32) -> u64 {
@@ -119,6 +121,44 @@ impl BpeModel {
 
     /// Appends the ids of `word` and, when asked, each token's byte span inside `word`.
     pub(super) fn encode_word(
+        &self,
+        word: &str,
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        let bytes = word.as_bytes();
+        if bytes.len() > WORD_LIMIT {
+            return self.encode_uncached(word, scratch, ids, spans);
+        }
+        // The thread's cache is small and hot: it is asked before anything else.
+        if let Some(tokens) = scratch.pieces.get(self.serial, bytes) {
+            ids.extend(tokens.iter().map(|&(id, _)| id));
+            if let Some(spans) = spans {
+                let mut at = 0;
+                spans.extend(tokens.iter().map(|&(_, len)| {
+                    at += len as usize;
+                    (at - len as usize, at)
+                }));
+            }
+            return;
+        }
+        let first = ids.len();
+        let mut found = std::mem::take(&mut scratch.word_spans);
+        found.clear();
+        self.encode_uncached(word, scratch, ids, Some(&mut found));
+        let tokens = ids[first..]
+            .iter()
+            .zip(&found)
+            .map(|(&id, &(start, end))| (id, (end - start) as u32));
+        scratch.pieces.put(bytes, tokens);
+        if let Some(spans) = spans {
+            spans.extend_from_slice(&found);
+        }
+        scratch.word_spans = found;
+    }
+
+    fn encode_uncached(
         &self,
         word: &str,
         scratch: &mut Scratch,
@@ -247,28 +287,10 @@ impl BpeModel {
             }
             return;
         }
-        let cacheable = bytes.len() <= WORD_LIMIT;
-        if cacheable {
-            if let Some(tokens) = scratch.pieces.get(self.serial, bytes) {
-                ids.extend(tokens.iter().map(|&(id, _)| id));
-                if let Some(spans) = spans {
-                    let mut at = base as usize;
-                    spans.extend(tokens.iter().map(|&(_, len)| {
-                        at += len as usize;
-                        (at - len as usize, at)
-                    }));
-                }
-                return;
-            }
-        }
         if scratch.symbols.len() <= SCAN_LIMIT {
             self.merge_by_scan(scratch);
         } else {
             self.merge_by_heap(scratch);
-        }
-        if cacheable {
-            let merged = scratch.symbols.iter().map(|s| (s.id, s.len));
-            scratch.pieces.put(bytes, merged);
         }
         ids.extend(scratch.symbols.iter().map(|s| s.id));
         if let Some(spans) = spans {

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 /// Pre-tokens longer than this are merged every time: they are rare, and would crowd the cache.
 pub(super) const WORD_LIMIT: usize = 64;
 /// Entries before the cache is cleared.
-const CAPACITY: usize = 1 << 15;
+const CAPACITY: usize = 1 << 16;
 
 /// One merged pre-token: `(id, byte length)` of each token, in order.
 type Tokens = Box<[(u32, u32)]>;

@@ -480,3 +480,33 @@ fn one_instance_can_be_shared_across_threads() {
         }
     });
 }
+
+/// The per-thread piece cache: a second pass (every pre-token cached) and another model on the
+/// same thread in between give the same ids and offsets as the first pass.
+#[test]
+fn cached_pieces_give_the_first_pass_ids_and_offsets() {
+    let strings: Vec<String> = corpus_strings().into_iter().take(300).collect();
+    let qwen = FastBpe::from_tokenizer_json(&model_json("qwen3"))
+        .ok()
+        .unwrap();
+    let gemma = FastBpe::from_tokenizer_json(&model_json("gemma3"))
+        .ok()
+        .unwrap();
+    let first: Vec<_> = strings
+        .iter()
+        .map(|s| qwen.encode_with_offsets(s))
+        .collect();
+    let gemma_first: Vec<_> = strings
+        .iter()
+        .map(|s| gemma.encode_with_offsets(s))
+        .collect();
+    for (k, s) in strings.iter().enumerate() {
+        assert_eq!(qwen.encode_with_offsets(s), first[k], "qwen3 text {k}");
+        assert_eq!(qwen.encode(s), first[k].0, "qwen3 text {k}");
+        assert_eq!(
+            gemma.encode_with_offsets(s),
+            gemma_first[k],
+            "gemma3 text {k}"
+        );
+    }
+}
