@@ -271,7 +271,10 @@ async function epochsTable(pcFile, convFile, opts) {
 }
 
 async function main() {
-  if (process.argv.includes('--spans')) return require('./spans.js') // issue 17: node bench/spans.js
+  // Separate benchmarks, each also runnable on its own: node bench/<name>.js.
+  if (process.argv.includes('--spans')) return require('./spans.js')
+  if (process.argv.includes('--peers')) return require('./peers.js')
+  if (process.argv.includes('--report')) return require('./report.js')
   const { values } = parseArgs({
     options: {
       data: { type: 'string' },

