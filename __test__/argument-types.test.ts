@@ -42,6 +42,7 @@ const cases: Array<[string, () => unknown, 'sync' | 'async', string]> = [
   ['SFTDataset.shuffleForEpoch', () => ds.shuffleForEpoch(wrong('x')), 'sync', `SFTDataset.shuffleForEpoch: an argument has the wrong type, expected a number: ${f64}`],
   ['SFTDataset.collateBatch', () => ds.collateBatch(wrong('x')), 'async', `SFTDataset.collateBatch: an argument has the wrong type, expected an array: ${ARRAY}`],
   ['SFTDataset.tokenizeExample', () => ds.tokenizeExample(wrong('x')), 'async', `SFTDataset.tokenizeExample: an argument has the wrong type, expected a number: ${f64}`],
+  ['SFTDataset.summary', () => ds.summary(wrong({ batchSize: 'x' })), 'async', `SFTDataset.summary: an argument has the wrong type, expected a number: ${f64} on SummaryOptions.batchSize`],
   ['SFTDataset.numBatches', () => ds.numBatches(wrong('x')), 'sync', `SFTDataset.numBatches: an argument has the wrong type, expected a number: ${f64}`],
   ['SFTDataset.batches', () => ds.batches(wrong('x')).next(), 'async', `SFTDataset._checkBatchSize: an argument has the wrong type, expected a number: ${f64}`],
   ['new SFTDataset', () => new lib.SFTDataset(wrong('x'), tok), 'sync', `new SFTDataset: examples is not an array of examples: ${ARRAY}`],

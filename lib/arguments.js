@@ -28,6 +28,7 @@ const ASYNC = new Set([
   'SFTDataset._awaitRows',
   'SFTDataset.tokenizeExample',
   'SFTDataset.report',
+  'SFTDataset.summary',
   'Tokenizer.fromPretrained',
   'Tokenizer.encode',
   'Tokenizer.encodeBatch',

@@ -4,7 +4,7 @@
 use napi_derive::napi;
 use serde_json::Value as Json;
 
-use crate::dataset::summary::SummaryOptions;
+use crate::dataset::summary::SummaryOptions as Settings;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::napi::dataset::{batch_size, JsSftDataset};
 use crate::napi::json::JsJson;
@@ -12,8 +12,8 @@ use crate::napi::task::Job;
 use napi::bindgen_prelude::AsyncTask;
 
 /// Options of `SFTDataset.summary()`.
-#[napi(object, js_name = "SummaryOptions")]
-pub struct SummaryOptionsJs {
+#[napi(object)]
+pub struct SummaryOptions {
     /// Rows per batch for the batching figures. Default 8.
     pub batch_size: Option<f64>,
     /// Examples rendered again for the breakdown by kind, evenly spaced over the dataset; 0
@@ -34,8 +34,8 @@ fn count(name: &str, value: f64) -> SftResult<usize> {
     }
 }
 
-fn summary_options(given: Option<SummaryOptionsJs>) -> SftResult<SummaryOptions> {
-    let mut opts = SummaryOptions::default();
+fn summary_options(given: Option<SummaryOptions>) -> SftResult<Settings> {
+    let mut opts = Settings::default();
     if let Some(o) = given {
         if let Some(b) = o.batch_size {
             opts.batch_size = batch_size(b)?;
@@ -59,7 +59,7 @@ impl JsSftDataset {
     /// file (size, blake3) and reads it back for the lines and for the breakdown by kind, which
     /// renders a sample of examples again. Builds every row not built yet (off the JS thread).
     #[napi(ts_return_type = "Promise<DatasetSummary>")]
-    pub fn summary(&self, options: Option<SummaryOptionsJs>) -> AsyncTask<Job<Json, JsJson>> {
+    pub fn summary(&self, options: Option<SummaryOptions>) -> AsyncTask<Job<Json, JsJson>> {
         let dataset = self.inner.clone();
         let source = self.source.clone();
         AsyncTask::new(Job::new(
