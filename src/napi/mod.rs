@@ -4,6 +4,9 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod arrays;
+pub mod batches;
+pub mod config;
+pub mod create;
 pub mod dataset;
 pub mod distill;
 pub mod error;
@@ -11,8 +14,10 @@ pub mod grpo;
 pub mod ids;
 pub mod json;
 pub mod path;
+pub mod report;
 pub mod summary;
 pub mod task;
 pub mod token_cache;
 pub mod tokenizer;
 pub mod validate;
+pub mod warnings;

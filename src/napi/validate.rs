@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use napi::bindgen_prelude::{AsyncTask, Unknown};
 use napi_derive::napi;
 
-use super::dataset::{core_config_of, SftDatasetConfig};
+use super::config::{core_config_of, SftDatasetConfig};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use crate::dataset::validate::{validate_file, ValidationReport};
