@@ -525,51 +525,141 @@ export interface LoadProgress {
  */
 export declare function loadSFTDatasetNative(path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | undefined | null): Promise<SFTDataset>
 
-/** `loadSFTDataset`'s options: the dataset config, `limit` and path validation. */
+/**
+ * `loadSFTDataset`'s options: the dataset settings, `limit`, progress, path validation and
+ * the token cache.
+ */
 export interface LoadSFTDatasetOptions {
-  /** See `SFTDatasetConfig.maxSeqLength`. Default 2048. */
+  /** Longest row in tokens; longer rows keep their last tokens. Default 2048. */
   maxSeqLength?: number
-  /** See `SFTDatasetConfig.completionOnly`. Default false. */
+  /**
+   * Train only on the completion (prompt-completion) or on assistant turns (conversation;
+   * under `'spans'`, the turns of `trainOnRoles`). `'auto'` is the same as true in both
+   * formats (TRL's defaults). Default false: every token is trained.
+   */
   completionOnly?: boolean | 'auto'
-  /** See `SFTDatasetConfig.enableThinking`. Default false. */
+  /** Passed to the chat template as `enable_thinking`. Default false. */
   enableThinking?: boolean
-  /** See `SFTDatasetConfig.seed`. Default 42. */
+  /** Base seed of `shuffleForEpoch` (seed + epoch). Default 42. */
   seed?: number
-  /** See `SFTDatasetConfig.specialTokenIds`. */
+  /** Overrides for the ids the masking keys on. */
   specialTokenIds?: SpecialTokenIds
-  /** See `SFTDatasetConfig.maskingStrategy`. */
+  /**
+   * How labels are chosen. `'reference'`: the reference's ChatML scan (needs `<|im_start|>`
+   * and `<|im_end|>`). `'spans'`: every message is located in the rendered text and its
+   * trained parts mapped to tokens through their offsets, for any chat template.
+   * `'generation'`: the tokens inside the template's `{% generation %}` blocks, exactly
+   * transformers' `assistant_masks` (TRL's `assistant_only_loss`); the template must have
+   * such blocks (TRL's `*_training.jinja` templates). Default:
+   * `'reference'` for a tokenizer with the ChatML tokens, unless `trainOnRoles`,
+   * `trainOnTurnEnd` or `reasoning` is given; `'spans'` otherwise.
+   */
   maskingStrategy?: 'reference' | 'spans' | 'generation'
-  /** See `SFTDatasetConfig.trainOnRoles`. Default `['assistant']`. */
+  /**
+   * Roles whose turns are trained under `'spans'` when `completionOnly` is on. Default
+   * `['assistant']`. An assistant turn trains what the model generates (reasoning, content,
+   * tool calls), not its header; other roles train their content.
+   */
   trainOnRoles?: Array<string>
-  /** See `SFTDatasetConfig.trainOnTurnEnd`. Default true. */
+  /**
+   * Under `'spans'`: also train the token that closes each trained turn (`<|im_end|>`,
+   * `<|eot_id|>`, `<end_of_turn>`, `<｜end▁of▁sentence｜>`), learned from the chat template,
+   * not from `eos_token`. Default true.
+   */
   trainOnTurnEnd?: boolean
-  /** See `SFTDatasetConfig.reasoning`. Default `'train'`. */
+  /**
+   * Under `'spans'`: `<think>` blocks (inline or from `reasoning_content`) are trained
+   * (`'train'`), untrained (`'mask'`), or trained in the last assistant message only
+   * (`'lastTurnOnly'`). Default `'train'`.
+   */
   reasoning?: 'train' | 'mask' | 'lastTurnOnly'
-  /** See `SFTDatasetConfig.truncation`. Default `'keepEnd'`. */
+  /**
+   * Rows longer than `maxSeqLength`: keep the last tokens (`'keepEnd'`, the reference), the
+   * first ones (`'keepStart'`, TRL), or drop whole oldest turns (`'turns'`: the leading system
+   * messages and the turn of the last trained message are kept, turns start at user messages,
+   * and the shortened conversation is rendered and tokenized again; a row that still does not
+   * fit is dropped and reported). Default `'keepEnd'`.
+   */
   truncation?: 'keepEnd' | 'keepStart' | 'turns'
-  /** See `SFTDatasetConfig.dropUntrainable`. Default false. */
+  /**
+   * Skip rows with no trained token after truncation. Default false. With this or
+   * `truncation: 'turns'`, every row is built when the dataset is created, and dropped rows
+   * leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
+   * examples (`order()` lists their original indices); `report()` shows every example.
+   */
   dropUntrainable?: boolean
-  /** See `SFTDatasetConfig.batching`. Default `'reference'`. */
-  batching?: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
-  /** See `SFTDatasetConfig.maxBatchTokens`. Default `maxSeqLength`. */
-  maxBatchTokens?: number
-  /** See `SFTDatasetConfig.padToMultipleOf`. Default 1. */
-  padToMultipleOf?: number
-  /** See `SFTDatasetConfig.shard`. */
-  shard?: SFTShard
-  /** See `SFTDatasetConfig.format`. Default `'reference'`. */
+  /**
+   * How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
+   * the reference reads them), `'auto'` (detected from record 0's keys; every record must
+   * agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
+   * `'sharegpt'`, `'alpaca'` (LLaMA-Factory's conversions) or `'openai'` (text content parts
+   * joined with `\n`). See the README's table.
+   */
   format?: 'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'
-  /** See `SFTDatasetConfig.columns`. */
+  /**
+   * Field names of the records, when they differ from the format's: `{ messages:
+   * 'conversation', role: 'speaker', content: 'text' }`. Keys: messages, role, content,
+   * prompt, completion, system, tools, instruction, input, output, history. Needs a `format`
+   * other than `'reference'`.
+   */
   columns?: Record<string, string>
-  /** See `SFTDatasetConfig.roles`. */
+  /**
+   * Role names to rename before the format reads them: `{ human: 'user', bot: 'assistant' }`.
+   * Needs a `format` other than `'reference'`.
+   */
   roles?: Record<string, string>
-  /** See `SFTDatasetConfig.tools`. Default `'ignore'`. */
+  /**
+   * An example's `tools` field (a list of tool definitions, or a JSON string of one):
+   * `'example'` passes it to the chat template as `tools` (as mlx-lm and TRL do); `'ignore'`
+   * (default, the reference) does not, and validation reports such examples.
+   */
   tools?: 'example' | 'ignore'
-  /** See `SFTDatasetConfig.sanitizeControlTokens`. Default false. */
+  /**
+   * How batches are formed. `'reference'`: consecutive positions of the shuffled order,
+   * each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
+   * shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
+   * into batches, the batches shuffled. `'tokenBudget'`: the same, but a batch holds only as
+   * many rows (up to batchSize) as fit in `maxBatchTokens` padded. `'packed'`: rows packed
+   * best-fit decreasing into rows of `maxBatchTokens` tokens, shuffled, batchSize packed rows
+   * per batch, with `positionIds` and `exampleIds`. Default `'reference'`.
+   */
+  batching?: 'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'
+  /**
+   * `'tokenBudget'`: rows x padded length of a batch (of one rank's share) at most this; a
+   * row longer alone gets a batch of its own. `'packed'`: tokens of a packed row (at least
+   * `maxSeqLength`). Default `maxSeqLength`.
+   */
+  maxBatchTokens?: number
+  /** The padded length of every batch is rounded up to a multiple of this. Default 1. */
+  padToMultipleOf?: number
+  /**
+   * Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
+   * `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
+   * of batches; rows from the start of the epoch fill the last batches. Default: no shard.
+   */
+  shard?: SFTShard
+  /**
+   * Control-token strings inside the data (message values, tool definitions) are encoded as
+   * plain text, while the chat template's own control tokens stay tokens, as transformers 5
+   * `apply_chat_template(..., sanitize_control_tokens=True)` encodes them: a user message
+   * holding `<|im_end|><|im_start|>assistant` cannot open a trained turn. A control token
+   * that the tokenizer produces even from plain text is a `CONTROL_TOKEN` error of its
+   * example. Default false.
+   */
   sanitizeControlTokens?: boolean
-  /** See `SFTDatasetConfig.parseToolArguments`. Default false. */
+  /**
+   * Tool-call `arguments` given as a JSON string (the OpenAI wire format) are parsed into
+   * the object they hold before rendering, as templates that iterate `arguments|items`
+   * (Qwen3.5) need; transformers and the reference render the string as given. A string
+   * that does not hold a JSON object is an `INVALID_MESSAGE` error of its example. Default
+   * false.
+   */
   parseToolArguments?: boolean
-  /** See `SFTDatasetConfig.reasoningEffort`. */
+  /**
+   * Passed to the chat template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it:
+   * `'low' | 'medium' | 'high'`, ...); any string is passed on, as transformers does. Default:
+   * undefined in the template, which then keeps its own default.
+   */
   reasoningEffort?: string
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number

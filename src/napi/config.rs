@@ -28,115 +28,164 @@ pub struct SpecialTokenIds {
     pub newline_tokens: Option<Vec<u32>>,
 }
 
-#[napi(object, js_name = "SFTDatasetConfig")]
-pub struct SftDatasetConfig {
-    /// Longest row in tokens; longer rows keep their last tokens. Default 2048.
-    pub max_seq_length: Option<f64>,
-    /// Train only on the completion (prompt-completion) or on assistant turns (conversation;
-    /// under `'spans'`, the turns of `trainOnRoles`). `'auto'` is the same as true in both
-    /// formats (TRL's defaults). Default false: every token is trained.
-    #[napi(ts_type = "boolean | 'auto'")]
-    pub completion_only: Option<Either<bool, String>>,
-    /// Passed to the chat template as `enable_thinking`. Default false.
-    pub enable_thinking: Option<bool>,
-    /// Base seed of `shuffleForEpoch` (seed + epoch). Default 42.
-    pub seed: Option<f64>,
-    /// Overrides for the ids the masking keys on.
-    pub special_token_ids: Option<SpecialTokenIds>,
-    /// How labels are chosen. `'reference'`: the reference's ChatML scan (needs `<|im_start|>`
-    /// and `<|im_end|>`). `'spans'`: every message is located in the rendered text and its
-    /// trained parts mapped to tokens through their offsets, for any chat template.
-    /// `'generation'`: the tokens inside the template's `{% generation %}` blocks, exactly
-    /// transformers' `assistant_masks` (TRL's `assistant_only_loss`); the template must have
-    /// such blocks (TRL's `*_training.jinja` templates). Default:
-    /// `'reference'` for a tokenizer with the ChatML tokens, unless `trainOnRoles`,
-    /// `trainOnTurnEnd` or `reasoning` is given; `'spans'` otherwise.
-    #[napi(ts_type = "'reference' | 'spans' | 'generation'")]
-    pub masking_strategy: Option<String>,
-    /// Roles whose turns are trained under `'spans'` when `completionOnly` is on. Default
-    /// `['assistant']`. An assistant turn trains what the model generates (reasoning, content,
-    /// tool calls), not its header; other roles train their content.
-    pub train_on_roles: Option<Vec<String>>,
-    /// Under `'spans'`: also train the token that closes each trained turn (`<|im_end|>`,
-    /// `<|eot_id|>`, `<end_of_turn>`, `<｜end▁of▁sentence｜>`), learned from the chat template,
-    /// not from `eos_token`. Default true.
-    pub train_on_turn_end: Option<bool>,
-    /// Under `'spans'`: `<think>` blocks (inline or from `reasoning_content`) are trained
-    /// (`'train'`), untrained (`'mask'`), or trained in the last assistant message only
-    /// (`'lastTurnOnly'`). Default `'train'`.
-    #[napi(ts_type = "'train' | 'mask' | 'lastTurnOnly'")]
-    pub reasoning: Option<String>,
-    /// Rows longer than `maxSeqLength`: keep the last tokens (`'keepEnd'`, the reference), the
-    /// first ones (`'keepStart'`, TRL), or drop whole oldest turns (`'turns'`: the leading system
-    /// messages and the turn of the last trained message are kept, turns start at user messages,
-    /// and the shortened conversation is rendered and tokenized again; a row that still does not
-    /// fit is dropped and reported). Default `'keepEnd'`.
-    #[napi(ts_type = "'keepEnd' | 'keepStart' | 'turns'")]
-    pub truncation: Option<String>,
-    /// Skip rows with no trained token after truncation. Default false. With this or
-    /// `truncation: 'turns'`, every row is built when the dataset is created, and dropped rows
-    /// leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
-    /// examples (`order()` lists their original indices); `report()` shows every example.
-    pub drop_untrainable: Option<bool>,
-    /// How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
-    /// the reference reads them), `'auto'` (detected from record 0's keys; every record must
-    /// agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
-    /// `'sharegpt'`, `'alpaca'` (LLaMA-Factory's conversions) or `'openai'` (text content parts
-    /// joined with `\n`). See the README's table.
-    #[napi(
-        ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
-    )]
-    pub format: Option<String>,
-    /// Field names of the records, when they differ from the format's: `{ messages:
-    /// 'conversation', role: 'speaker', content: 'text' }`. Keys: messages, role, content,
-    /// prompt, completion, system, tools, instruction, input, output, history. Needs a `format`
-    /// other than `'reference'`.
-    pub columns: Option<std::collections::HashMap<String, String>>,
-    /// Role names to rename before the format reads them: `{ human: 'user', bot: 'assistant' }`.
-    /// Needs a `format` other than `'reference'`.
-    pub roles: Option<std::collections::HashMap<String, String>>,
-    /// An example's `tools` field (a list of tool definitions, or a JSON string of one):
-    /// `'example'` passes it to the chat template as `tools` (as mlx-lm and TRL do); `'ignore'`
-    /// (default, the reference) does not, and validation reports such examples.
-    #[napi(ts_type = "'example' | 'ignore'")]
-    pub tools: Option<String>,
-    /// How batches are formed. `'reference'`: consecutive positions of the shuffled order,
-    /// each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
-    /// shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
-    /// into batches, the batches shuffled. `'tokenBudget'`: the same, but a batch holds only as
-    /// many rows (up to batchSize) as fit in `maxBatchTokens` padded. `'packed'`: rows packed
-    /// best-fit decreasing into rows of `maxBatchTokens` tokens, shuffled, batchSize packed rows
-    /// per batch, with `positionIds` and `exampleIds`. Default `'reference'`.
-    #[napi(ts_type = "'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'")]
-    pub batching: Option<String>,
-    /// `'tokenBudget'`: rows x padded length of a batch (of one rank's share) at most this; a
-    /// row longer alone gets a batch of its own. `'packed'`: tokens of a packed row (at least
-    /// `maxSeqLength`). Default `maxSeqLength`.
-    pub max_batch_tokens: Option<f64>,
-    /// The padded length of every batch is rounded up to a multiple of this. Default 1.
-    pub pad_to_multiple_of: Option<f64>,
-    /// Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
-    /// `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
-    /// of batches; rows from the start of the epoch fill the last batches. Default: no shard.
-    #[napi(ts_type = "SFTShard")]
-    pub shard: Option<ShardConfig>,
-    /// Control-token strings inside the data (message values, tool definitions) are encoded as
-    /// plain text, while the chat template's own control tokens stay tokens, as transformers 5
-    /// `apply_chat_template(..., sanitize_control_tokens=True)` encodes them: a user message
-    /// holding `<|im_end|><|im_start|>assistant` cannot open a trained turn. A control token
-    /// that the tokenizer produces even from plain text is a `CONTROL_TOKEN` error of its
-    /// example. Default false.
-    pub sanitize_control_tokens: Option<bool>,
-    /// Tool-call `arguments` given as a JSON string (the OpenAI wire format) are parsed into
-    /// the object they hold before rendering, as templates that iterate `arguments|items`
-    /// (Qwen3.5) need; transformers and the reference render the string as given. A string
-    /// that does not hold a JSON object is an `INVALID_MESSAGE` error of its example. Default
-    /// false.
-    pub parse_tool_arguments: Option<bool>,
-    /// Passed to the chat template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it:
-    /// `'low' | 'medium' | 'high'`, ...); any string is passed on, as transformers does. Default:
-    /// undefined in the template, which then keeps its own default.
-    pub reasoning_effort: Option<String>,
+/// Declares an options object that carries the dataset settings (one definition for
+/// `SFTDatasetConfig` and `LoadSFTDatasetOptions`), with the fields only it takes, and
+/// `settings()`, which takes the dataset settings out for `core_config`.
+macro_rules! with_dataset_settings {
+    (
+        $(#[$($attr:tt)*])*
+        pub struct $name:ident { $($only:tt)* }
+    ) => {
+        // Docs of the invocation are written as `#[doc = "..."]`: napi prints the raw string
+        // a `///` comment becomes there. The fields only this object has pass as tokens, so
+        // that napi sees their `Option`s.
+        $(#[$($attr)*])*
+        pub struct $name {
+            /// Longest row in tokens; longer rows keep their last tokens. Default 2048.
+            pub max_seq_length: Option<f64>,
+            /// Train only on the completion (prompt-completion) or on assistant turns (conversation;
+            /// under `'spans'`, the turns of `trainOnRoles`). `'auto'` is the same as true in both
+            /// formats (TRL's defaults). Default false: every token is trained.
+            #[napi(ts_type = "boolean | 'auto'")]
+            pub completion_only: Option<Either<bool, String>>,
+            /// Passed to the chat template as `enable_thinking`. Default false.
+            pub enable_thinking: Option<bool>,
+            /// Base seed of `shuffleForEpoch` (seed + epoch). Default 42.
+            pub seed: Option<f64>,
+            /// Overrides for the ids the masking keys on.
+            pub special_token_ids: Option<SpecialTokenIds>,
+            /// How labels are chosen. `'reference'`: the reference's ChatML scan (needs `<|im_start|>`
+            /// and `<|im_end|>`). `'spans'`: every message is located in the rendered text and its
+            /// trained parts mapped to tokens through their offsets, for any chat template.
+            /// `'generation'`: the tokens inside the template's `{% generation %}` blocks, exactly
+            /// transformers' `assistant_masks` (TRL's `assistant_only_loss`); the template must have
+            /// such blocks (TRL's `*_training.jinja` templates). Default:
+            /// `'reference'` for a tokenizer with the ChatML tokens, unless `trainOnRoles`,
+            /// `trainOnTurnEnd` or `reasoning` is given; `'spans'` otherwise.
+            #[napi(ts_type = "'reference' | 'spans' | 'generation'")]
+            pub masking_strategy: Option<String>,
+            /// Roles whose turns are trained under `'spans'` when `completionOnly` is on. Default
+            /// `['assistant']`. An assistant turn trains what the model generates (reasoning, content,
+            /// tool calls), not its header; other roles train their content.
+            pub train_on_roles: Option<Vec<String>>,
+            /// Under `'spans'`: also train the token that closes each trained turn (`<|im_end|>`,
+            /// `<|eot_id|>`, `<end_of_turn>`, `<｜end▁of▁sentence｜>`), learned from the chat template,
+            /// not from `eos_token`. Default true.
+            pub train_on_turn_end: Option<bool>,
+            /// Under `'spans'`: `<think>` blocks (inline or from `reasoning_content`) are trained
+            /// (`'train'`), untrained (`'mask'`), or trained in the last assistant message only
+            /// (`'lastTurnOnly'`). Default `'train'`.
+            #[napi(ts_type = "'train' | 'mask' | 'lastTurnOnly'")]
+            pub reasoning: Option<String>,
+            /// Rows longer than `maxSeqLength`: keep the last tokens (`'keepEnd'`, the reference), the
+            /// first ones (`'keepStart'`, TRL), or drop whole oldest turns (`'turns'`: the leading system
+            /// messages and the turn of the last trained message are kept, turns start at user messages,
+            /// and the shortened conversation is rendered and tokenized again; a row that still does not
+            /// fit is dropped and reported). Default `'keepEnd'`.
+            #[napi(ts_type = "'keepEnd' | 'keepStart' | 'turns'")]
+            pub truncation: Option<String>,
+            /// Skip rows with no trained token after truncation. Default false. With this or
+            /// `truncation: 'turns'`, every row is built when the dataset is created, and dropped rows
+            /// leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
+            /// examples (`order()` lists their original indices); `report()` shows every example.
+            pub drop_untrainable: Option<bool>,
+            /// How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
+            /// the reference reads them), `'auto'` (detected from record 0's keys; every record must
+            /// agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
+            /// `'sharegpt'`, `'alpaca'` (LLaMA-Factory's conversions) or `'openai'` (text content parts
+            /// joined with `\n`). See the README's table.
+            #[napi(
+                ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
+            )]
+            pub format: Option<String>,
+            /// Field names of the records, when they differ from the format's: `{ messages:
+            /// 'conversation', role: 'speaker', content: 'text' }`. Keys: messages, role, content,
+            /// prompt, completion, system, tools, instruction, input, output, history. Needs a `format`
+            /// other than `'reference'`.
+            pub columns: Option<std::collections::HashMap<String, String>>,
+            /// Role names to rename before the format reads them: `{ human: 'user', bot: 'assistant' }`.
+            /// Needs a `format` other than `'reference'`.
+            pub roles: Option<std::collections::HashMap<String, String>>,
+            /// An example's `tools` field (a list of tool definitions, or a JSON string of one):
+            /// `'example'` passes it to the chat template as `tools` (as mlx-lm and TRL do); `'ignore'`
+            /// (default, the reference) does not, and validation reports such examples.
+            #[napi(ts_type = "'example' | 'ignore'")]
+            pub tools: Option<String>,
+            /// How batches are formed. `'reference'`: consecutive positions of the shuffled order,
+            /// each row padded to the longest of its batch (the reference). `'lengthGrouped'`: the
+            /// shuffled order split into mega-batches of 50 x batchSize, each sorted by length and cut
+            /// into batches, the batches shuffled. `'tokenBudget'`: the same, but a batch holds only as
+            /// many rows (up to batchSize) as fit in `maxBatchTokens` padded. `'packed'`: rows packed
+            /// best-fit decreasing into rows of `maxBatchTokens` tokens, shuffled, batchSize packed rows
+            /// per batch, with `positionIds` and `exampleIds`. Default `'reference'`.
+            #[napi(ts_type = "'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'")]
+            pub batching: Option<String>,
+            /// `'tokenBudget'`: rows x padded length of a batch (of one rank's share) at most this; a
+            /// row longer alone gets a batch of its own. `'packed'`: tokens of a packed row (at least
+            /// `maxSeqLength`). Default `maxSeqLength`.
+            pub max_batch_tokens: Option<f64>,
+            /// The padded length of every batch is rounded up to a multiple of this. Default 1.
+            pub pad_to_multiple_of: Option<f64>,
+            /// Data-parallel rank: this dataset yields rank `rank`'s rows of every global batch of
+            /// `batchSize` rows (`batchSize` a multiple of `worldSize`). Every rank gets the same number
+            /// of batches; rows from the start of the epoch fill the last batches. Default: no shard.
+            #[napi(ts_type = "SFTShard")]
+            pub shard: Option<ShardConfig>,
+            /// Control-token strings inside the data (message values, tool definitions) are encoded as
+            /// plain text, while the chat template's own control tokens stay tokens, as transformers 5
+            /// `apply_chat_template(..., sanitize_control_tokens=True)` encodes them: a user message
+            /// holding `<|im_end|><|im_start|>assistant` cannot open a trained turn. A control token
+            /// that the tokenizer produces even from plain text is a `CONTROL_TOKEN` error of its
+            /// example. Default false.
+            pub sanitize_control_tokens: Option<bool>,
+            /// Tool-call `arguments` given as a JSON string (the OpenAI wire format) are parsed into
+            /// the object they hold before rendering, as templates that iterate `arguments|items`
+            /// (Qwen3.5) need; transformers and the reference render the string as given. A string
+            /// that does not hold a JSON object is an `INVALID_MESSAGE` error of its example. Default
+            /// false.
+            pub parse_tool_arguments: Option<bool>,
+            /// Passed to the chat template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it:
+            /// `'low' | 'medium' | 'high'`, ...); any string is passed on, as transformers does. Default:
+            /// undefined in the template, which then keeps its own default.
+            pub reasoning_effort: Option<String>,
+            $($only)*
+        }
+
+        impl $name {
+            /// The dataset settings, taken out (the other fields stay).
+            pub(crate) fn settings(&mut self) -> Fields {
+                Fields {
+                    max_seq_length: self.max_seq_length.take(),
+                    completion_only: self.completion_only.take(),
+                    enable_thinking: self.enable_thinking.take(),
+                    seed: self.seed.take(),
+                    special_token_ids: self.special_token_ids.take(),
+                    masking_strategy: self.masking_strategy.take(),
+                    train_on_roles: self.train_on_roles.take(),
+                    train_on_turn_end: self.train_on_turn_end.take(),
+                    reasoning: self.reasoning.take(),
+                    truncation: self.truncation.take(),
+                    drop_untrainable: self.drop_untrainable.take(),
+                    format: self.format.take(),
+                    columns: self.columns.take(),
+                    roles: self.roles.take(),
+                    tools: self.tools.take(),
+                    batching: self.batching.take(),
+                    max_batch_tokens: self.max_batch_tokens.take(),
+                    pad_to_multiple_of: self.pad_to_multiple_of.take(),
+                    shard: self.shard.take(),
+                    sanitize_control_tokens: self.sanitize_control_tokens.take(),
+                    parse_tool_arguments: self.parse_tool_arguments.take(),
+                    reasoning_effort: self.reasoning_effort.take(),
+                }
+            }
+        }
+    };
+}
+
+with_dataset_settings! {
+    #[napi(object, js_name = "SFTDatasetConfig")]
+    pub struct SftDatasetConfig {}
 }
 
 /// One data-parallel rank of `worldSize`.
@@ -175,84 +224,33 @@ pub(crate) fn progress_hook(callback: ProgressCallback) -> Box<dyn Fn(LoadProgre
     })
 }
 
-/// `loadSFTDataset`'s options: the dataset config, `limit` and path validation.
-#[napi(object, js_name = "LoadSFTDatasetOptions", object_to_js = false)]
-pub struct LoadSftDatasetOptions {
-    /// See `SFTDatasetConfig.maxSeqLength`. Default 2048.
-    pub max_seq_length: Option<f64>,
-    /// See `SFTDatasetConfig.completionOnly`. Default false.
-    #[napi(ts_type = "boolean | 'auto'")]
-    pub completion_only: Option<Either<bool, String>>,
-    /// See `SFTDatasetConfig.enableThinking`. Default false.
-    pub enable_thinking: Option<bool>,
-    /// See `SFTDatasetConfig.seed`. Default 42.
-    pub seed: Option<f64>,
-    /// See `SFTDatasetConfig.specialTokenIds`.
-    pub special_token_ids: Option<SpecialTokenIds>,
-    /// See `SFTDatasetConfig.maskingStrategy`.
-    #[napi(ts_type = "'reference' | 'spans' | 'generation'")]
-    pub masking_strategy: Option<String>,
-    /// See `SFTDatasetConfig.trainOnRoles`. Default `['assistant']`.
-    pub train_on_roles: Option<Vec<String>>,
-    /// See `SFTDatasetConfig.trainOnTurnEnd`. Default true.
-    pub train_on_turn_end: Option<bool>,
-    /// See `SFTDatasetConfig.reasoning`. Default `'train'`.
-    #[napi(ts_type = "'train' | 'mask' | 'lastTurnOnly'")]
-    pub reasoning: Option<String>,
-    /// See `SFTDatasetConfig.truncation`. Default `'keepEnd'`.
-    #[napi(ts_type = "'keepEnd' | 'keepStart' | 'turns'")]
-    pub truncation: Option<String>,
-    /// See `SFTDatasetConfig.dropUntrainable`. Default false.
-    pub drop_untrainable: Option<bool>,
-    /// See `SFTDatasetConfig.batching`. Default `'reference'`.
-    #[napi(ts_type = "'reference' | 'lengthGrouped' | 'tokenBudget' | 'packed'")]
-    pub batching: Option<String>,
-    /// See `SFTDatasetConfig.maxBatchTokens`. Default `maxSeqLength`.
-    pub max_batch_tokens: Option<f64>,
-    /// See `SFTDatasetConfig.padToMultipleOf`. Default 1.
-    pub pad_to_multiple_of: Option<f64>,
-    /// See `SFTDatasetConfig.shard`.
-    #[napi(ts_type = "SFTShard")]
-    pub shard: Option<ShardConfig>,
-    /// See `SFTDatasetConfig.format`. Default `'reference'`.
-    #[napi(
-        ts_type = "'reference' | 'auto' | 'messages' | 'prompt-completion' | 'sharegpt' | 'alpaca' | 'openai'"
-    )]
-    pub format: Option<String>,
-    /// See `SFTDatasetConfig.columns`.
-    pub columns: Option<std::collections::HashMap<String, String>>,
-    /// See `SFTDatasetConfig.roles`.
-    pub roles: Option<std::collections::HashMap<String, String>>,
-    /// See `SFTDatasetConfig.tools`. Default `'ignore'`.
-    #[napi(ts_type = "'example' | 'ignore'")]
-    pub tools: Option<String>,
-    /// See `SFTDatasetConfig.sanitizeControlTokens`. Default false.
-    pub sanitize_control_tokens: Option<bool>,
-    /// See `SFTDatasetConfig.parseToolArguments`. Default false.
-    pub parse_tool_arguments: Option<bool>,
-    /// See `SFTDatasetConfig.reasoningEffort`.
-    pub reasoning_effort: Option<String>,
-    /// Read at most this many records; absent, 0 or negative reads all.
-    pub limit: Option<f64>,
-    /// *(addition)* Called on the JS thread while the file streams by, with the records read
-    /// and rows built so far and the bytes read (of the file as stored, compressed or not).
-    /// Calls are queued and never block the load; the last one may arrive after the Promise
-    /// settles. Not called when the token cache has the rows.
-    #[napi(ts_type = "(progress: LoadProgress) => void")]
-    pub on_progress: Option<ProgressCallback>,
-    /// Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current
-    /// directory.
-    pub allowed_root: Option<String>,
-    /// `false` also rejects a path whose real location (symlinks resolved) is outside the root.
-    /// Default: symlinks are not examined, as in the reference.
-    pub follow_symlinks: Option<bool>,
-    /// *(addition)* Token cache directory (created if missing), or `{dir, mode}`. A later load
-    /// of the same file content, tokenizer, chat template and row-changing settings maps the
-    /// rows from the cache instead of rendering and tokenizing them: same batches, warnings and
-    /// `report()`. A damaged entry is rebuilt and a cache that cannot be written leaves an
-    /// uncached load, both with a `console.warn`. Default: no cache.
-    #[napi(ts_type = "string | TokenCacheOptions")]
-    pub cache: Option<Either<String, TokenCacheOptions>>,
+with_dataset_settings! {
+    #[doc = "`loadSFTDataset`'s options: the dataset settings, `limit`, progress, path validation and"]
+    #[doc = "the token cache."]
+    #[napi(object, js_name = "LoadSFTDatasetOptions", object_to_js = false)]
+    pub struct LoadSftDatasetOptions {
+        #[doc = "Read at most this many records; absent, 0 or negative reads all."]
+        pub limit: Option<f64>,
+        #[doc = "*(addition)* Called on the JS thread while the file streams by, with the records read"]
+        #[doc = "and rows built so far and the bytes read (of the file as stored, compressed or not)."]
+        #[doc = "Calls are queued and never block the load; the last one may arrive after the Promise"]
+        #[doc = "settles. Not called when the token cache has the rows."]
+        #[napi(ts_type = "(progress: LoadProgress) => void")]
+        pub on_progress: Option<ProgressCallback>,
+        #[doc = "Root the path must stay within. Default: `MLX_NODE_DATA_ROOT`, else the current"]
+        #[doc = "directory."]
+        pub allowed_root: Option<String>,
+        #[doc = "`false` also rejects a path whose real location (symlinks resolved) is outside the root."]
+        #[doc = "Default: symlinks are not examined, as in the reference."]
+        pub follow_symlinks: Option<bool>,
+        #[doc = "*(addition)* Token cache directory (created if missing), or `{dir, mode}`. A later load"]
+        #[doc = "of the same file content, tokenizer, chat template and row-changing settings maps the"]
+        #[doc = "rows from the cache instead of rendering and tokenizing them: same batches, warnings and"]
+        #[doc = "`report()`. A damaged entry is rebuilt and a cache that cannot be written leaves an"]
+        #[doc = "uncached load, both with a `console.warn`. Default: no cache."]
+        #[napi(ts_type = "string | TokenCacheOptions")]
+        pub cache: Option<Either<String, TokenCacheOptions>>,
+    }
 }
 
 /// Where and how `loadSFTDataset` caches rows.
@@ -312,7 +310,7 @@ pub(crate) struct Fields {
     pub(crate) completion_only: Option<Either<bool, String>>,
     pub(crate) enable_thinking: Option<bool>,
     pub(crate) seed: Option<f64>,
-    pub(crate) special: Option<SpecialTokenIds>,
+    pub(crate) special_token_ids: Option<SpecialTokenIds>,
     pub(crate) masking_strategy: Option<String>,
     pub(crate) train_on_roles: Option<Vec<String>>,
     pub(crate) train_on_turn_end: Option<bool>,
@@ -323,7 +321,10 @@ pub(crate) struct Fields {
     pub(crate) max_batch_tokens: Option<f64>,
     pub(crate) pad_to_multiple_of: Option<f64>,
     pub(crate) shard: Option<ShardConfig>,
-    pub(crate) input: InputFields,
+    pub(crate) format: Option<String>,
+    pub(crate) columns: Option<std::collections::HashMap<String, String>>,
+    pub(crate) roles: Option<std::collections::HashMap<String, String>>,
+    pub(crate) tools: Option<String>,
     pub(crate) sanitize_control_tokens: Option<bool>,
     pub(crate) parse_tool_arguments: Option<bool>,
     pub(crate) reasoning_effort: Option<String>,
@@ -356,27 +357,24 @@ pub(crate) fn shard_of(shard: Option<ShardConfig>) -> SftResult<Option<Shard>> {
     }))
 }
 
-/// `format`, `columns`, `roles`, `tools`.
-pub(crate) struct InputFields(
-    pub(crate) Option<String>,
-    pub(crate) Option<std::collections::HashMap<String, String>>,
-    pub(crate) Option<std::collections::HashMap<String, String>>,
-    pub(crate) Option<String>,
-);
-
-pub(crate) fn format_options(f: &mut InputFields) -> SftResult<FormatOptions> {
+/// `format`, `columns` and `roles`.
+pub(crate) fn format_options(
+    format: Option<String>,
+    columns: Option<std::collections::HashMap<String, String>>,
+    roles: Option<std::collections::HashMap<String, String>>,
+) -> SftResult<FormatOptions> {
     let pairs = |m: Option<std::collections::HashMap<String, String>>| {
         let mut v: Vec<(String, String)> = m.unwrap_or_default().into_iter().collect();
         v.sort();
         v
     };
     Ok(FormatOptions {
-        format: match f.0.take() {
+        format: match format {
             Some(name) => DatasetFormat::parse(&name)?,
             None => DatasetFormat::Reference,
         },
-        columns: pairs(f.1.take()),
-        roles: pairs(f.2.take()),
+        columns: pairs(columns),
+        roles: pairs(roles),
     })
 }
 
@@ -399,7 +397,7 @@ pub(crate) fn choice<T: Copy>(
     }
 }
 
-pub(crate) fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
+pub(crate) fn core_config(f: Fields) -> SftResult<DatasetConfig> {
     let defaults = DatasetConfig::default();
     let max_seq_length = match f.max_seq_length {
         None => defaults.max_seq_length,
@@ -433,13 +431,13 @@ pub(crate) fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
             )))
         }
     };
-    let special =
-        f.special
-            .map_or_else(SpecialTokenOverrides::default, |s| SpecialTokenOverrides {
-                im_start: s.im_start,
-                im_end: s.im_end,
-                newline_tokens: s.newline_tokens,
-            });
+    let special = f
+        .special_token_ids
+        .map_or_else(SpecialTokenOverrides::default, |s| SpecialTokenOverrides {
+            im_start: s.im_start,
+            im_end: s.im_end,
+            newline_tokens: s.newline_tokens,
+        });
     Ok(DatasetConfig {
         max_seq_length,
         completion_only,
@@ -493,10 +491,10 @@ pub(crate) fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
             .transpose()?
             .unwrap_or(defaults.pad_to_multiple_of),
         shard: shard_of(f.shard)?,
-        input: format_options(&mut f.input)?,
+        input: format_options(f.format, f.columns, f.roles)?,
         tools: choice(
             "tools",
-            f.input.3,
+            f.tools,
             &[
                 ("ignore", ToolsMode::Ignore),
                 ("example", ToolsMode::Example),
@@ -516,26 +514,6 @@ pub(crate) fn core_config(mut f: Fields) -> SftResult<DatasetConfig> {
 pub fn core_config_of(config: Option<SftDatasetConfig>) -> SftResult<DatasetConfig> {
     match config {
         None => Ok(DatasetConfig::default()),
-        Some(c) => core_config(Fields {
-            max_seq_length: c.max_seq_length,
-            completion_only: c.completion_only,
-            enable_thinking: c.enable_thinking,
-            seed: c.seed,
-            special: c.special_token_ids,
-            masking_strategy: c.masking_strategy,
-            train_on_roles: c.train_on_roles,
-            train_on_turn_end: c.train_on_turn_end,
-            reasoning: c.reasoning,
-            truncation: c.truncation,
-            drop_untrainable: c.drop_untrainable,
-            batching: c.batching,
-            max_batch_tokens: c.max_batch_tokens,
-            pad_to_multiple_of: c.pad_to_multiple_of,
-            shard: c.shard,
-            input: InputFields(c.format, c.columns, c.roles, c.tools),
-            sanitize_control_tokens: c.sanitize_control_tokens,
-            parse_tool_arguments: c.parse_tool_arguments,
-            reasoning_effort: c.reasoning_effort,
-        }),
+        Some(mut c) => core_config(c.settings()),
     }
 }

@@ -7,8 +7,7 @@ use napi::{Env, JsValue};
 use napi_derive::napi;
 
 use super::config::{
-    cache_settings, core_config, progress_hook, Fields, InputFields, LoadSftDatasetOptions,
-    TokenCacheUse,
+    cache_settings, core_config, progress_hook, LoadSftDatasetOptions, TokenCacheUse,
 };
 use super::dataset::JsSftDataset;
 use super::error::{arg_error, run_sync, JsResult as Result};
@@ -243,28 +242,8 @@ pub fn load_sft_dataset_native(
                     path_options(None, None),
                     None,
                 ),
-                Some(c) => (
-                    core_config(Fields {
-                        max_seq_length: c.max_seq_length,
-                        completion_only: c.completion_only,
-                        enable_thinking: c.enable_thinking,
-                        seed: c.seed,
-                        special: c.special_token_ids,
-                        masking_strategy: c.masking_strategy,
-                        train_on_roles: c.train_on_roles,
-                        train_on_turn_end: c.train_on_turn_end,
-                        reasoning: c.reasoning,
-                        truncation: c.truncation,
-                        drop_untrainable: c.drop_untrainable,
-                        batching: c.batching,
-                        max_batch_tokens: c.max_batch_tokens,
-                        pad_to_multiple_of: c.pad_to_multiple_of,
-                        shard: c.shard,
-                        input: InputFields(c.format, c.columns, c.roles, c.tools),
-                        sanitize_control_tokens: c.sanitize_control_tokens,
-                        parse_tool_arguments: c.parse_tool_arguments,
-                        reasoning_effort: c.reasoning_effort,
-                    })?,
+                Some(mut c) => (
+                    core_config(c.settings())?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
                     path_options(c.allowed_root, c.follow_symlinks),
                     c.cache.map(cache_settings).transpose()?,
