@@ -1,0 +1,327 @@
+//! How a dataset comes to be: from JS examples (`new SFTDataset`, a slice at a time), from a
+//! file (`loadSFTDataset`), or from rows a token cache entry holds.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use rayon::prelude::*;
+use serde_json::Value as Json;
+
+use crate::dataset::loader::{load_rows, LoadOptions};
+use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::{detect_format, format_from_keys, Format};
+use crate::input::dataset_format::Converter;
+use crate::input::v8_wire::{WireExample, WireExamples};
+use crate::mask::silent_loss::{LossChecker, LossSummary};
+use crate::mask::spans::TurnEnd;
+use crate::rows::packed_rows::PackedRows;
+use crate::rows::repeats::Repeats;
+use crate::rows::row_cache::RowCache;
+use crate::rows::{Masking, RowSettings};
+use crate::tokenize::ChatTokenizer;
+
+use super::{resolve_masking, row_settings, turn_end_of, Dataset, DatasetConfig, Epoch};
+
+impl Dataset {
+    /// `new SFTDataset(examples, tokenizer, config)`: the reference's checks, in its order.
+    pub fn from_examples(
+        examples: Vec<Json>,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+    ) -> SftResult<Self> {
+        let count = examples.len();
+        let mut examples = examples.into_iter();
+        let mut creation = Self::begin_creation(
+            examples.next().map(Pending::Json),
+            count,
+            tokenizer,
+            config,
+            false,
+        )?;
+        creation.add(examples.map(Pending::Json).collect())?;
+        let dataset = creation.finish()?;
+        Arc::try_unwrap(dataset)
+            .map_err(|_| SftError::new(ErrorCode::Internal, "a dataset being created is shared"))
+    }
+
+    /// The first step of `new SFTDataset` for examples that arrive in slices (converted from JS
+    /// while the first rows build): the reference's checks that need only the count, the
+    /// tokenizer, the config and example 0, in its order. With `build_early`, the rows of each
+    /// slice start building on other threads as it is added, unless the config needs every row
+    /// before the dataset exists (plans that read lengths, dropped rows).
+    pub fn begin_creation(
+        first: Option<Pending>,
+        count: usize,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+        build_early: bool,
+    ) -> SftResult<Creation> {
+        let Some(first) = first else {
+            return Err(SftError::new(
+                ErrorCode::InvalidExample,
+                "SFT dataset must contain at least one example",
+            ));
+        };
+        config.check_batching()?;
+        let masking = resolve_masking(&tokenizer, &config)?;
+        let format = first.format()?;
+        let rows = RowCache::lazy(count);
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let examples = (0..count).map(|_| Mutex::new(None)).collect();
+        let mut dataset =
+            Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
+        dataset.repeats = Some(Repeats::new(count));
+        // Plans other than the reference's read every row's length.
+        let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
+        let mut creation = Creation {
+            dataset: Arc::new(dataset),
+            added: 0,
+            build_early: build_early && !build_all,
+            build_all,
+        };
+        creation.put(0, first);
+        creation.added = 1;
+        Ok(creation)
+    }
+
+    /// `loadSFTDataset`: streams the file, validating every record and building every row.
+    pub fn load(
+        path: &Path,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+        options: &LoadOptions,
+    ) -> SftResult<Self> {
+        config.check_batching()?;
+        let converter = Converter::new(config.input.clone())?;
+        let masking = resolve_masking(&tokenizer, &config);
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let checker = LossChecker::new(&tokenizer, config.tools, config.sanitize_control_tokens);
+        let settings = masking.as_ref().ok().map(|m| RowSettings {
+            loss: Some(&checker),
+            ..row_settings(&config, m, turn_end.as_ref())
+        });
+        let loaded = load_rows(path, &tokenizer, settings.as_ref(), &converter, options)?;
+        if loaded.rows.is_empty() {
+            return Err(SftError::new(
+                ErrorCode::InvalidExample,
+                format!(
+                    "SFT dataset must contain at least one example ({} has no records)",
+                    path.display()
+                ),
+            ));
+        }
+        let masking = masking?;
+        if let Some((index, other, at)) = loaded.first_inconsistent {
+            return Err(
+                inconsistent(loaded.format, index, other).at(&path.display().to_string(), at)
+            );
+        }
+        let mut dataset = Self::assemble(
+            tokenizer,
+            config,
+            loaded.format,
+            masking,
+            turn_end,
+            Vec::new(),
+            RowCache::Packed(loaded.rows),
+        );
+        dataset.losses = loaded.losses;
+        dataset.apply_drops();
+        Ok(dataset)
+    }
+
+    /// A dataset over rows a successful `load` built before (a token cache entry): nothing is
+    /// read, rendered or tokenized.
+    pub fn from_packed(
+        rows: PackedRows,
+        format: Format,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+    ) -> SftResult<Self> {
+        let masking = resolve_masking(&tokenizer, &config)?;
+        let turn_end = turn_end_of(&tokenizer, &config);
+        let mut dataset = Self::assemble(
+            tokenizer,
+            config,
+            format,
+            masking,
+            turn_end,
+            Vec::new(),
+            RowCache::Packed(rows),
+        );
+        dataset.apply_drops();
+        Ok(dataset)
+    }
+
+    fn assemble(
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+        format: Format,
+        masking: Masking,
+        turn_end: Option<TurnEnd>,
+        examples: Vec<Mutex<Option<Pending>>>,
+        rows: RowCache,
+    ) -> Self {
+        let len = rows.len();
+        let loss = LossChecker::new(&tokenizer, config.tools, config.sanitize_control_tokens);
+        Dataset {
+            tokenizer,
+            config,
+            format,
+            masking,
+            turn_end,
+            kept: None,
+            examples,
+            warned: (0..len).map(|_| AtomicBool::new(false)).collect(),
+            rows,
+            epoch: RwLock::new(Arc::new(Epoch {
+                order: Arc::new((0..len as u32).collect()),
+                epoch: None,
+            })),
+            lengths: OnceLock::new(),
+            plan: Mutex::new(None),
+            prefetch_started: AtomicBool::new(false),
+            cancelled: AtomicBool::new(false),
+            loss,
+            losses: LossSummary::default(),
+            repeats: None,
+        }
+    }
+
+    /// Dropped rows (`dropUntrainable`, `truncation: 'turns'`) leave the dataset: `length`,
+    /// `numBatches`, positions and orders count only the kept examples, and orders list their
+    /// original indices. A row that fails to build stays, so that its error surfaces where the
+    /// reference's would.
+    fn apply_drops(&mut self) {
+        let rows = &self.rows;
+        let dropped =
+            |i: usize| matches!(rows.built(i), Some(Ok(row)) if row.stats().dropped.is_some());
+        if (0..rows.len()).any(dropped) {
+            let kept: Vec<u32> = (0..rows.len() as u32)
+                .filter(|&i| !dropped(i as usize))
+                .collect();
+            self.epoch = RwLock::new(Arc::new(Epoch {
+                order: Arc::new(kept.clone()),
+                epoch: None,
+            }));
+            self.kept = Some(kept);
+        }
+    }
+}
+
+/// An example of a dataset being created, until its row is built: JSON, or where to decode it
+/// from in V8's serialization of its slice of the examples (`input::v8_wire`), on the thread
+/// that builds it.
+pub enum Pending {
+    Json(Json),
+    Wire(Arc<WireExamples>, WireExample),
+}
+
+impl Pending {
+    fn format(&self) -> SftResult<Format> {
+        match self {
+            Pending::Json(json) => detect_format(json),
+            Pending::Wire(_, at) => format_from_keys(|key| at.has_key(key)),
+        }
+    }
+}
+
+/// A dataset whose examples are still arriving (`Dataset::begin_creation`). Dropped before
+/// `finish`, it stops building the rows it started.
+pub struct Creation {
+    dataset: Arc<Dataset>,
+    added: usize,
+    build_early: bool,
+    /// Every row is built before the dataset exists (dropped rows, plans by length).
+    build_all: bool,
+}
+
+impl Creation {
+    fn put(&mut self, index: usize, example: Pending) {
+        if let Some(cell) = self.dataset.examples.get(index) {
+            match cell.lock() {
+                Ok(mut guard) => *guard = Some(example),
+                Err(poisoned) => *poisoned.into_inner() = Some(example),
+            }
+        }
+    }
+
+    /// The next examples, in order: each must have example 0's format (the reference's check,
+    /// first failure first). With early building, their rows start building now.
+    pub fn add(&mut self, examples: Vec<Pending>) -> SftResult<()> {
+        let start = self.added;
+        let format = self.dataset.format;
+        for (k, example) in examples.into_iter().enumerate() {
+            let other = example.format()?;
+            if other != format {
+                return Err(inconsistent(format, start + k, other));
+            }
+            self.put(start + k, example);
+            self.added += 1;
+        }
+        if self.build_early {
+            // Example 0 waited for the second slice, to start with a chunk of work.
+            let from = if start == 1 { 0 } else { start };
+            self.dataset
+                .spawn_rows((from as u32..self.added as u32).collect());
+        }
+        Ok(())
+    }
+
+    /// The dataset, once every example was added.
+    pub fn finish(mut self) -> SftResult<Arc<Dataset>> {
+        if self.added != self.dataset.examples.len() {
+            return Err(SftError::new(
+                ErrorCode::Internal,
+                format!(
+                    "{} of {} examples were added",
+                    self.added,
+                    self.dataset.examples.len()
+                ),
+            ));
+        }
+        if self.build_early {
+            if self.added == 1 {
+                self.dataset.spawn_rows(vec![0]);
+            }
+            self.dataset.prefetch_started.store(true, Ordering::Release);
+        } else if self.build_all {
+            let dataset = &self.dataset;
+            (0..dataset.rows.len()).into_par_iter().for_each(|i| {
+                let _ = dataset.row(i);
+            });
+            match Arc::get_mut(&mut self.dataset) {
+                Some(dataset) => dataset.apply_drops(),
+                None => {
+                    return Err(SftError::new(
+                        ErrorCode::Internal,
+                        "a dataset being created is shared",
+                    ))
+                }
+            }
+        }
+        let dataset = self.dataset.clone();
+        self.added = usize::MAX;
+        Ok(dataset)
+    }
+}
+
+impl Drop for Creation {
+    fn drop(&mut self) {
+        if self.added != usize::MAX {
+            self.dataset.cancel_prefetch();
+        }
+    }
+}
+
+fn inconsistent(format: Format, index: usize, other: Format) -> SftError {
+    SftError::new(
+        ErrorCode::InvalidExample,
+        format!(
+            "Inconsistent SFT data format: example 0 is {}, example {index} is {}",
+            format.name(),
+            other.name()
+        ),
+    )
+}
