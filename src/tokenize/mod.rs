@@ -5,24 +5,23 @@
 //! A tokenizer as a chat model sees it: `tokenizer.json` (the HF `tokenizers` crate), its chat
 //! template and its named special tokens.
 
+mod chat;
+pub mod config;
 pub mod control_tokens;
 pub mod encoded;
 pub mod fast_bpe;
+mod prefix;
 
-pub mod config;
+pub use prefix::common_prefix_len;
+use prefix::TailReuse;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
-use minijinja::value::Value;
-use serde_json::Value as Json;
-
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::render::{ChatTemplate, RenderOptions, Renderer, RendererChoice};
+use crate::render::ChatTemplate;
 use crate::tokenize::control_tokens::{encode_marked, AddedToken, ControlTokens, PieceEncoder};
 use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::fast_bpe::FastBpe;
@@ -32,70 +31,6 @@ use config::TokenizerConfig;
 pub const IM_START: &str = "<|im_start|>";
 pub const IM_END: &str = "<|im_end|>";
 pub const ENDOFTEXT: &str = "<|endoftext|>";
-
-/// What makes encoding a text in two pieces, cut after an added token, exact: added tokens split
-/// the text first and each piece between them is normalized and tokenized on its own, unless a
-/// token strips neighbouring whitespace. The matchers replay that split: leftmost-longest, tokens
-/// that skip normalization first, then (without a normalizer) the others in the gaps.
-struct TailReuse {
-    raw: Option<AhoCorasick>,
-    normalized: Option<AhoCorasick>,
-    /// The ids of the added tokens, when the model's own vocabulary has none of them: then
-    /// every one of these ids in an encoding is exactly one added-token match of the text.
-    added_only_ids: Option<IdSet>,
-    /// The longest added token, in bytes.
-    longest: usize,
-}
-
-/// A set of token ids, one bit each: read once per token of every prompt-completion example.
-struct IdSet(Vec<u64>);
-
-impl IdSet {
-    fn new(ids: impl IntoIterator<Item = u32>) -> Self {
-        let mut bits = Vec::new();
-        for id in ids {
-            let word = id as usize / 64;
-            if bits.len() <= word {
-                bits.resize(word + 1, 0);
-            }
-            bits[word] |= 1 << (id % 64);
-        }
-        IdSet(bits)
-    }
-
-    fn contains(&self, id: u32) -> bool {
-        self.0
-            .get(id as usize / 64)
-            .is_some_and(|word| word & (1 << (id % 64)) != 0)
-    }
-}
-
-impl TailReuse {
-    /// Byte ranges of the added tokens the tokenizer will find in `text`, in order.
-    fn matches(&self, text: &str) -> Vec<(usize, usize)> {
-        let mut found: Vec<(usize, usize)> = match &self.raw {
-            Some(m) => m.find_iter(text).map(|x| (x.start(), x.end())).collect(),
-            None => Vec::new(),
-        };
-        if let Some(m) = &self.normalized {
-            let mut gaps = Vec::with_capacity(found.len() + 1);
-            let mut at = 0;
-            for &(start, end) in &found {
-                gaps.push((at, start));
-                at = end;
-            }
-            gaps.push((at, text.len()));
-            for (from, to) in gaps {
-                found.extend(
-                    m.find_iter(&text[from..to])
-                        .map(|x| (from + x.start(), from + x.end())),
-                );
-            }
-            found.sort_unstable();
-        }
-        found
-    }
-}
 
 /// Which encoder turns text into ids. Both give identical ids; `Fast` is the linear-time
 /// byte-level BPE of `fast_bpe`, available when it supports every component of the file.
@@ -242,89 +177,6 @@ impl ChatTokenizer {
         };
         tokenizer.compile_templates();
         Ok(tokenizer)
-    }
-
-    fn compile_templates(&mut self) {
-        let special = self.special_tokens_map();
-        let compile = |source: &Option<String>| {
-            source
-                .as_deref()
-                .map(|source| ChatTemplate::compile(source, special.clone()))
-        };
-        self.template = compile(&self.config.chat_template);
-        self.tool_use = compile(&self.config.tool_use_template);
-    }
-
-    /// Replaces the model's chat templates with `source`, as transformers' `chat_template`
-    /// argument does (the renderer goes back to the default choice).
-    pub fn set_chat_template(&mut self, source: &str) {
-        self.config.chat_template = Some(source.to_string());
-        self.config.tool_use_template = None;
-        self.config.template_names = Vec::new();
-        self.sanitize = OnceLock::new();
-        self.compile_templates();
-    }
-
-    fn tail_reuse_for(hf: &tokenizers::Tokenizer) -> Option<TailReuse> {
-        // With a normalizer (Qwen's NFC), tokens that skip normalization still split the raw
-        // text first and every piece is normalized on its own, so cuts after them stay exact;
-        // tokens matched on normalized text are then left out of the cut points and the count.
-        let has_normalizer = hf.get_normalizer().is_some();
-        if hf
-            .get_pre_tokenizer()
-            .is_some_and(prefixes_only_the_input_start)
-        {
-            return None;
-        }
-        let mut raw = Vec::new();
-        let mut normalized = Vec::new();
-        let decoder = hf.get_added_vocabulary().get_added_tokens_decoder();
-        let added_only_ids = decoder
-            .keys()
-            .all(|&id| tokenizers::Model::id_to_token(hf.get_model(), id).is_none())
-            .then(|| IdSet::new(decoder.keys().copied()));
-        for token in decoder.values() {
-            if token.lstrip || token.rstrip || token.single_word || token.content.is_empty() {
-                return None;
-            }
-            if token.normalized {
-                normalized.push(token.content.clone());
-            } else {
-                raw.push(token.content.clone());
-            }
-        }
-        let build = |patterns: Vec<String>| -> Option<Option<AhoCorasick>> {
-            if patterns.is_empty() {
-                return Some(None);
-            }
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(patterns)
-                .ok()
-                .map(Some)
-        };
-        let normalized_after_normalizer = has_normalizer && !normalized.is_empty();
-        let longest = raw
-            .iter()
-            .chain(&normalized)
-            .map(String::len)
-            .max()
-            .unwrap_or(0);
-        Some(TailReuse {
-            longest,
-            raw: build(raw)?,
-            normalized: if has_normalizer {
-                None
-            } else {
-                build(normalized)?
-            },
-            added_only_ids: added_only_ids.filter(|_| !normalized_after_normalizer),
-        })
-    }
-
-    /// The variables transformers passes to every render from `special_tokens_map`.
-    pub fn special_tokens_map(&self) -> Vec<(String, Value)> {
-        self.config.special_tokens_map()
     }
 
     pub fn source(&self) -> &Path {
@@ -478,75 +330,6 @@ impl ChatTokenizer {
         })
     }
 
-    /// The added-token matches of `text` (start, end) at which its encoding can be cut exactly
-    /// (see `TailReuse`); `None` when cuts cannot be proven exact for this tokenizer.
-    pub fn added_token_cuts(&self, text: &str) -> Option<Vec<(usize, usize)>> {
-        self.tail_reuse.as_ref().map(|reuse| reuse.matches(text))
-    }
-
-    /// The number of tokens `text[..len]` encodes to, given the encoding of all of `text` and
-    /// its `cuts` (`added_token_cuts`): the tokens of `text` through the last cut that ends by
-    /// `len`, plus the rest up to `len` encoded on its own. Exact for the reason
-    /// `encode_prompt_and_full` is: both encodings split at that added token first, and the
-    /// pieces before it are the same. Without such a cut the prefix is encoded whole.
-    pub fn prefix_token_count(
-        &self,
-        text: &str,
-        encoded: &EncodedText,
-        cuts: &[(usize, usize)],
-        len: usize,
-    ) -> SftResult<usize> {
-        if len >= text.len() {
-            return Ok(encoded.ids.len());
-        }
-        let k = cuts.partition_point(|&(_, end)| end <= len);
-        if let Some(&(start, end)) = k.checked_sub(1).map(|k| &cuts[k]) {
-            // The cut's own token in the full encoding: its span and an added token's id.
-            let t = encoded.offsets.partition_point(|&(s, _)| s < start);
-            if encoded.offsets.get(t) == Some(&(start, end)) && self.is_added_token(encoded.ids[t])
-            {
-                return Ok(t + 1 + self.encode(&text[end..len], false)?.len());
-            }
-        }
-        Ok(self.encode(&text[..len], false)?.len())
-    }
-
-    /// The number of tokens of a text `P` that agrees with `text` (encoded as `encoded`, with
-    /// `cuts`) on its first `shared` bytes and then differs, given `P[at..]` as `tail` (`at` at
-    /// most `shared`): `text`'s tokens through the last cut that starts at least one added
-    /// token's length before `shared`, plus the rest of `P` encoded on its own. Every added
-    /// token that could match in `P` before that cut lies in the shared bytes, so `P` splits
-    /// there as `text` does. `None` when no such cut is found.
-    pub fn diverging_prefix_token_count(
-        &self,
-        text: &str,
-        encoded: &EncodedText,
-        cuts: &[(usize, usize)],
-        shared: usize,
-        (at, tail): (usize, &str),
-    ) -> SftResult<Option<usize>> {
-        let Some(reuse) = &self.tail_reuse else {
-            return Ok(None);
-        };
-        let k = cuts.partition_point(|&(start, _)| start + reuse.longest <= shared);
-        let Some(&(start, end)) = k.checked_sub(1).map(|k| &cuts[k]) else {
-            return Ok(None);
-        };
-        if at > shared || end > shared {
-            return Ok(None);
-        }
-        let t = encoded.offsets.partition_point(|&(s, _)| s < start);
-        if encoded.offsets.get(t) != Some(&(start, end)) || !self.is_added_token(encoded.ids[t]) {
-            return Ok(None);
-        }
-        let rest = if end >= at {
-            Cow::Borrowed(&tail[end - at..])
-        } else {
-            Cow::Owned(format!("{}{tail}", &text[end..at]))
-        };
-        Ok(Some(t + 1 + self.encode(&rest, false)?.len()))
-    }
-
     /// Whether `id` is an added token (matched in the text before the model splits it).
     pub fn is_added_token(&self, id: u32) -> bool {
         self.hf
@@ -573,200 +356,6 @@ impl ChatTokenizer {
             .or_else(|| self.eos_token_id())
             .unwrap_or(0)
     }
-
-    /// Chooses the chat-template renderer (see `chat_template::compiled`). `Compiled` fails for a
-    /// template without a direct renderer; a tokenizer without a template has nothing to choose.
-    pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
-        if let Some(Ok(t)) = &mut self.tool_use {
-            // A direct renderer is known for default templates only; the tool_use one keeps
-            // the interpreter where it has none.
-            if t.set_renderer(choice).is_err() {
-                t.set_renderer(RendererChoice::Interpreter)?;
-            }
-        }
-        match &mut self.template {
-            Some(Ok(t)) => t.set_renderer(choice),
-            _ if choice == RendererChoice::Compiled => Err(SftError::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "renderer 'compiled': {} has no usable chat template",
-                    self.source.display()
-                ),
-            )),
-            _ => Ok(()),
-        }
-    }
-
-    /// The renderer in use: `Compiled` for a known template (unless the interpreter was chosen).
-    pub fn renderer(&self) -> Renderer {
-        match &self.template {
-            Some(Ok(t)) => t.renderer(),
-            _ => Renderer::Interpreter,
-        }
-    }
-
-    /// The compiled chat template.
-    pub fn chat_template(&self) -> SftResult<&ChatTemplate> {
-        self.template()
-    }
-
-    fn template(&self) -> SftResult<&ChatTemplate> {
-        self.template_for(false)
-    }
-
-    /// The template a render uses: the `tool_use` one when tools are passed and the model has
-    /// one, the default otherwise (transformers' `get_chat_template`).
-    fn template_for(&self, with_tools: bool) -> SftResult<&ChatTemplate> {
-        let chosen = if with_tools && self.tool_use.is_some() {
-            &self.tool_use
-        } else {
-            &self.template
-        };
-        match chosen {
-            Some(Ok(t)) => Ok(t),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(match self.config.template_for(with_tools) {
-                Err(several) => SftError::new(ErrorCode::ChatTemplateMissing, several),
-                Ok(_) => SftError::new(
-                    ErrorCode::ChatTemplateMissing,
-                    format!(
-                        "no chat template for {}: tokenizer_config.json has no chat_template and there is no chat_template.jinja",
-                        self.source.display()
-                    ),
-                ),
-            }),
-        }
-    }
-
-    pub fn has_chat_template(&self) -> bool {
-        matches!(self.template, Some(Ok(_)))
-    }
-
-    /// Renders messages that are already normalized (see `message::normalize_messages`).
-    pub fn render(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
-        self.template_for(opts.tools.is_some())?
-            .render(messages, opts)
-    }
-
-    /// The render and the byte ranges of its `{% generation %}` bodies (see
-    /// `ChatTemplate::render_generation`).
-    pub fn render_generation(
-        &self,
-        messages: &[Json],
-        opts: &RenderOptions,
-    ) -> SftResult<(String, Vec<(usize, usize)>)> {
-        self.template_for(opts.tools.is_some())?
-            .render_generation(messages, opts)
-    }
-
-    /// `applyChatTemplate`: render, then encode without adding special tokens (the template
-    /// already wrote them; special-token strings in the text map to their ids).
-    pub fn apply_chat_template(
-        &self,
-        messages: &[Json],
-        opts: &RenderOptions,
-    ) -> SftResult<Vec<u32>> {
-        let text = self.render(messages, opts)?;
-        self.encode(&text, false)
-    }
-
-    /// `applyChatTemplate` with `sanitizeControlTokens`: the strings of the messages, the tools
-    /// and the template variables have their control tokens marked before the render, and the
-    /// render is encoded with `encode_marked`.
-    pub fn apply_chat_template_sanitized(
-        &self,
-        messages: &[Json],
-        opts: &RenderOptions,
-    ) -> SftResult<Vec<u32>> {
-        let text = self.render_marked(messages, opts)?;
-        Ok(self.encode_marked(&text)?.ids)
-    }
-
-    /// The render of `messages`, tools and template variables with their control tokens
-    /// marked (see `ControlTokens::mark_json`).
-    pub fn render_marked(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
-        let control = self.control_token_set();
-        let mut messages = Json::Array(messages.to_vec());
-        control.mark_json(&mut messages);
-        let mut tools = opts.tools.cloned();
-        if let Some(tools) = &mut tools {
-            control.mark_json(tools);
-        }
-        // `reasoning_effort` is one of the template variables transformers marks.
-        let mut kwargs = opts.template_kwargs.cloned().map(Json::Object);
-        if let Some(effort) = opts.reasoning_effort {
-            if let Json::Object(map) =
-                kwargs.get_or_insert_with(|| Json::Object(Default::default()))
-            {
-                map.insert("reasoning_effort".into(), Json::from(effort));
-            }
-        }
-        if let Some(kwargs) = &mut kwargs {
-            control.mark_json(kwargs);
-        }
-        let marked_opts = RenderOptions {
-            tools: tools.as_ref(),
-            template_kwargs: kwargs.as_ref().and_then(Json::as_object),
-            reasoning_effort: None,
-            ..*opts
-        };
-        let list = messages.as_array().map(Vec::as_slice).unwrap_or_default();
-        self.render(list, &marked_opts)
-    }
-
-    /// The ids of `prompt_text` and of `full_text`, two renders that share a prefix, with the
-    /// shared part encoded once: both texts are cut after the last added token they share, the
-    /// head is encoded once and each tail on its own. Identical to encoding each text whole
-    /// (pieces between added tokens are tokenized independently); both are encoded whole when
-    /// that cannot be proven.
-    pub fn encode_prompt_and_full(
-        &self,
-        prompt_text: &str,
-        full_text: &str,
-    ) -> SftResult<(Vec<u32>, Vec<u32>)> {
-        let both = || {
-            Ok((
-                self.encode(prompt_text, false)?,
-                self.encode(full_text, false)?,
-            ))
-        };
-        let Some(reuse) = &self.tail_reuse else {
-            return both();
-        };
-        if let (Some(fast), Some(_), None) = (&self.fast, &reuse.raw, &reuse.normalized) {
-            return Ok(fast_prompt_and_full(
-                fast,
-                &self.json_digest,
-                reuse.longest,
-                prompt_text,
-                full_text,
-            ));
-        }
-        let Some((nth, end)) = shared_added_token_end(reuse, prompt_text, full_text) else {
-            return both();
-        };
-        if let Some(ids) = &reuse.added_only_ids {
-            // One encoding of the full text; its head ends right after the `nth` added token.
-            let full = self.encode(full_text, false)?;
-            let head = full
-                .iter()
-                .enumerate()
-                .filter(|&(_, &id)| ids.contains(id))
-                .nth(nth)
-                .map(|(at, _)| at + 1);
-            if let Some(head) = head {
-                let mut prompt = full[..head].to_vec();
-                prompt.extend(self.encode(&prompt_text[end..], false)?);
-                return Ok((prompt, full));
-            }
-        }
-        let head = self.encode(&full_text[..end], false)?;
-        let mut full = head.clone();
-        full.extend(self.encode(&full_text[end..], false)?);
-        let mut prompt = head;
-        prompt.extend(self.encode(&prompt_text[end..], false)?);
-        Ok((prompt, full))
-    }
 }
 
 impl PieceEncoder for ChatTokenizer {
@@ -779,153 +368,13 @@ impl PieceEncoder for ChatTokenizer {
     }
 }
 
-thread_local! {
-    /// The last prompt tail `fast_prompt_and_full` encoded on this thread, its ids, and the
-    /// digest of the `tokenizer.json` that encoded it. The tail is the generation prompt, the same
-    /// text for nearly every example of a dataset.
-    static LAST_TAIL: std::cell::RefCell<([u8; 32], String, Vec<u32>)> =
-        const { std::cell::RefCell::new(([0; 32], String::new(), Vec::new())) };
-}
-
-/// `encode_prompt_and_full` on the fast engine, where the cut points are the added tokens matched
-/// on the raw text: the full text is encoded once, noting where its added tokens are, and the
-/// cut is after the last one that starts `longest` bytes or more before the end of the prefix
-/// the two texts share. Every choice of the leftmost-longest scan up to that token (where a
-/// match starts, how long it is) reads only bytes before its start plus `longest`, all shared,
-/// so the scan of the prompt makes the same choices and the two texts split alike up to there.
-/// The prompt's ids are the full text's ids up to that token, then the rest of the prompt
-/// encoded on its own.
-fn fast_prompt_and_full(
-    fast: &FastBpe,
-    digest: &[u8; 32],
-    longest: usize,
-    prompt_text: &str,
-    full_text: &str,
-) -> (Vec<u32>, Vec<u32>) {
-    let shared = common_prefix_len(prompt_text.as_bytes(), full_text.as_bytes());
-    let mut added = Vec::new();
-    let full = fast.encode_noting_added(full_text, &mut added);
-    let cut = added
-        .iter()
-        .rev()
-        .find(|a| a.start.saturating_add(longest) <= shared);
-    let prompt = match cut {
-        Some(a) => {
-            let tail = &prompt_text[a.end..];
-            let mut ids = Vec::with_capacity(a.index + 1 + tail.len() / 3 + 1);
-            ids.extend_from_slice(&full[..=a.index]);
-            LAST_TAIL.with(|last| match last.try_borrow_mut() {
-                Ok(mut last) => {
-                    let (by, text, tail_ids) = &mut *last;
-                    if by != digest || text != tail {
-                        *tail_ids = fast.encode(tail);
-                        *by = *digest;
-                        text.clear();
-                        text.push_str(tail);
-                    }
-                    ids.extend_from_slice(tail_ids);
-                }
-                Err(_) => ids.extend(fast.encode(tail)),
-            });
-            ids
-        }
-        None => fast.encode(prompt_text),
-    };
-    (prompt, full)
-}
-
-/// Metaspace with `prepend_scheme: first` prefixes "▁" only to the piece that starts the input:
-/// a tail encoded on its own would get a prefix it lacks inside the whole text, so no cut after
-/// an added token is exact.
-fn prefixes_only_the_input_start(pre: &tokenizers::PreTokenizerWrapper) -> bool {
-    use tokenizers::pre_tokenizers::metaspace::PrependScheme;
-    use tokenizers::PreTokenizerWrapper as Pre;
-    match pre {
-        Pre::Metaspace(m) => m.get_prepend_scheme() == PrependScheme::First,
-        Pre::Sequence(s) => s.as_ref().iter().any(prefixes_only_the_input_start),
-        _ => false,
-    }
-}
-
-/// The last added token that both texts contain at the same place within their common prefix,
-/// as its index among the full text's matches and its end. The added-token split of each text is
-/// the same up to there: the scan is left to right and both texts chose the same longest match
-/// at that position.
-fn shared_added_token_end(
-    reuse: &TailReuse,
-    prompt_text: &str,
-    full_text: &str,
-) -> Option<(usize, usize)> {
-    let shared = common_prefix_len(prompt_text.as_bytes(), full_text.as_bytes());
-    if reuse.normalized.is_none() {
-        return reuse
-            .raw
-            .as_ref()
-            .and_then(|raw| last_shared_match(raw, reuse.longest, prompt_text, full_text, shared));
-    }
-    let in_prompt = reuse.matches(prompt_text);
-    reuse
-        .matches(full_text)
-        .into_iter()
-        .enumerate()
-        .rev()
-        .filter(|&(_, (_, end))| end <= shared)
-        .find(|(_, m)| in_prompt.binary_search(m).is_ok())
-        .map(|(nth, (_, end))| (nth, end))
-}
-
-/// `shared_added_token_end` with one matcher, without scanning either text whole. Matches are
-/// found one after the other, each leftmost-longest from where the last one ended; one that
-/// starts `longest` bytes or more before the end of the shared prefix is decided by shared bytes
-/// alone, so it is a match of both texts and only the full text is searched for those. Past
-/// that point both texts are searched, and a match counts while both have it and it ends inside
-/// the shared prefix. No search looks further than `longest` bytes past the shared prefix: a
-/// match that starts inside it fits in that window.
-fn last_shared_match(
-    raw: &AhoCorasick,
-    longest: usize,
-    prompt_text: &str,
-    full_text: &str,
-    shared: usize,
-) -> Option<(usize, usize)> {
-    let find = |text: &str, from: usize| {
-        let end = text.len().min(shared.saturating_add(longest));
-        if from > end {
-            return None;
-        }
-        raw.find(Input::new(text).span(from..end))
-    };
-    let mut from = 0;
-    let mut count = 0;
-    let mut last = None;
-    while let Some(m) = find(full_text, from) {
-        if m.start() + longest > shared {
-            break;
-        }
-        last = Some((count, m.end()));
-        count += 1;
-        from = m.end();
-    }
-    while let (Some(f), Some(p)) = (find(full_text, from), find(prompt_text, from)) {
-        if f.span() != p.span() || f.end() > shared {
-            break;
-        }
-        last = Some((count, f.end()));
-        count += 1;
-        from = f.end();
-    }
-    last
-}
-
-/// The length of the longest common prefix of two sequences (token ids, bytes).
-pub fn common_prefix_len<T: PartialEq>(a: &[T], b: &[T]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::prefix::last_shared_match;
     use super::*;
     use crate::example::message::normalize_messages;
+    use crate::render::RenderOptions;
+    use aho_corasick::{AhoCorasick, MatchKind};
     use serde_json::json;
 
     #[test]

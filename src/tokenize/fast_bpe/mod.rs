@@ -388,18 +388,10 @@ impl FastBpe {
         &self,
         text: &str,
         ids: &mut Vec<u32>,
-        mut offsets: Option<&mut Vec<(usize, usize)>>,
-        mut added: Option<&mut Vec<AddedAt>>,
+        offsets: Option<&mut Vec<(usize, usize)>>,
+        added: Option<&mut Vec<AddedAt>>,
     ) {
-        with_work(|work| {
-            self.encode_with_work(
-                text,
-                ids,
-                offsets.as_deref_mut(),
-                added.as_deref_mut(),
-                work,
-            )
-        });
+        with_work(|work| self.encode_with_work(text, ids, offsets, added, work));
     }
 
     fn encode_with_work(
