@@ -1,5 +1,6 @@
 //! `createSFTDataset`, `new SFTDataset` and `loadSFTDataset`: examples read from JS a slice at a
 //! time, or a file streamed in Rust.
+
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Array, AsyncTask, FromNapiValue, Unknown};

@@ -1,5 +1,6 @@
 //! A tokenizer's chat templates: which one renders a conversation, with which renderer, and
 //! the named special tokens templates see.
+
 use std::sync::OnceLock;
 
 use minijinja::value::Value;

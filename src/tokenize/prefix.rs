@@ -1,6 +1,7 @@
 //! Prefix reuse: the ids of a prompt and of the full conversation from one encoding of the
 //! full text, and the token count of a prefix of it, exact because both texts split alike up
 //! to the last added token they share.
+
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, Input, MatchKind};
