@@ -14,7 +14,6 @@ pub mod error;
 pub mod example;
 pub mod input;
 pub mod mask;
-#[cfg(feature = "napi")]
 pub mod napi;
 pub mod render;
 pub mod rows;

@@ -12,7 +12,6 @@ use crate::dataset::loader::{load_rows, LoadOptions};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, format_from_keys, Format};
 use crate::input::dataset_format::Converter;
-use crate::input::v8_wire::{WireExample, WireExamples};
 use crate::mask::silent_loss::{LossChecker, LossSummary};
 use crate::mask::spans::TurnEnd;
 use crate::rows::packed_rows::PackedRows;
@@ -210,19 +209,26 @@ impl Dataset {
     }
 }
 
-/// An example of a dataset being created, until its row is built: JSON, or where to decode it
-/// from in V8's serialization of its slice of the examples (`input::v8_wire`), on the thread
-/// that builds it.
+/// An example whose JSON is made only when its row is built, on the thread that builds it (the
+/// JS binding decodes its examples from V8's serialization so).
+pub trait DeferredExample: Send {
+    /// Whether the example is an object with this top-level key (its format is told from them).
+    fn has_key(&self, key: &str) -> bool;
+    /// The example's JSON; `None` when it cannot be made, which is a bug of the binding.
+    fn decode(&self) -> Option<Json>;
+}
+
+/// An example of a dataset being created, until its row is built.
 pub enum Pending {
     Json(Json),
-    Wire(Arc<WireExamples>, WireExample),
+    Deferred(Box<dyn DeferredExample>),
 }
 
 impl Pending {
     fn format(&self) -> SftResult<Format> {
         match self {
             Pending::Json(json) => detect_format(json),
-            Pending::Wire(_, at) => format_from_keys(|key| at.has_key(key)),
+            Pending::Deferred(example) => format_from_keys(|key| example.has_key(key)),
         }
     }
 }

@@ -21,7 +21,7 @@ pub use config::{
     reference_markers, resolve_masking, row_settings, turn_end_of, DatasetConfig,
     SpecialTokenOverrides, StrategyName,
 };
-pub use creation::{Creation, Pending};
+pub use creation::{Creation, DeferredExample, Pending};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -203,9 +203,9 @@ impl Dataset {
             |what: &str| SftError::new(ErrorCode::Internal, format!("SFT example {index} {what}"));
         let example = match taken.ok_or_else(|| internal("was not there to build its row"))? {
             Pending::Json(json) => json,
-            Pending::Wire(wire, at) => wire
-                .decode(&at)
-                .ok_or_else(|| internal("did not decode from V8's serialization"))?,
+            Pending::Deferred(example) => example
+                .decode()
+                .ok_or_else(|| internal("did not decode from its deferred form"))?,
         };
         let example = from_created(example, index, self.format)?;
         // A repeat of an example whose row is built whole is a copy of that row when neither

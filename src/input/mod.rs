@@ -19,7 +19,6 @@ pub mod path_security;
 
 mod json_array;
 mod parquet;
-pub mod v8_wire;
 
 use std::fs::File;
 use std::io::{BufReader, Cursor, ErrorKind, Read};

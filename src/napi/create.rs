@@ -16,16 +16,30 @@ use super::json::{JsJson, Serializer};
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
+use super::v8_wire::{self, Skimmed, WireExample, WireExamples};
 use super::warnings::{emit_data_warnings, print_warnings};
 use crate::dataset::loader::LoadOptions;
-use crate::dataset::{Dataset, DatasetConfig, Pending};
+use crate::dataset::{Dataset, DatasetConfig, DeferredExample, Pending};
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::input::v8_wire::{self, Skimmed, WireExamples};
 use crate::store::token_cache::{self, CachedLoad};
 
 /// A load and the data warnings (silent loss) to emit with it: (warning type, message).
 /// A load's dataset, its data warnings and the file it read.
 pub(crate) type LoadedWithWarnings = (CachedLoad, Vec<(&'static str, String)>, std::path::PathBuf);
+
+/// An example the skim found readable: decoded from its slice's serialization by the thread that
+/// builds its row.
+struct WireElement(Arc<WireExamples>, WireExample);
+
+impl DeferredExample for WireElement {
+    fn has_key(&self, key: &str) -> bool {
+        self.1.has_key(key)
+    }
+
+    fn decode(&self) -> Option<serde_json::Value> {
+        self.0.decode(&self.1)
+    }
+}
 
 /// Examples converted per slice by `createSFTDataset`: about a millisecond of conversion, and a
 /// chunk of rows for the cores.
@@ -103,7 +117,10 @@ impl<'env> ExampleSlices<'env> {
         self.next += 1;
         let (elements, examples) = self.wire.as_mut()?;
         match elements.next()? {
-            Skimmed::Wire(at) => Some(Pending::Wire(examples.clone(), at)),
+            Skimmed::Wire(at) => Some(Pending::Deferred(Box::new(WireElement(
+                examples.clone(),
+                at,
+            )))),
             Skimmed::Walk => None,
         }
     }
@@ -175,8 +192,8 @@ pub fn read_examples(examples: Unknown, wire: bool) -> Result<Vec<ReadExample>> 
             let end = slices.begin_slice();
             while slices.next < end {
                 let index = slices.next;
-                if let Some(Pending::Wire(examples, at)) = slices.take() {
-                    let json = examples.decode(&at).ok_or_else(|| {
+                if let Some(Pending::Deferred(example)) = slices.take() {
+                    let json = example.decode().ok_or_else(|| {
                         SftError::new(
                             ErrorCode::Internal,
                             format!("example {index} did not decode"),

@@ -20,8 +20,8 @@ impl JsJson {
 
 // As napi's conversion: deeper values are refused before they can exhaust the stack, and one
 // value may expand to at most `MAX_NODES` nodes (a shared object counts once per reference).
-// `input::v8_wire` reads examples under the same limits.
-use crate::input::v8_wire::{MAX_DEPTH, MAX_NODES};
+// `napi::v8_wire` reads examples under the same limits.
+use super::v8_wire::{MAX_DEPTH, MAX_NODES};
 
 enum Step {
     Index(u32),
@@ -122,7 +122,7 @@ impl Walk {
                     Json::Array(items)
                 } else {
                     // The keys `Object.keys` gives (own, enumerable, not symbols), as
-                    // `JSON.stringify` and V8's serializer read them (`input::v8_wire`), each
+                    // `JSON.stringify` and V8's serializer read them (`napi::v8_wire`), each
                     // read back with its own JS string: no key is made anew from Rust text.
                     let names = unsafe {
                         call(|out| {
@@ -291,7 +291,7 @@ impl TypeName for JsJson {
 }
 
 /// V8's serializer (`v8.serialize`, found through `process.getBuiltinModule`, Node 20.16 and
-/// later), for `input::v8_wire` to read.
+/// later), for `napi::v8_wire` to read.
 pub struct Serializer {
     env: sys::napi_env,
     module: sys::napi_value,
