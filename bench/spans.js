@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict'
-// Benchmark of span masking on long conversations (issue 17): one conversation of alternating
+// Benchmark of span masking on long conversations: one conversation of alternating
 // user/assistant messages, loaded with `loadSFTDataset` and built with `tokenizeExample(0)`
 // (`completionOnly: true`, `maxSeqLength: 100000`), with the reference scan and the spans
 // strategy on Qwen3 and with spans (the default) on Llama 3.1. Prints the time of each and the
