@@ -31,6 +31,7 @@ describe('parseCommandLine', () => {
         limit: undefined,
         cache: undefined,
         out: undefined,
+        sample: 10000,
         batches: false,
         epoch: 0,
         format: 'reference',

@@ -45,8 +45,8 @@ const ESC = '\x1b['
 
 describe('usage errors exit 2 with one line on stderr', () => {
   const cases: Array<[string[], string]> = [
-    [[], 'sft-dataset: missing command (preview, stats, validate, export or cache)\n'],
-    [['frobnicate', sample], 'sft-dataset: unknown command "frobnicate" (expected preview, stats, validate, export or cache)\n'],
+    [[], 'sft-dataset: missing command (preview, stats, validate, export, report or cache)\n'],
+    [['frobnicate', sample], 'sft-dataset: unknown command "frobnicate" (expected preview, stats, validate, export, report or cache)\n'],
     [['stats'], 'sft-dataset: stats: missing <data>\n'],
     [['stats', 'nope.jsonl'], 'sft-dataset: data file not found: nope.jsonl\n'],
     [['stats', sample, '--tokenizer', 'no/such/dir'], 'sft-dataset: tokenizer not found: no/such/dir\n'],
