@@ -22,4 +22,10 @@ function readJsonl(file) {
     .map((l) => JSON.parse(l))
 }
 
-module.exports = { realData, largest, readJsonl }
+/** The middle value of `values` (the upper middle of an even count): the benchmarks' statistic. */
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]
+}
+
+module.exports = { realData, largest, readJsonl, median }

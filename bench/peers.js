@@ -18,7 +18,7 @@ const path = require('node:path')
 const { parseArgs } = require('node:util')
 
 const lib = require('../lib')
-const { realData } = require('./data.js')
+const { median, realData } = require('./data.js')
 
 const PEERS = ['tokenizers==0.23.3', 'fastokens==0.3.5', 'gigatoken==0.10.0', 'tiktoken==0.14.0']
 const ENGINES = ['fastokens', 'gigatoken', 'sft-dataset', 'tokenizers', 'tiktoken']
@@ -72,11 +72,6 @@ async function worker(file, threads) {
   const differs = (got) => got.filter((a, k) => a.length !== expected[k].length || a.some((v, j) => v !== expected[k][j])).length
   const mismatches = differs(ids) + differs(again)
   process.stdout.write(JSON.stringify({ engine: 'sft-dataset', version: require('../package.json').version, new: mb / newS, cached: mb / cachedS, mismatches }))
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]
 }
 
 async function main() {

@@ -14,6 +14,8 @@ const os = require('node:os')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
 
+const { median } = require('./data.js')
+
 const root = path.join(__dirname, '..')
 const cli = path.join(root, 'bin', 'sft-dataset.js')
 
@@ -49,11 +51,6 @@ function measure(args) {
   if (run.status !== 0 || found === null) throw new Error(`${args.slice(0, 2).join(' ')} failed: ${run.stderr}`)
   const [, seconds, kb] = found
   return { seconds: Number(seconds), mb: Number(kb) / 1024 }
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]
 }
 
 async function main() {

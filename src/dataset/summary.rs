@@ -576,7 +576,7 @@ fn source_file(path: &Path, file_format: String) -> SftResult<SourceFile> {
     Ok(SourceFile {
         path: path.display().to_string(),
         bytes: stamp.len,
-        blake3: stamp.digest.iter().map(|b| format!("{b:02x}")).collect(),
+        blake3: crate::store::token_cache::hex(&stamp.digest),
         file_format,
     })
 }

@@ -25,7 +25,7 @@ mod key;
 
 pub use directory::{list, prune, ListedEntry, PruneLimits};
 pub use entry::{open_entry, write_entry, Entry, ENTRY_EXTENSION};
-pub use key::{cache_key, CacheKey, DataStamp};
+pub use key::{cache_key, hex, CacheKey, DataStamp};
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
