@@ -440,19 +440,28 @@ fn decode_matches_hf_on_arbitrary_ids() {
     }
 }
 
-/// `cargo test --release -- --ignored --nocapture throughput`: single-thread MB/s of
-/// HF and of this engine on the real parity corpus.
+/// `cargo test --profile ci --lib -- --ignored --nocapture fast_bpe::tests::throughput`:
+/// single-thread MB/s of HF and of this engine on the real parity corpus, median of rounds.
+/// Each round runs on a thread of its own (an empty piece cache): "cold" is the first pass over
+/// the second half of the strings, "new" the same after warming up on the first half (as
+/// `bench/peers.js` measures), "cached" a second pass. `SFT_THROUGHPUT=qwen3,gemma3` picks
+/// models.
 #[test]
 #[ignore]
 fn throughput() {
     let strings = corpus_strings();
-    let bytes: usize = strings.iter().map(String::len).sum();
-    if bytes == 0 {
-        return;
-    }
-    let mb = bytes as f64 / 1e6;
-    let rounds = 3;
+    let (warm, fresh) = strings.split_at(strings.len() / 2);
+    let mb = fresh.iter().map(String::len).sum::<usize>() as f64 / 1e6;
+    let picked = std::env::var("SFT_THROUGHPUT").unwrap_or_default();
+    let rounds = 5;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
     for name in SUPPORTED {
+        if !picked.is_empty() && !picked.split(',').any(|p| p == name) {
+            continue;
+        }
         let json = model_json(name);
         let start = std::time::Instant::now();
         let Ok(fast) = FastBpe::from_tokenizer_json(&json) else {
@@ -462,23 +471,35 @@ fn throughput() {
         let Ok(hf) = Tokenizer::from_bytes(json.as_bytes()) else {
             panic!("{name} should load in HF");
         };
-        let time = |f: &dyn Fn(&str) -> usize| {
-            strings.iter().map(|s| f(s)).sum::<usize>();
+        let speed = |f: &dyn Fn(&str) -> usize| {
             let start = std::time::Instant::now();
-            let mut n = 0;
-            for _ in 0..rounds {
-                n += strings.iter().map(|s| f(s)).sum::<usize>();
-            }
-            (mb * rounds as f64 / start.elapsed().as_secs_f64(), n)
+            let n = fresh.iter().map(|s| f(s)).sum::<usize>();
+            (mb / start.elapsed().as_secs_f64(), n)
         };
-        let (hf_speed, hf_n) = time(&|s| hf.encode(s, false).map(|e| e.len()).unwrap_or(0));
-        let (fast_speed, fast_n) = time(&|s| fast.encode(s).len());
-        let (offsets_speed, _) = time(&|s| fast.encode_with_offsets(s).0.len());
-        assert_eq!(hf_n, fast_n);
+        let (hf_speed, hf_n) = speed(&|s| hf.encode(s, false).map(|e| e.len()).unwrap_or(0));
+        let mut figures = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        for _ in 0..rounds {
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    let (cold, n) = speed(&|s| fast.encode(s).len());
+                    assert_eq!(n, hf_n);
+                    figures[0].push(cold);
+                });
+            });
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    warm.iter().for_each(|s| drop(fast.encode(s)));
+                    figures[1].push(speed(&|s| fast.encode(s).len()).0);
+                    figures[2].push(speed(&|s| fast.encode(s).len()).0);
+                    figures[3].push(speed(&|s| fast.encode_with_offsets(s).0.len()).0);
+                });
+            });
+        }
+        let [cold, new, cached, offsets] = figures.map(median);
         eprintln!(
-            "{name}: {mb:.2} MB, HF {hf_speed:.1} MB/s, fast {fast_speed:.1} MB/s ({:.1}x), \
-             fast with offsets {offsets_speed:.1} MB/s, fast load {load_ms} ms",
-            fast_speed / hf_speed
+            "{name}: {mb:.2} MB, HF {hf_speed:.1} MB/s; fast cold {cold:.1}, new {new:.1} \
+             ({:.1}x), cached {cached:.1}, cached with offsets {offsets:.1} MB/s; load {load_ms} ms",
+            new / hf_speed
         );
     }
 }
