@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 
 use super::chars::{CharSymbols, Initials};
-use super::piece_cache::{PieceCache, WORD_LIMIT};
+use super::piece_cache::{Cached, PieceCache, WORD_LIMIT};
 
 /// Gives every model its own serial number, which keys the per-thread piece caches.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -61,8 +61,9 @@ pub(super) struct Scratch {
     initials: Initials,
     cuts: Vec<(usize, usize)>,
     pieces: PieceCache,
-    /// The spans of the word being encoded, for the piece cache.
+    /// The spans and tokens of the word being encoded, for the piece cache.
     word_spans: Vec<(usize, usize)>,
+    word_tokens: Vec<(u32, u32)>,
 }
 
 fn pair_key(left: u32, right: u32) -> u64 {
@@ -132,30 +133,45 @@ impl BpeModel {
             return self.encode_uncached(word, scratch, ids, spans);
         }
         // The thread's cache is small and hot: it is asked before anything else.
-        if let Some(tokens) = scratch.pieces.get(self.serial, bytes) {
-            ids.extend(tokens.iter().map(|&(id, _)| id));
-            if let Some(spans) = spans {
-                let mut at = 0;
-                spans.extend(tokens.iter().map(|&(_, len)| {
-                    at += len as usize;
-                    (at - len as usize, at)
-                }));
+        match scratch.pieces.get(self.serial, bytes) {
+            Some(Cached::One(id)) => {
+                ids.push(id);
+                if let Some(spans) = spans {
+                    spans.push((0, bytes.len()));
+                }
+                return;
             }
-            return;
+            Some(Cached::Many(tokens)) => {
+                ids.extend(tokens.iter().map(|&(id, _)| id));
+                if let Some(spans) = spans {
+                    let mut at = 0;
+                    spans.extend(tokens.iter().map(|&(_, len)| {
+                        at += len as usize;
+                        (at - len as usize, at)
+                    }));
+                }
+                return;
+            }
+            None => {}
         }
         let first = ids.len();
         let mut found = std::mem::take(&mut scratch.word_spans);
         found.clear();
         self.encode_uncached(word, scratch, ids, Some(&mut found));
-        let tokens = ids[first..]
-            .iter()
-            .zip(&found)
-            .map(|(&id, &(start, end))| (id, (end - start) as u32));
-        scratch.pieces.put(bytes, tokens);
+        let mut tokens = std::mem::take(&mut scratch.word_tokens);
+        tokens.clear();
+        tokens.extend(
+            ids[first..]
+                .iter()
+                .zip(&found)
+                .map(|(&id, &(start, end))| (id, (end - start) as u32)),
+        );
+        scratch.pieces.put(bytes, &tokens);
         if let Some(spans) = spans {
             spans.extend_from_slice(&found);
         }
         scratch.word_spans = found;
+        scratch.word_tokens = tokens;
     }
 
     fn encode_uncached(
