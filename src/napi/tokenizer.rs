@@ -4,9 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{
-    AsyncTask, ClassInstance, Either, FromNapiValue, Unknown,
-};
+use napi::bindgen_prelude::{AsyncTask, ClassInstance, Either, FromNapiValue, Unknown};
 use napi::{JsValue, ValueType};
 use napi_derive::napi;
 use rayon::prelude::*;
@@ -284,11 +282,7 @@ impl JsTokenizer {
     }
 
     #[napi(ts_return_type = "Uint32Array")]
-    pub fn encode_sync(
-        &self,
-        text: String,
-        add_special_tokens: Option<bool>,
-    ) -> Result<OwnedU32> {
+    pub fn encode_sync(&self, text: String, add_special_tokens: Option<bool>) -> Result<OwnedU32> {
         run_sync(|| {
             Ok(Owned(
                 self.inner

@@ -1,21 +1,26 @@
-//! A hand-written matcher for the GPT-4-style split regex used by Qwen2/3 (`\p{N}`) and
-//! Llama 3 (`\p{N}{1,3}`):
+//! A hand-written matcher for the GPT-4-style split regex used by Qwen2/3 (`\p{N}`), Llama 3
+//! (`\p{N}{1,3}`) and Qwen3.5 (marks join letters):
 //!
 //! ```text
 //! (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,K}
 //! | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //! ```
 //!
+//! Qwen3.5 spells the letter run `[\p{L}\p{M}]+` and the symbol run `[^\s\p{L}\p{M}\p{N}]+`:
+//! the same pattern with marks counted as letters (a mark may also be the optional char before
+//! a run, which ends where the run from the mark itself ends).
+//!
 //! Every char starts a match of some alternative, so the pieces tile the text and only
 //! the end of each match has to be found. Oniguruma takes the first alternative that
-//! matches; `next_end` tries them in the same order. Char classes come from tables
-//! generated from Oniguruma itself; the tests compare every code point's class and the
-//! splits of the corpora and random strings with the regex.
+//! matches; `next_end` tries them in the same order. ASCII is classed byte by byte; other
+//! chars through `char_class`. The tests compare every code point's class and the splits of
+//! every code point in context, the corpora and random strings with the regex.
 
-use super::unicode_classes::RANGES;
+use super::char_class::{category, non_ascii, Category, COUNT};
 
 pub(super) const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 pub(super) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+pub(super) const QWEN35_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Class {
@@ -25,55 +30,60 @@ pub(super) enum Class {
     Space,
 }
 
-const fn ascii_class(b: u8) -> Class {
-    match b {
-        b'a'..=b'z' | b'A'..=b'Z' => Class::Letter,
-        b'0'..=b'9' => Class::Number,
-        b'\t'..=b'\r' | b' ' => Class::Space,
-        _ => Class::Other,
+/// Each category's class, with marks in `marks`.
+const fn classes(marks: Class) -> [Class; COUNT] {
+    let mut out = [Class::Other; COUNT];
+    let mut i = 0;
+    while i < COUNT {
+        let category = Category::ALL[i];
+        out[i] = match category {
+            Category::Upper | Category::Lower | Category::OtherLetter => Class::Letter,
+            Category::Mark => marks,
+            Category::Number => Class::Number,
+            Category::Space => Class::Space,
+            Category::Other | Category::PunctOrSymbol => Class::Other,
+        };
+        i += 1;
     }
+    out
 }
 
-const ASCII: [Class; 128] = {
+/// ASCII has no marks, so its classes are the same for every pattern.
+const ASCII_CLASS: [Class; 128] = {
+    let by_category = classes(Class::Other);
     let mut table = [Class::Other; 128];
     let mut b = 0;
     while b < 128 {
-        table[b] = ascii_class(b as u8);
+        table[b] = by_category[super::char_class::ASCII[b] as usize];
         b += 1;
     }
     table
 };
 
-#[inline]
-pub(super) fn class_of(c: char) -> Class {
-    let cp = c as u32;
-    if cp < 128 {
-        return ASCII[cp as usize];
-    }
-    let i = RANGES.partition_point(|&(_, hi, _)| hi < cp);
-    match RANGES.get(i) {
-        Some(&(lo, _, class)) if lo <= cp => match class {
-            1 => Class::Letter,
-            2 => Class::Number,
-            3 => Class::Space,
-            _ => Class::Other,
-        },
-        _ => Class::Other,
-    }
-}
-
 pub(super) struct Gpt4Split {
     max_digits: usize,
+    /// Each category's class under this pattern.
+    classes: [Class; COUNT],
 }
 
 impl Gpt4Split {
-    /// The splitter for `pattern` when it is one of the two known spellings.
+    /// The splitter for `pattern` when it is one of the known spellings.
     pub(super) fn for_pattern(pattern: &str) -> Option<Self> {
-        match pattern {
-            QWEN_PATTERN => Some(Self { max_digits: 1 }),
-            LLAMA3_PATTERN => Some(Self { max_digits: 3 }),
-            _ => None,
-        }
+        let (max_digits, marks) = match pattern {
+            QWEN_PATTERN => (1, Class::Other),
+            LLAMA3_PATTERN => (3, Class::Other),
+            QWEN35_PATTERN => (1, Class::Letter),
+            _ => return None,
+        };
+        Some(Self {
+            max_digits,
+            classes: classes(marks),
+        })
+    }
+
+    /// A char's class under this pattern.
+    pub(super) fn class_of(&self, c: char) -> Class {
+        self.classes[category(c) as usize]
     }
 
     /// Appends the pieces of `text` (offset by `base`) to `out`.
@@ -86,8 +96,42 @@ impl Gpt4Split {
         }
     }
 
+    // Inlined into the scans: left out of line by the compiler (as it once was), the calls
+    // cost a glaive load 4.6M more instructions (callgrind), 6 % of the load.
+    #[inline(always)]
+    fn char_at(&self, text: &str, at: usize) -> Option<(char, Class)> {
+        let b = *text.as_bytes().get(at)?;
+        if b < 0x80 {
+            return Some((char::from(b), ASCII_CLASS[usize::from(b)]));
+        }
+        let c = text[at..].chars().next()?;
+        Some((c, self.classes[non_ascii(c as u32) as usize]))
+    }
+
+    /// The end of the run of `class` chars from `at`; ASCII bytes are stepped over without
+    /// decoding.
+    #[inline(always)]
+    fn run_end(&self, text: &str, mut at: usize, class: Class) -> usize {
+        let bytes = text.as_bytes();
+        loop {
+            while let Some(&b) = bytes.get(at) {
+                if b >= 0x80 || ASCII_CLASS[usize::from(b)] != class {
+                    break;
+                }
+                at += 1;
+            }
+            match bytes.get(at) {
+                Some(&b) if b >= 0x80 => match self.char_at(text, at) {
+                    Some((c, k)) if k == class => at += c.len_utf8(),
+                    _ => return at,
+                },
+                _ => return at,
+            }
+        }
+    }
+
     fn next_end(&self, text: &str, start: usize) -> usize {
-        let Some((c, class)) = char_at(text, start) else {
+        let Some((c, class)) = self.char_at(text, start) else {
             return text.len();
         };
         let after = start + c.len_utf8();
@@ -97,11 +141,11 @@ impl Gpt4Split {
             }
         }
         match class {
-            Class::Letter => return run_end(text, after, |k| k == Class::Letter),
+            Class::Letter => return self.run_end(text, after, Class::Letter),
             Class::Number => {
                 let mut end = after;
                 for _ in 1..self.max_digits {
-                    match char_at(text, end) {
+                    match self.char_at(text, end) {
                         Some((d, Class::Number)) => end += d.len_utf8(),
                         _ => break,
                     }
@@ -110,18 +154,18 @@ impl Gpt4Split {
             }
             _ => {}
         }
-        let next = char_at(text, after);
+        let next = self.char_at(text, after);
         if c != '\r' && c != '\n' && matches!(next, Some((_, Class::Letter))) {
-            return run_end(text, after, |k| k == Class::Letter);
+            return self.run_end(text, after, Class::Letter);
         }
         if class == Class::Other {
-            return newline_run_end(text, run_end(text, after, |k| k == Class::Other));
+            return newline_run_end(text, self.run_end(text, after, Class::Other));
         }
         if c == ' ' && matches!(next, Some((_, Class::Other))) {
-            let symbols_end = run_end(text, after, |k| k == Class::Other);
+            let symbols_end = self.run_end(text, after, Class::Other);
             return newline_run_end(text, symbols_end);
         }
-        space_run_end(text, start, |c| class_of(c) == Class::Space)
+        space_run_end(text, start, |c| self.class_of(c) == Class::Space)
     }
 }
 
@@ -151,24 +195,6 @@ pub(super) fn space_run_end(text: &str, start: usize, is_space: impl Fn(char) ->
         return end;
     }
     last_start
-}
-
-// Inlined into the scans: left out of line by the compiler (as it once was), the calls cost a
-// glaive load 4.6M more instructions (callgrind), 6 % of the load.
-#[inline(always)]
-fn char_at(text: &str, at: usize) -> Option<(char, Class)> {
-    let c = text.get(at..)?.chars().next()?;
-    Some((c, class_of(c)))
-}
-
-fn run_end(text: &str, mut at: usize, keep: impl Fn(Class) -> bool) -> usize {
-    while let Some((c, class)) = char_at(text, at) {
-        if !keep(class) {
-            break;
-        }
-        at += c.len_utf8();
-    }
-    at
 }
 
 /// `at` past any `[\r\n]*` that follows it.
@@ -205,7 +231,7 @@ pub(super) struct RunSplit {
 const CJK_KANA_PATTERN: &str = "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+";
 
 fn is_number(c: char) -> bool {
-    class_of(c) == Class::Number
+    category(c) == Category::Number
 }
 
 fn is_cjk_or_kana(c: char) -> bool {

@@ -26,6 +26,7 @@
 
 mod added;
 mod bytes;
+mod char_class;
 mod chars;
 mod config;
 mod decode;

@@ -476,7 +476,11 @@ fn throughput() {
             let n = fresh.iter().map(|s| f(s)).sum::<usize>();
             (mb / start.elapsed().as_secs_f64(), n)
         };
-        let (hf_speed, hf_n) = speed(&|s| hf.encode(s, false).map(|e| e.len()).unwrap_or(0));
+        // `SFT_THROUGHPUT_HF=0` leaves HF out (a profile of the fast engine alone).
+        let (hf_speed, hf_n) = match std::env::var("SFT_THROUGHPUT_HF").as_deref() {
+            Ok("0") => (f64::NAN, fresh.iter().map(|s| fast.encode(s).len()).sum()),
+            _ => speed(&|s| hf.encode(s, false).map(|e| e.len()).unwrap_or(0)),
+        };
         let mut figures = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         for _ in 0..rounds {
             std::thread::scope(|scope| {

@@ -8,12 +8,12 @@
 //! Unlike the GPT-4-style pattern, some chars start no match (digits, controls, format chars):
 //! they are kept as the stretches between matches, as `Split(Isolated)` keeps them. Oniguruma
 //! takes the first alternative that matches at the leftmost position; `match_end` tries them in
-//! the same order. Char classes come from tables generated from Oniguruma itself; the tests
+//! the same order. Char classes come from `char_class` (Oniguruma's own); the tests
 //! compare every code point's class and the splits of every code point in context and of random
 //! strings with the regex.
 
+use super::char_class::{category, Category};
 use super::gpt4_split::{newline_run_end, space_run_end};
-use super::unicode_classes::WORD_RANGES;
 
 /// The pattern as DeepSeek V3's `tokenizer.json` spells it (JSON escapes decoded).
 pub(super) const DEEPSEEK_V3_PATTERN: &str = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
@@ -29,44 +29,20 @@ pub(super) enum WordClass {
     Space,
 }
 
-const fn ascii_word_class(b: u8) -> WordClass {
-    if b.is_ascii_alphabetic() {
-        WordClass::LetterOrMark
-    } else if b.is_ascii_punctuation() {
-        WordClass::PunctOrSymbol
-    } else if matches!(b, b'\t'..=b'\r' | b' ') {
-        WordClass::Space
-    } else {
-        WordClass::Other
+const fn word_class(category: Category) -> WordClass {
+    match category {
+        Category::Upper | Category::Lower | Category::OtherLetter | Category::Mark => {
+            WordClass::LetterOrMark
+        }
+        Category::PunctOrSymbol => WordClass::PunctOrSymbol,
+        Category::Space => WordClass::Space,
+        Category::Other | Category::Number => WordClass::Other,
     }
 }
 
-const ASCII: [WordClass; 128] = {
-    let mut table = [WordClass::Other; 128];
-    let mut b = 0;
-    while b < 128 {
-        table[b] = ascii_word_class(b as u8);
-        b += 1;
-    }
-    table
-};
-
 #[inline]
 pub(super) fn word_class_of(c: char) -> WordClass {
-    let cp = c as u32;
-    if cp < 128 {
-        return ASCII[cp as usize];
-    }
-    let i = WORD_RANGES.partition_point(|&(_, hi, _)| hi < cp);
-    match WORD_RANGES.get(i) {
-        Some(&(lo, _, class)) if lo <= cp => match class {
-            1 => WordClass::LetterOrMark,
-            2 => WordClass::PunctOrSymbol,
-            3 => WordClass::Space,
-            _ => WordClass::Other,
-        },
-        _ => WordClass::Other,
-    }
+    word_class(category(c))
 }
 
 pub(super) struct WordSplit;

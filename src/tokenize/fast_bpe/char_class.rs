@@ -1,0 +1,141 @@
+//! The Unicode categories the hand-written split matchers tell apart, as Oniguruma sees them.
+//! Every char falls in at most one: the case splits of `\p{L}` (which GPT-OSS's pattern tells
+//! apart), `\p{M}`, `\p{N}`, `\s` and `[\p{P}\p{S}]`; each matcher reads the classes of its
+//! pattern off these. ASCII comes from a table written here, the rest from `unicode_classes.rs`
+//! (generated from Oniguruma), spread into a two-level table on first use so that a lookup is
+//! two loads rather than a binary search.
+
+use std::sync::LazyLock;
+
+use super::unicode_classes::RANGES;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub(super) enum Category {
+    #[default]
+    Other = 0,
+    /// `\p{Lu}`, `\p{Lt}`
+    Upper = 1,
+    /// `\p{Ll}`
+    Lower = 2,
+    /// `\p{Lm}`, `\p{Lo}`
+    OtherLetter = 3,
+    /// `\p{M}`
+    Mark = 4,
+    /// `\p{N}`
+    Number = 5,
+    /// `\s`
+    Space = 6,
+    /// `[\p{P}\p{S}]`
+    PunctOrSymbol = 7,
+}
+
+/// How many categories there are: a matcher maps them to its own classes with an array this long.
+pub(super) const COUNT: usize = 8;
+
+impl Category {
+    pub(super) const ALL: [Category; COUNT] = [
+        Category::Other,
+        Category::Upper,
+        Category::Lower,
+        Category::OtherLetter,
+        Category::Mark,
+        Category::Number,
+        Category::Space,
+        Category::PunctOrSymbol,
+    ];
+
+    /// The category of a code stored in `unicode_classes.rs`.
+    pub(super) const fn from_code(code: u8) -> Category {
+        match code {
+            1 => Category::Upper,
+            2 => Category::Lower,
+            3 => Category::OtherLetter,
+            4 => Category::Mark,
+            5 => Category::Number,
+            6 => Category::Space,
+            7 => Category::PunctOrSymbol,
+            _ => Category::Other,
+        }
+    }
+
+    /// `\p{L}`
+    pub(super) const fn is_letter(self) -> bool {
+        matches!(
+            self,
+            Category::Upper | Category::Lower | Category::OtherLetter
+        )
+    }
+}
+
+const fn ascii_category(b: u8) -> Category {
+    match b {
+        b'A'..=b'Z' => Category::Upper,
+        b'a'..=b'z' => Category::Lower,
+        b'0'..=b'9' => Category::Number,
+        b'\t'..=b'\r' | b' ' => Category::Space,
+        _ if b.is_ascii_punctuation() => Category::PunctOrSymbol,
+        _ => Category::Other,
+    }
+}
+
+pub(super) const ASCII: [Category; 128] = {
+    let mut table = [Category::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = ascii_category(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// Code points per block of the second level.
+const BLOCK: usize = 128;
+
+struct Table {
+    /// The block of each run of `BLOCK` code points.
+    index: Box<[u16]>,
+    blocks: Vec<[Category; BLOCK]>,
+}
+
+static TABLE: LazyLock<Table> = LazyLock::new(|| {
+    let mut flat = vec![Category::Other; 0x11_0000];
+    for (cp, category) in flat.iter_mut().enumerate().take(128) {
+        *category = ASCII[cp];
+    }
+    for &(lo, hi, code) in RANGES {
+        flat[lo as usize..=hi as usize].fill(Category::from_code(code));
+    }
+    let mut blocks: Vec<[Category; BLOCK]> = Vec::new();
+    let mut seen = rustc_hash::FxHashMap::default();
+    let index = flat
+        .chunks(BLOCK)
+        .map(|chunk| {
+            let mut block = [Category::Other; BLOCK];
+            block.copy_from_slice(chunk);
+            *seen.entry(block.map(|c| c as u8)).or_insert_with(|| {
+                blocks.push(block);
+                (blocks.len() - 1) as u16
+            })
+        })
+        .collect();
+    Table { index, blocks }
+});
+
+/// The category of a char beyond ASCII.
+#[inline]
+pub(super) fn non_ascii(cp: u32) -> Category {
+    let table = &*TABLE;
+    let block = table.index[(cp as usize) / BLOCK];
+    table.blocks[block as usize][(cp as usize) % BLOCK]
+}
+
+#[inline(always)]
+pub(super) fn category(c: char) -> Category {
+    let cp = c as u32;
+    if cp < 128 {
+        ASCII[cp as usize]
+    } else {
+        non_ascii(cp)
+    }
+}
