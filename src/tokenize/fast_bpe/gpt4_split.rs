@@ -207,7 +207,7 @@ pub(super) fn newline_run_end(text: &str, at: usize) -> usize {
 
 /// Length of the contraction suffix after an apostrophe, matched case-insensitively
 /// with Unicode folding (so `ſ`, U+017F, counts as `s`).
-fn contraction_len(rest: &str) -> Option<usize> {
+pub(super) fn contraction_len(rest: &str) -> Option<usize> {
     let mut chars = rest.chars();
     let first = chars.next()?;
     let fold = |c: char| c.to_ascii_lowercase();

@@ -33,6 +33,7 @@ mod decode;
 mod gpt4_split;
 mod model;
 mod normalize;
+mod o200k_split;
 mod piece_cache;
 mod pretokenize;
 mod sp_pretokenize;

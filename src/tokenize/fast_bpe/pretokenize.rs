@@ -6,6 +6,7 @@
 use onig::Regex;
 
 use super::gpt4_split::{Gpt4Split, RunSplit};
+use super::o200k_split::O200kSplit;
 use super::word_split::WordSplit;
 
 /// The split `ByteLevel` applies when `use_regex` is true.
@@ -17,6 +18,8 @@ enum Stage {
     /// The common GPT-4-style pattern, matched by hand (same pieces, several times
     /// faster than the regex engine).
     Gpt4(Gpt4Split),
+    /// GPT-OSS's case-aware pattern, matched by hand.
+    O200k(O200kSplit),
     Runs(RunSplit),
     /// DeepSeek V3's word stage, matched by hand.
     Words(WordSplit),
@@ -27,12 +30,24 @@ pub(super) struct PreTokenizer {
 }
 
 impl PreTokenizer {
+    /// How many stages run Oniguruma (the others are matched by hand).
+    #[cfg(test)]
+    pub(super) fn regex_stages(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|s| matches!(s, Stage::Regex(_)))
+            .count()
+    }
+
     pub(super) fn new(patterns: &[String]) -> Result<Self, String> {
         let stages = patterns
             .iter()
             .map(|p| {
                 if let Some(split) = Gpt4Split::for_pattern(p) {
                     return Ok(Stage::Gpt4(split));
+                }
+                if let Some(split) = O200kSplit::for_pattern(p) {
+                    return Ok(Stage::O200k(split));
                 }
                 if let Some(split) = RunSplit::for_pattern(p) {
                     return Ok(Stage::Runs(split));
@@ -66,6 +81,10 @@ impl PreTokenizer {
                 let piece = &text[start..end];
                 let regex = match stage {
                     Stage::Gpt4(split) => {
+                        split.split(piece, start, tmp);
+                        continue;
+                    }
+                    Stage::O200k(split) => {
                         split.split(piece, start, tmp);
                         continue;
                     }

@@ -6,6 +6,7 @@ use onig::Regex;
 
 use super::char_class::{category, Category};
 use super::gpt4_split::{Class, Gpt4Split, RunSplit, LLAMA3_PATTERN, QWEN35_PATTERN, QWEN_PATTERN};
+use super::o200k_split::{O200kSplit, O200K_PATTERN};
 use super::word_split::{word_class_of, WordClass, WordSplit, DEEPSEEK_V3_PATTERN};
 
 fn onig_regex(p: &str) -> Regex {
@@ -425,5 +426,72 @@ fn random_strings_word_split_like_the_regex() {
             isolated_pieces(&regex, &text),
             "{text:?}"
         );
+    }
+}
+
+fn o200k_pieces(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    O200kSplit.split(text, 0, &mut out);
+    out
+}
+
+/// Each code point in the contexts where GPT-OSS's alternatives compete: letter cases on
+/// either side, letters that are both cases (`ʰ` Lm, `中` Lo, a mark), contractions, digits,
+/// symbols with their trailing breaks and slashes, and spaces.
+#[test]
+fn every_code_point_splits_like_gpt_oss() {
+    let regex = onig_regex(O200K_PATTERN);
+    let contexts = [
+        "{}",
+        "a{}",
+        "A{}",
+        "{}a",
+        "{}A",
+        " {}a",
+        " {}A",
+        "{}'s",
+        "A{}'S",
+        "{}ab",
+        "aB{}c",
+        "Ab{}",
+        "{}Ab",
+        "ʰ{}",
+        "{}ʰa",
+        "中{}A",
+        "\u{301}{}",
+        "{}\u{301}a",
+        "A\u{301}{}b",
+        "1{}",
+        "{}123",
+        " {}!",
+        "{}/\n",
+        "x {}",
+        "\n{}",
+        "{}\n",
+        " {}",
+        "'{}",
+        "{}{}a",
+        "A{}{}",
+        "{}{}'ll",
+        "\r\n{} ",
+        "{}  x",
+    ];
+    for c in (0..=0x10_FFFFu32).filter_map(char::from_u32) {
+        let s = c.to_string();
+        for context in contexts {
+            let text = context.replace("{}", &s);
+            assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
+        }
+    }
+}
+
+#[test]
+fn random_strings_split_like_gpt_oss() {
+    let regex = onig_regex(O200K_PATTERN);
+    let alphabet: Vec<char> = "aZbY'sStTmMdDrReEvVlLſ ǅʰ中\u{301}\u{903}09٣²\t\n\r/\u{a0}\u{2028}\u{85}\u{3000}!?.-_é한😀\u{200d}\u{b}"
+        .chars()
+        .collect();
+    for text in random_texts(&alphabet, 0xB7E1_5162_8AED_2A6Bu64, 300_000) {
+        assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
     }
 }

@@ -555,3 +555,19 @@ fn cached_pieces_give_the_first_pass_ids_and_offsets() {
         );
     }
 }
+
+/// The split patterns of every supported byte-level model are matched by hand: none runs
+/// through Oniguruma (which is several times slower).
+#[test]
+fn every_byte_level_model_splits_by_hand() {
+    for name in SUPPORTED {
+        let fast = match FastBpe::from_tokenizer_json(&model_json(name)) {
+            Ok(f) => f,
+            Err(e) => panic!("{name} should be supported: {e}"),
+        };
+        match &fast.words {
+            super::Words::ByteLevel(pre) => assert_eq!(pre.regex_stages(), 0, "{name}"),
+            super::Words::Chars(_) => assert_eq!(name, "gemma3"),
+        }
+    }
+}
