@@ -227,21 +227,24 @@ pub(super) struct RunSplit {
     max_chars: usize,
 }
 
+/// DeepSeek V3's first stage, isolating up to three digits.
+pub(super) const DIGITS_PATTERN: &str = r"\p{N}{1,3}";
+
 /// DeepSeek V3's stage isolating CJK ideographs and kana.
-const CJK_KANA_PATTERN: &str = "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+";
+pub(super) const CJK_KANA_PATTERN: &str = "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+";
 
 fn is_number(c: char) -> bool {
     category(c) == Category::Number
 }
 
-fn is_cjk_or_kana(c: char) -> bool {
+pub(super) fn is_cjk_or_kana(c: char) -> bool {
     matches!(c, '\u{4e00}'..='\u{9fa5}' | '\u{3040}'..='\u{309f}' | '\u{30a0}'..='\u{30ff}')
 }
 
 impl RunSplit {
     pub(super) fn for_pattern(pattern: &str) -> Option<Self> {
         match pattern {
-            r"\p{N}{1,3}" => Some(Self {
+            DIGITS_PATTERN => Some(Self {
                 member: is_number,
                 max_chars: 3,
             }),

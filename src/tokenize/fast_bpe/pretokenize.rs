@@ -7,7 +7,7 @@ use onig::Regex;
 
 use super::gpt4_split::{Gpt4Split, RunSplit};
 use super::o200k_split::O200kSplit;
-use super::word_split::WordSplit;
+use super::word_split::{DeepSeekSplit, WordSplit};
 
 /// The split `ByteLevel` applies when `use_regex` is true.
 pub(super) const GPT2_PATTERN: &str =
@@ -23,6 +23,8 @@ enum Stage {
     Runs(RunSplit),
     /// DeepSeek V3's word stage, matched by hand.
     Words(WordSplit),
+    /// DeepSeek V3's three stages, fused into one pass.
+    DeepSeek(DeepSeekSplit),
 }
 
 pub(super) struct PreTokenizer {
@@ -40,6 +42,11 @@ impl PreTokenizer {
     }
 
     pub(super) fn new(patterns: &[String]) -> Result<Self, String> {
+        if let Some(split) = DeepSeekSplit::for_patterns(patterns) {
+            return Ok(Self {
+                stages: vec![Stage::DeepSeek(split)],
+            });
+        }
         let stages = patterns
             .iter()
             .map(|p| {
@@ -93,6 +100,10 @@ impl PreTokenizer {
                         continue;
                     }
                     Stage::Words(split) => {
+                        split.split(piece, start, tmp);
+                        continue;
+                    }
+                    Stage::DeepSeek(split) => {
                         split.split(piece, start, tmp);
                         continue;
                     }

@@ -1,13 +1,16 @@
-//! The hand-written GPT-4-style splitter against Oniguruma running the same pattern.
+//! The hand-written split matchers against Oniguruma running the same patterns.
 
 use std::fmt::Write;
 
 use onig::Regex;
 
 use super::char_class::{category, Category};
-use super::gpt4_split::{Class, Gpt4Split, RunSplit, LLAMA3_PATTERN, QWEN35_PATTERN, QWEN_PATTERN};
+use super::gpt4_split::{
+    Class, Gpt4Split, RunSplit, CJK_KANA_PATTERN, DIGITS_PATTERN, LLAMA3_PATTERN, QWEN35_PATTERN,
+    QWEN_PATTERN,
+};
 use super::o200k_split::{O200kSplit, O200K_PATTERN};
-use super::word_split::{word_class_of, WordClass, WordSplit, DEEPSEEK_V3_PATTERN};
+use super::word_split::{word_class_of, DeepSeekSplit, WordClass, WordSplit, DEEPSEEK_V3_PATTERN};
 
 fn onig_regex(p: &str) -> Regex {
     Regex::new(p).unwrap_or_else(|e| panic!("{p}: {e}"))
@@ -493,5 +496,63 @@ fn random_strings_split_like_gpt_oss() {
         .collect();
     for text in random_texts(&alphabet, 0xB7E1_5162_8AED_2A6Bu64, 300_000) {
         assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
+    }
+}
+
+/// DeepSeek V3's chain as `Split(Isolated)` stages run it: each regex over every piece of the
+/// stage before.
+fn deepseek_chain_pieces(regexes: &[Regex], text: &str) -> Vec<(usize, usize)> {
+    let mut pieces = vec![(0, text.len())];
+    for regex in regexes {
+        pieces = pieces
+            .iter()
+            .flat_map(|&(s, e)| {
+                isolated_pieces(regex, &text[s..e])
+                    .into_iter()
+                    .map(move |(a, b)| (s + a, s + b))
+            })
+            .collect();
+    }
+    pieces.retain(|(s, e)| s < e);
+    pieces
+}
+
+fn fused_deepseek_pieces(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    DeepSeekSplit.split(text, 0, &mut out);
+    out
+}
+
+/// The fused pass against the three regexes, every code point in context and random strings
+/// mixing digits, CJK, kana (marks and symbols among them) and words.
+#[test]
+fn fused_deepseek_splits_like_its_chain() {
+    let regexes: Vec<Regex> = [DIGITS_PATTERN, CJK_KANA_PATTERN, DEEPSEEK_V3_PATTERN]
+        .iter()
+        .map(|p| onig_regex(p))
+        .collect();
+    let contexts = [
+        "{}", "a{}", "{}a", "1{}2", "中{}", "{}あ", " {}.", "{}{}{}{}", ".{}a",
+    ];
+    for c in (0..=0x10_FFFFu32).filter_map(char::from_u32) {
+        let s = c.to_string();
+        for context in contexts {
+            let text = context.replace("{}", &s);
+            assert_eq!(
+                fused_deepseek_pieces(&text),
+                deepseek_chain_pieces(&regexes, &text),
+                "{text:?}"
+            );
+        }
+    }
+    let alphabet: Vec<char> = "aZ 1234567٣²中文あ\u{3099}゛ア・ー\u{9fa6}é\u{301}.!'\n\r\t😀"
+        .chars()
+        .collect();
+    for text in random_texts(&alphabet, 0x3C6E_F372_FE94_F82Bu64, 200_000) {
+        assert_eq!(
+            fused_deepseek_pieces(&text),
+            deepseek_chain_pieces(&regexes, &text),
+            "{text:?}"
+        );
     }
 }

@@ -13,7 +13,9 @@
 //! strings with the regex.
 
 use super::char_class::{category, Category};
-use super::gpt4_split::{newline_run_end, space_run_end};
+use super::gpt4_split::{
+    is_cjk_or_kana, newline_run_end, space_run_end, CJK_KANA_PATTERN, DIGITS_PATTERN,
+};
 
 /// The pattern as DeepSeek V3's `tokenizer.json` spells it (JSON escapes decoded).
 pub(super) const DEEPSEEK_V3_PATTERN: &str = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
@@ -79,20 +81,44 @@ impl WordSplit {
     }
 }
 
+/// ASCII's word classes, for scans that step over ASCII bytes without decoding them.
+const ASCII_CLASS: [WordClass; 128] = {
+    let mut table = [WordClass::Other; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = word_class(super::char_class::ASCII[b]);
+        b += 1;
+    }
+    table
+};
+
 #[inline(always)]
 fn char_at(text: &str, at: usize) -> Option<(char, WordClass)> {
-    let c = text.get(at..)?.chars().next()?;
+    let b = *text.as_bytes().get(at)?;
+    if b < 0x80 {
+        return Some((char::from(b), ASCII_CLASS[usize::from(b)]));
+    }
+    let c = text[at..].chars().next()?;
     Some((c, word_class_of(c)))
 }
 
 fn run_end(text: &str, mut at: usize, class: WordClass) -> usize {
-    while let Some((c, k)) = char_at(text, at) {
-        if k != class {
-            break;
+    let bytes = text.as_bytes();
+    loop {
+        while let Some(&b) = bytes.get(at) {
+            if b >= 0x80 || ASCII_CLASS[usize::from(b)] != class {
+                break;
+            }
+            at += 1;
         }
-        at += c.len_utf8();
+        match bytes.get(at) {
+            Some(&b) if b >= 0x80 => match char_at(text, at) {
+                Some((c, k)) if k == class => at += c.len_utf8(),
+                _ => return at,
+            },
+            _ => return at,
+        }
     }
-    at
 }
 
 /// The end of the match that starts at `start` (with char `c` of class `class`), if one does.
@@ -125,4 +151,77 @@ fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usiz
         return None;
     }
     Some(space_run_end(text, start, |w| word_class_of(w) == Space))
+}
+
+/// DeepSeek V3's three stages (digits, CJK and kana, words) in one pass: the first two cut the
+/// text into runs of up to three digits, runs of CJK ideographs and kana, and the stretches
+/// between (the two sets share no char, so one scan finds both), and each of those goes
+/// through the word stage, as the chain of `Split`s does.
+pub(super) struct DeepSeekSplit;
+
+/// What a char is to the first two stages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Digits,
+    Cjk,
+    Between,
+}
+
+#[inline(always)]
+fn run_kind(c: char) -> Run {
+    if c.is_ascii() {
+        return if c.is_ascii_digit() {
+            Run::Digits
+        } else {
+            Run::Between
+        };
+    }
+    if is_cjk_or_kana(c) {
+        Run::Cjk
+    } else if category(c) == Category::Number {
+        Run::Digits
+    } else {
+        Run::Between
+    }
+}
+
+impl DeepSeekSplit {
+    /// The splitter for a chain of patterns when it is DeepSeek V3's.
+    pub(super) fn for_patterns(patterns: &[String]) -> Option<Self> {
+        (patterns == [DIGITS_PATTERN, CJK_KANA_PATTERN, DEEPSEEK_V3_PATTERN])
+            .then_some(DeepSeekSplit)
+    }
+
+    /// Appends the pieces of `text` (offset by `base`) to `out`.
+    pub(super) fn split(&self, text: &str, base: usize, out: &mut Vec<(usize, usize)>) {
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        while start < text.len() {
+            let Some(first) = text[start..].chars().next() else {
+                break;
+            };
+            let kind = run_kind(first);
+            let mut end = start + first.len_utf8();
+            let mut chars = 1;
+            loop {
+                if kind == Run::Between {
+                    // Plain ASCII is the common case: step over it without decoding.
+                    end += bytes[end..]
+                        .iter()
+                        .take_while(|b| b.is_ascii() && !b.is_ascii_digit())
+                        .count();
+                }
+                let Some(c) = text[end..].chars().next() else {
+                    break;
+                };
+                if run_kind(c) != kind || (kind == Run::Digits && chars == 3) {
+                    break;
+                }
+                end += c.len_utf8();
+                chars += 1;
+            }
+            WordSplit.split(&text[start..end], base + start, out);
+            start = end;
+        }
+    }
 }
