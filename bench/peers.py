@@ -6,7 +6,8 @@ Bench tooling only: `bench/peers.js` makes the Python environment and runs this.
     python bench/peers.py <texts.json> <tokenizer.json> <engine> <threads>
     python bench/peers.py <texts.json> <tokenizer.json> --oracle
 
-Prints one JSON line: {engine, version, new, cached, mismatches} with MB/s. `--oracle` writes
+Prints one JSON line: {engine, version, new, cached, mismatches} with MB/s, or {engine, error}
+when the engine cannot load the model. `--oracle` writes
 the ids HF tokenizers gives every text to <texts.json>.ids.json, which every engine is checked
 against.
 """
@@ -110,7 +111,11 @@ def main():
     half = len(texts) // 2
     warm, fresh = texts[:half], texts[half:]
     mb = sum(len(t.encode("utf-8")) for t in fresh) / 1e6
-    version, one, many = load_engine(name, tokenizer_json)
+    try:
+        version, one, many = load_engine(name, tokenizer_json)
+    except Exception as e:  # an engine that cannot read this model is listed as such
+        print(json.dumps({"engine": name, "version": "", "error": f"{type(e).__name__}: {e}"[:200]}))
+        return
     encode = (lambda ts: [one(t) for t in ts]) if threads == "1" else many
     encode(warm)
     new_s, ids = timed(lambda: encode(fresh))

@@ -42,6 +42,10 @@ pub(super) struct BpeModel {
     exact_words: Option<FxHashMap<Box<[u8]>, u32>>,
     /// This model's key in the per-thread piece caches.
     serial: u64,
+    /// Byte-level models: `merge_of` of every pair of bytes, indexed by `(left << 8) | right`.
+    /// A word's first ranks are all byte pairs; this table is small enough to stay in cache,
+    /// where the merges map is not.
+    byte_pairs: Box<[(u32, u32)]>,
 }
 
 #[derive(Clone, Copy)]
@@ -85,7 +89,13 @@ impl BpeModel {
             whole_words: FxHashMap::default(),
             exact_words: None,
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            byte_pairs: Box::default(),
         };
+        if let Alphabet::Bytes(byte_ids) = &model.alphabet {
+            model.byte_pairs = (0..1usize << 16)
+                .map(|pair| model.merge_of(byte_ids[pair >> 8], byte_ids[pair & 0xFF]))
+                .collect();
+        }
         let mut scratch = Scratch::default();
         let mut ids = Vec::new();
         let whole_words = vocab
@@ -304,7 +314,7 @@ impl BpeModel {
             return;
         }
         if scratch.symbols.len() <= SCAN_LIMIT {
-            self.merge_by_scan(scratch);
+            self.merge_by_scan(bytes, scratch);
         } else {
             self.merge_by_heap(scratch);
         }
@@ -319,11 +329,20 @@ impl BpeModel {
         }
     }
 
-    fn merge_by_scan(&self, scratch: &mut Scratch) {
+    /// `bytes` are the chunk's bytes, which for a byte-level model are its first symbols.
+    fn merge_by_scan(&self, bytes: &[u8], scratch: &mut Scratch) {
         let symbols = &mut scratch.symbols;
         let ranks = &mut scratch.ranks;
         ranks.clear();
-        ranks.extend(symbols.windows(2).map(|w| self.merge_of(w[0].id, w[1].id)));
+        if !self.byte_pairs.is_empty() && bytes.len() == symbols.len() {
+            ranks.extend(
+                bytes
+                    .windows(2)
+                    .map(|w| self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])]),
+            );
+        } else {
+            ranks.extend(symbols.windows(2).map(|w| self.merge_of(w[0].id, w[1].id)));
+        }
         loop {
             let mut best = NO_MERGE;
             let mut at = 0;
