@@ -100,33 +100,35 @@ function table(model, dir, all, work, py, rounds) {
   console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | ids ≠ HF |')
   console.log('|---|---:|---:|---:|---:|---:|')
   const threads = String(os.availableParallelism())
-  for (const engine of ENGINES) {
-    const cells = {}
-    let version = ''
-    let mismatches = 0
-    let error
-    for (const t of ['1', threads]) {
-      const runs = []
-      for (let r = 0; r < rounds && error === undefined; r++) {
+  // Rounds interleave the engines (round 1 of each, then round 2 of each, ...), so that a drift
+  // of the host's speed weighs on every engine alike.
+  const runs = new Map(ENGINES.map((e) => [e, { 1: [], [threads]: [], error: undefined }]))
+  for (let r = 0; r < rounds; r++) {
+    for (const engine of ENGINES) {
+      const mine = runs.get(engine)
+      for (const t of ['1', threads]) {
+        if (mine.error !== undefined) break
         const args = engine === 'sft-dataset'
           ? [process.execPath, [__filename, '--worker', file, '--threads', t, '--dir', dir]]
           : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t]]
         const run = JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: t }, encoding: 'utf8' }))
-        if (run.error !== undefined) error = run.error
-        else runs.push(run)
+        if (run.error !== undefined) mine.error = run.error
+        else mine[t].push(run)
       }
-      if (error !== undefined) break
-      version = runs[0].version
-      mismatches = Math.max(mismatches, ...runs.map((x) => x.mismatches))
-      cells[t] = { new: median(runs.map((x) => x.new)), cached: median(runs.map((x) => x.cached)) }
     }
-    if (error !== undefined) {
-      console.log(`| ${engine}: cannot load this model (${error.split('\n')[0].replace(/\|/g, '/')}) | | | | | |`)
+  }
+  for (const engine of ENGINES) {
+    const mine = runs.get(engine)
+    if (mine.error !== undefined) {
+      console.log(`| ${engine}: cannot load this model (${mine.error.split('\n')[0].replace(/\|/g, '/')}) | | | | | |`)
       continue
     }
+    const all = [...mine[1], ...mine[threads]]
+    const mismatches = Math.max(...all.map((x) => x.mismatches))
+    const cell = (t, key) => median(mine[t].map((x) => x[key]))
     const fig = (v) => (mismatches > 0 ? `(${v.toFixed(1)})` : v.toFixed(1))
-    const name = mismatches > 0 ? `${engine} ${version}: **mismatch**, not ranked` : `${engine} ${version}`
-    console.log(`| ${name} | ${fig(cells['1'].new)} | ${fig(cells['1'].cached)} | ${fig(cells[threads].new)} | ${fig(cells[threads].cached)} | ${mismatches} |`)
+    const name = mismatches > 0 ? `${engine} ${all[0].version}: **mismatch**, not ranked` : `${engine} ${all[0].version}`
+    console.log(`| ${name} | ${fig(cell(1, 'new'))} | ${fig(cell(1, 'cached'))} | ${fig(cell(threads, 'new'))} | ${fig(cell(threads, 'cached'))} | ${mismatches} |`)
   }
 }
 

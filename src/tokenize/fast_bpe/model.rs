@@ -304,6 +304,9 @@ impl BpeModel {
         let whole = match scratch.symbols.len() {
             0 => return,
             1 => Some(scratch.symbols[0].id),
+            // A byte-level word is its own chunk, and `exact_word` has looked it up in the
+            // whole vocabulary already.
+            _ if self.exact_words.is_some() && matches!(self.alphabet, Alphabet::Bytes(_)) => None,
             _ => self.whole_words.get(bytes).copied(),
         };
         if let Some(id) = whole {
