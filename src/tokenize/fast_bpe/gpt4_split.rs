@@ -114,6 +114,9 @@ impl Gpt4Split {
     fn run_end(&self, text: &str, mut at: usize, class: Class) -> usize {
         let bytes = text.as_bytes();
         loop {
+            if class == Class::Letter {
+                at = ascii_letters_end(bytes, at);
+            }
             while let Some(&b) = bytes.get(at) {
                 if b >= 0x80 || ASCII_CLASS[usize::from(b)] != class {
                     break;
@@ -167,6 +170,31 @@ impl Gpt4Split {
         }
         space_run_end(text, start, |c| self.class_of(c) == Class::Space)
     }
+}
+
+/// Past the ASCII letters from `at`, eight bytes at a time while they last (words are most of
+/// chat text). A byte below 0x80 is a letter when, with bit 0x20 set, it lies in `a..=z`; with
+/// the high bits cleared, adding 0x1F (or 0x05) to each byte sets its high bit exactly when it
+/// is at least `a` (or past `z`), and no sum carries into the next byte.
+#[inline(always)]
+pub(super) fn ascii_letters_end(bytes: &[u8], mut at: usize) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const EACH: u64 = 0x0101_0101_0101_0101;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let folded = (w | 0x20 * EACH) & !HIGH;
+        let from_a = folded.wrapping_add(0x1F * EACH) & HIGH;
+        let past_z = folded.wrapping_add(0x05 * EACH) & HIGH;
+        let letters = from_a & !past_z & !(w & HIGH);
+        let others = !letters & HIGH;
+        if others != 0 {
+            return at + (others.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at
 }
 
 /// The end of the match of `\s*[\r\n]+|\s+(?!\S)|\s+` at `start`, a whitespace char (`is_space`

@@ -556,3 +556,29 @@ fn fused_deepseek_splits_like_its_chain() {
         );
     }
 }
+
+/// The eight-bytes-at-a-time letter scan against a byte-by-byte one, every byte value at
+/// every position of a word: it never passes a non-letter, and stops short of the run's end
+/// only where fewer than eight bytes are left (the byte loop after it takes those).
+#[test]
+fn ascii_letter_runs_end_where_bytes_say() {
+    let one_by_one = |bytes: &[u8], at: usize| {
+        at + bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count()
+    };
+    for b in 0..=255u8 {
+        for position in 0..12 {
+            let mut bytes = b"abcdefghijklmnopXYZ".to_vec();
+            bytes[position] = b;
+            for at in 0..4 {
+                let end = super::gpt4_split::ascii_letters_end(&bytes, at);
+                let exact = one_by_one(&bytes, at);
+                let context = format!("byte {b:#x} at {position}, from {at}");
+                assert!(end <= exact, "{context}");
+                assert!(end == exact || end + 8 > bytes.len(), "{context}");
+            }
+        }
+    }
+}
