@@ -12,6 +12,8 @@
 // qwen3.5, llama3_1, deepseek_v3, gptoss, gemma3, or all of them.
 //
 //   node bench/peers.js [--rounds 3] [--model qwen3] [--venv ~/.cache/sft-dataset-peers]
+//   node bench/peers.js --write-texts texts.json   (only writes the texts, for the engine alone:
+//     SFT_THROUGHPUT_TEXTS=texts.json cargo test --lib fast_bpe::tests::throughput -- --ignored)
 
 const { execFileSync } = require('node:child_process')
 const { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs')
@@ -140,12 +142,17 @@ async function main() {
       dir: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       model: { type: 'string', default: 'qwen3' },
+      'write-texts': { type: 'string' },
       venv: { type: 'string', default: path.join(os.homedir(), '.cache', 'sft-dataset-peers') },
       // How `npm run bench -- --peers` reaches this script.
       peers: { type: 'boolean' },
     },
   })
   if (values.worker) return worker(values.worker, values.threads, values.dir)
+  if (values['write-texts']) {
+    writeFileSync(values['write-texts'], JSON.stringify(texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3')))))
+    return
+  }
   const models = values.model === 'all' ? MODELS : [values.model]
   for (const m of models) if (!MODELS.includes(m)) throw new Error(`--model ${m}: expected one of ${MODELS.join(', ')} or all`)
   if (!existsSync(realData)) throw new Error(`${realData} is missing: the comparison reads its texts from there`)

@@ -184,7 +184,7 @@ pub(super) fn ascii_letters_end(bytes: &[u8], mut at: usize) -> usize {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
-        let folded = (w | 0x20 * EACH) & !HIGH;
+        let folded = (w | (0x20 * EACH)) & !HIGH;
         let from_a = folded.wrapping_add(0x1F * EACH) & HIGH;
         let past_z = folded.wrapping_add(0x05 * EACH) & HIGH;
         let letters = from_a & !past_z & !(w & HIGH);

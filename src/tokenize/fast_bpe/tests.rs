@@ -449,7 +449,14 @@ fn decode_matches_hf_on_arbitrary_ids() {
 #[test]
 #[ignore]
 fn throughput() {
-    let strings = corpus_strings();
+    // `SFT_THROUGHPUT_TEXTS`: a JSON array of texts instead (`node bench/peers.js --write-texts`).
+    let strings: Vec<String> = match std::env::var("SFT_THROUGHPUT_TEXTS") {
+        Ok(path) => std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_else(|| panic!("{path} should hold a JSON array of strings")),
+        Err(_) => corpus_strings(),
+    };
     let (warm, fresh) = strings.split_at(strings.len() / 2);
     let mb = fresh.iter().map(String::len).sum::<usize>() as f64 / 1e6;
     let picked = std::env::var("SFT_THROUGHPUT").unwrap_or_default();
