@@ -139,3 +139,36 @@ pub(super) fn category(c: char) -> Category {
         non_ascii(cp)
     }
 }
+
+/// The char at byte `at` (a char boundary) and its category; ASCII without decoding.
+#[inline(always)]
+pub(super) fn char_at(text: &str, at: usize) -> Option<(char, Category)> {
+    let b = *text.as_bytes().get(at)?;
+    if b < 0x80 {
+        return Some((char::from(b), ASCII[usize::from(b)]));
+    }
+    let c = text[at..].chars().next()?;
+    Some((c, non_ascii(c as u32)))
+}
+
+/// The end of the run of chars whose category `keep` takes, from `at`; ASCII bytes are
+/// stepped over without decoding.
+#[inline(always)]
+pub(super) fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool) -> usize {
+    let bytes = text.as_bytes();
+    loop {
+        while let Some(&b) = bytes.get(at) {
+            if b >= 0x80 || !keep(ASCII[usize::from(b)]) {
+                break;
+            }
+            at += 1;
+        }
+        match bytes.get(at) {
+            Some(&b) if b >= 0x80 => match char_at(text, at) {
+                Some((c, k)) if keep(k) => at += c.len_utf8(),
+                _ => return at,
+            },
+            _ => return at,
+        }
+    }
+}

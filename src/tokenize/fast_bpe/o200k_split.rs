@@ -15,7 +15,7 @@
 //! both (or the alternative fails when there is none). The tests compare every code point in the
 //! contexts where the alternatives compete, and random strings, with the regex.
 
-use super::char_class::{category, non_ascii, Category, ASCII};
+use super::char_class::{category, char_at, run_end, Category};
 use super::gpt4_split::{contraction_len, space_run_end};
 
 /// The pattern as GPT-OSS's `tokenizer.json` spells it (JSON escapes decoded).
@@ -36,37 +36,6 @@ fn lower(k: Category) -> bool {
 /// `[^\s\p{L}\p{N}]`
 fn symbol(k: Category) -> bool {
     !k.is_letter() && !matches!(k, Category::Space | Category::Number)
-}
-
-#[inline(always)]
-fn char_at(text: &str, at: usize) -> Option<(char, Category)> {
-    let b = *text.as_bytes().get(at)?;
-    if b < 0x80 {
-        return Some((char::from(b), ASCII[usize::from(b)]));
-    }
-    let c = text[at..].chars().next()?;
-    Some((c, non_ascii(c as u32)))
-}
-
-/// The end of the run of chars whose category `keep` takes, from `at`.
-#[inline(always)]
-fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool) -> usize {
-    let bytes = text.as_bytes();
-    loop {
-        while let Some(&b) = bytes.get(at) {
-            if b >= 0x80 || !keep(ASCII[usize::from(b)]) {
-                break;
-            }
-            at += 1;
-        }
-        match bytes.get(at) {
-            Some(&b) if b >= 0x80 => match char_at(text, at) {
-                Some((c, k)) if keep(k) => at += c.len_utf8(),
-                _ => return at,
-            },
-            _ => return at,
-        }
-    }
 }
 
 /// `upper* lower+` from `at`.

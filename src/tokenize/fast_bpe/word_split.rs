@@ -12,7 +12,7 @@
 //! compare every code point's class and the splits of every code point in context and of random
 //! strings with the regex.
 
-use super::char_class::{category, Category};
+use super::char_class::{self, category, Category};
 use super::gpt4_split::{
     is_cjk_or_kana, newline_run_end, space_run_end, CJK_KANA_PATTERN, DIGITS_PATTERN,
 };
@@ -81,44 +81,13 @@ impl WordSplit {
     }
 }
 
-/// ASCII's word classes, for scans that step over ASCII bytes without decoding them.
-const ASCII_CLASS: [WordClass; 128] = {
-    let mut table = [WordClass::Other; 128];
-    let mut b = 0;
-    while b < 128 {
-        table[b] = word_class(super::char_class::ASCII[b]);
-        b += 1;
-    }
-    table
-};
-
 #[inline(always)]
 fn char_at(text: &str, at: usize) -> Option<(char, WordClass)> {
-    let b = *text.as_bytes().get(at)?;
-    if b < 0x80 {
-        return Some((char::from(b), ASCII_CLASS[usize::from(b)]));
-    }
-    let c = text[at..].chars().next()?;
-    Some((c, word_class_of(c)))
+    char_class::char_at(text, at).map(|(c, k)| (c, word_class(k)))
 }
 
-fn run_end(text: &str, mut at: usize, class: WordClass) -> usize {
-    let bytes = text.as_bytes();
-    loop {
-        while let Some(&b) = bytes.get(at) {
-            if b >= 0x80 || ASCII_CLASS[usize::from(b)] != class {
-                break;
-            }
-            at += 1;
-        }
-        match bytes.get(at) {
-            Some(&b) if b >= 0x80 => match char_at(text, at) {
-                Some((c, k)) if k == class => at += c.len_utf8(),
-                _ => return at,
-            },
-            _ => return at,
-        }
-    }
+fn run_end(text: &str, at: usize, class: WordClass) -> usize {
+    char_class::run_end(text, at, |k| word_class(k) == class)
 }
 
 /// The end of the match that starts at `start` (with char `c` of class `class`), if one does.
