@@ -16,7 +16,7 @@
 //! contexts where the alternatives compete, and random strings, with the regex.
 
 use super::char_class::{category, char_at, run_end, Category};
-use super::gpt4_split::{contraction_len, space_run_end};
+use super::gpt4_split::{ascii_lowers_end, contraction_len, space_run_end};
 
 /// The pattern as GPT-OSS's `tokenizer.json` spells it (JSON escapes decoded).
 pub(super) const O200K_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -80,7 +80,39 @@ impl O200kSplit {
     }
 }
 
+/// The end of the piece at `start` when it is a run of ASCII letters (with the char before it,
+/// when that is the optional prefix) ended by an ASCII byte or the end of the text; `None`
+/// otherwise. In ASCII no letter is both upper and lower, so the pattern's letter alternatives
+/// come down to `[A-Z]*[a-z]+` or else `[A-Z]+`, and the byte after the run decides the match.
+#[inline(always)]
+fn ascii_letters_piece(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let first = *bytes.get(start)?;
+    let letters = if first.is_ascii_alphabetic() {
+        start
+    } else if first < 0x80
+        && !matches!(first, b'\r' | b'\n')
+        && !first.is_ascii_digit()
+        && bytes.get(start + 1).is_some_and(u8::is_ascii_alphabetic)
+    {
+        start + 1
+    } else {
+        return None;
+    };
+    let uppers = letters + bytes[letters..].iter().take_while(|b| b.is_ascii_uppercase()).count();
+    let mut end = ascii_lowers_end(bytes, uppers);
+    end += bytes[end..].iter().take_while(|b| b.is_ascii_lowercase()).count();
+    match bytes.get(end) {
+        Some(&b) if b >= 0x80 => None,
+        Some(b'\'') => Some(end + contraction_len(&text[end + 1..]).map_or(0, |n| n + 1)),
+        _ => Some(end),
+    }
+}
+
 fn next_end(text: &str, start: usize) -> usize {
+    if let Some(end) = ascii_letters_piece(text, start) {
+        return end;
+    }
     let Some((c, k)) = char_at(text, start) else {
         return text.len();
     };

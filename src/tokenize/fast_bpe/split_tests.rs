@@ -497,6 +497,11 @@ fn random_strings_split_like_gpt_oss() {
     for text in random_texts(&alphabet, 0xB7E1_5162_8AED_2A6Bu64, 300_000) {
         assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
     }
+    // Mostly lower-case ASCII, so that letter runs reach past the eight-byte scan.
+    let words: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDS'sé \n1.ʰ\u{301}".chars().collect();
+    for text in random_texts(&words, 0x9E37_79B9_7F4A_7C15u64, 100_000) {
+        assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
+    }
 }
 
 /// DeepSeek V3's chain as `Split(Isolated)` stages run it: each regex over every piece of the
@@ -557,27 +562,33 @@ fn fused_deepseek_splits_like_its_chain() {
     }
 }
 
-/// The eight-bytes-at-a-time letter scan against a byte-by-byte one, every byte value at
-/// every position of a word: it never passes a non-letter, and stops short of the run's end
-/// only where fewer than eight bytes are left (the byte loop after it takes those).
+/// The eight-bytes-at-a-time letter scans (all letters, lower case alone) against
+/// byte-by-byte ones, every byte value at every position of a word: a scan never passes a byte
+/// outside its range, and stops short of the run's end only where fewer than eight bytes are
+/// left (the byte loop after it takes those).
 #[test]
 fn ascii_letter_runs_end_where_bytes_say() {
-    let one_by_one = |bytes: &[u8], at: usize| {
-        at + bytes[at..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count()
-    };
-    for b in 0..=255u8 {
-        for position in 0..12 {
-            let mut bytes = b"abcdefghijklmnopXYZ".to_vec();
-            bytes[position] = b;
-            for at in 0..4 {
-                let end = super::gpt4_split::ascii_letters_end(&bytes, at);
-                let exact = one_by_one(&bytes, at);
-                let context = format!("byte {b:#x} at {position}, from {at}");
-                assert!(end <= exact, "{context}");
-                assert!(end == exact || end + 8 > bytes.len(), "{context}");
+    use super::gpt4_split::{ascii_letters_end, ascii_lowers_end};
+    let scans: [(fn(&[u8], usize) -> usize, fn(&u8) -> bool); 2] = [
+        (ascii_letters_end, u8::is_ascii_alphabetic),
+        (ascii_lowers_end, u8::is_ascii_lowercase),
+    ];
+    for (scan, member) in scans {
+        let one_by_one = |bytes: &[u8], at: usize| {
+            at + bytes[at..].iter().take_while(|b| member(b)).count()
+        };
+        for b in 0..=255u8 {
+            for position in 0..12 {
+                let mut bytes = b"abcdefghijklmnopqrs".to_vec();
+                bytes[position] = b;
+                bytes[17] = b'X';
+                for at in 0..4 {
+                    let end = scan(&bytes, at);
+                    let exact = one_by_one(&bytes, at);
+                    let context = format!("byte {b:#x} at {position}, from {at}");
+                    assert!(end <= exact, "{context}");
+                    assert!(end == exact || end + 8 > bytes.len(), "{context}");
+                }
             }
         }
     }

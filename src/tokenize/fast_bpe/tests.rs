@@ -460,7 +460,11 @@ fn throughput() {
     let (warm, fresh) = strings.split_at(strings.len() / 2);
     let mb = fresh.iter().map(String::len).sum::<usize>() as f64 / 1e6;
     let picked = std::env::var("SFT_THROUGHPUT").unwrap_or_default();
-    let rounds = 5;
+    // `SFT_THROUGHPUT_ROUNDS`: more rounds than five, for a profile of the encoder.
+    let rounds = std::env::var("SFT_THROUGHPUT_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
