@@ -569,8 +569,8 @@ fn fused_deepseek_splits_like_its_chain() {
 #[test]
 fn ascii_letter_runs_end_where_bytes_say() {
     use super::gpt4_split::{ascii_letters_end, ascii_lowers_end};
-    type Scan = fn(&[u8], usize) -> usize;
-    let scans: [(Scan, fn(&u8) -> bool); 2] = [
+    type Scan = (fn(&[u8], usize) -> usize, fn(&u8) -> bool);
+    let scans: [Scan; 2] = [
         (ascii_letters_end, u8::is_ascii_alphabetic),
         (ascii_lowers_end, u8::is_ascii_lowercase),
     ];
