@@ -3,7 +3,7 @@
 //! apart), `\p{M}`, `\p{N}`, `\s` and `[\p{P}\p{S}]`; each matcher reads the classes of its
 //! pattern off these. ASCII comes from a table written here, the rest from `unicode_classes.rs`
 //! (generated from Oniguruma), spread into a two-level table on first use so that a lookup is
-//! two loads rather than a binary search.
+//! two loads rather than a binary search. Runs of ASCII are also scanned eight bytes at a time.
 
 use std::sync::LazyLock;
 
@@ -171,4 +171,42 @@ pub(super) fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool
             _ => return at,
         }
     }
+}
+
+/// Past the ASCII letters from `at`, eight bytes at a time while they last (words are most of
+/// chat text); the caller goes on byte by byte from the returned offset, which stops short of
+/// the run's end when fewer than eight bytes are left.
+#[inline(always)]
+pub(super) fn ascii_letters_end(bytes: &[u8], at: usize) -> usize {
+    skip_ascii_range(bytes, at, 0x20)
+}
+
+/// `ascii_letters_end` for the lower-case letters `a..=z` alone.
+#[inline(always)]
+pub(super) fn ascii_lowers_end(bytes: &[u8], at: usize) -> usize {
+    skip_ascii_range(bytes, at, 0)
+}
+
+/// Past the bytes that, with the bits of `fold` set, lie in `a..=z`. A byte below 0x80 is in
+/// the range when, with the high bits cleared, adding 0x1F (or 0x05) to it sets its high bit
+/// exactly when it is at least `a` (or past `z`); no sum carries into the next byte.
+#[inline(always)]
+fn skip_ascii_range(bytes: &[u8], mut at: usize, fold: u8) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const EACH: u64 = 0x0101_0101_0101_0101;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let folded = (w | (u64::from(fold) * EACH)) & !HIGH;
+        let from_a = folded.wrapping_add(0x1F * EACH) & HIGH;
+        let past_z = folded.wrapping_add(0x05 * EACH) & HIGH;
+        let inside = from_a & !past_z & !(w & HIGH);
+        let others = !inside & HIGH;
+        if others != 0 {
+            return at + (others.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at
 }

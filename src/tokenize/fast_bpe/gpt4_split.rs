@@ -16,7 +16,7 @@
 //! chars through `char_class`. The tests compare every code point's class and the splits of
 //! every code point in context, the corpora and random strings with the regex.
 
-use super::char_class::{category, non_ascii, Category, COUNT};
+use super::char_class::{ascii_letters_end, category, non_ascii, Category, COUNT};
 
 pub(super) const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 pub(super) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -170,44 +170,6 @@ impl Gpt4Split {
         }
         space_run_end(text, start, |c| self.class_of(c) == Class::Space)
     }
-}
-
-/// Past the ASCII letters from `at`, eight bytes at a time while they last (words are most of
-/// chat text); the caller goes on byte by byte from the returned offset, which stops short of
-/// the run's end when fewer than eight bytes are left.
-#[inline(always)]
-pub(super) fn ascii_letters_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii_range(bytes, at, 0x20)
-}
-
-/// `ascii_letters_end` for the lower-case letters `a..=z` alone.
-#[inline(always)]
-pub(super) fn ascii_lowers_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii_range(bytes, at, 0)
-}
-
-/// Past the bytes that, with the bits of `fold` set, lie in `a..=z`. A byte below 0x80 is in
-/// the range when, with the high bits cleared, adding 0x1F (or 0x05) to it sets its high bit
-/// exactly when it is at least `a` (or past `z`); no sum carries into the next byte.
-#[inline(always)]
-fn skip_ascii_range(bytes: &[u8], mut at: usize, fold: u8) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const EACH: u64 = 0x0101_0101_0101_0101;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let folded = (w | (u64::from(fold) * EACH)) & !HIGH;
-        let from_a = folded.wrapping_add(0x1F * EACH) & HIGH;
-        let past_z = folded.wrapping_add(0x05 * EACH) & HIGH;
-        let inside = from_a & !past_z & !(w & HIGH);
-        let others = !inside & HIGH;
-        if others != 0 {
-            return at + (others.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
-    }
-    at
 }
 
 /// The end of the match of `\s*[\r\n]+|\s+(?!\S)|\s+` at `start`, a whitespace char (`is_space`

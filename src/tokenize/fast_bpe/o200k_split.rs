@@ -15,8 +15,8 @@
 //! both (or the alternative fails when there is none). The tests compare every code point in the
 //! contexts where the alternatives compete, and random strings, with the regex.
 
-use super::char_class::{category, char_at, run_end, Category};
-use super::gpt4_split::{ascii_lowers_end, contraction_len, space_run_end};
+use super::char_class::{ascii_lowers_end, category, char_at, run_end, Category};
+use super::gpt4_split::{contraction_len, space_run_end};
 
 /// The pattern as GPT-OSS's `tokenizer.json` spells it (JSON escapes decoded).
 pub(super) const O200K_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -99,9 +99,16 @@ fn ascii_letters_piece(text: &str, start: usize) -> Option<usize> {
     } else {
         return None;
     };
-    let uppers = letters + bytes[letters..].iter().take_while(|b| b.is_ascii_uppercase()).count();
+    let uppers = letters
+        + bytes[letters..]
+            .iter()
+            .take_while(|b| b.is_ascii_uppercase())
+            .count();
     let mut end = ascii_lowers_end(bytes, uppers);
-    end += bytes[end..].iter().take_while(|b| b.is_ascii_lowercase()).count();
+    end += bytes[end..]
+        .iter()
+        .take_while(|b| b.is_ascii_lowercase())
+        .count();
     match bytes.get(end) {
         Some(&b) if b >= 0x80 => None,
         Some(b'\'') => Some(end + contraction_len(&text[end + 1..]).map_or(0, |n| n + 1)),

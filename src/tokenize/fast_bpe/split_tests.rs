@@ -498,7 +498,9 @@ fn random_strings_split_like_gpt_oss() {
         assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
     }
     // Mostly lower-case ASCII, so that letter runs reach past the eight-byte scan.
-    let words: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDS'sé \n1.ʰ\u{301}".chars().collect();
+    let words: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDS'sé \n1.ʰ\u{301}"
+        .chars()
+        .collect();
     for text in random_texts(&words, 0x9E37_79B9_7F4A_7C15u64, 100_000) {
         assert_eq!(o200k_pieces(&text), onig_pieces(&regex, &text), "{text:?}");
     }
@@ -568,16 +570,15 @@ fn fused_deepseek_splits_like_its_chain() {
 /// left (the byte loop after it takes those).
 #[test]
 fn ascii_letter_runs_end_where_bytes_say() {
-    use super::gpt4_split::{ascii_letters_end, ascii_lowers_end};
+    use super::char_class::{ascii_letters_end, ascii_lowers_end};
     type Scan = (fn(&[u8], usize) -> usize, fn(&u8) -> bool);
     let scans: [Scan; 2] = [
         (ascii_letters_end, u8::is_ascii_alphabetic),
         (ascii_lowers_end, u8::is_ascii_lowercase),
     ];
     for (scan, member) in scans {
-        let one_by_one = |bytes: &[u8], at: usize| {
-            at + bytes[at..].iter().take_while(|b| member(b)).count()
-        };
+        let one_by_one =
+            |bytes: &[u8], at: usize| at + bytes[at..].iter().take_while(|b| member(b)).count();
         for b in 0..=255u8 {
             for position in 0..12 {
                 let mut bytes = b"abcdefghijklmnopqrs".to_vec();
