@@ -175,34 +175,47 @@ pub(super) fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool
 
 /// Past the ASCII letters from `at`, eight bytes at a time while they last (words are most of
 /// chat text); the caller goes on byte by byte from the returned offset, which stops short of
-/// the run's end when fewer than eight bytes are left.
+/// the run's end when fewer than eight bytes are left. So do the scans below.
 #[inline(always)]
 pub(super) fn ascii_letters_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii_range(bytes, at, 0x20)
+    skip_ascii(bytes, at, |w| in_range(w | (0x20 * EACH), b'a', b'z'))
 }
 
 /// `ascii_letters_end` for the lower-case letters `a..=z` alone.
 #[inline(always)]
 pub(super) fn ascii_lowers_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii_range(bytes, at, 0)
+    skip_ascii(bytes, at, |w| in_range(w, b'a', b'z'))
 }
 
-/// Past the bytes that, with the bits of `fold` set, lie in `a..=z`. A byte below 0x80 is in
-/// the range when, with the high bits cleared, adding 0x1F (or 0x05) to it sets its high bit
-/// exactly when it is at least `a` (or past `z`); no sum carries into the next byte.
+/// Past the ASCII bytes other than digits.
 #[inline(always)]
-fn skip_ascii_range(bytes: &[u8], mut at: usize, fold: u8) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const EACH: u64 = 0x0101_0101_0101_0101;
+pub(super) fn ascii_non_digits_end(bytes: &[u8], at: usize) -> usize {
+    skip_ascii(bytes, at, |w| !in_range(w, b'0', b'9') & HIGH)
+}
+
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const EACH: u64 = 0x0101_0101_0101_0101;
+
+/// The high bit of each byte of `w` whose low seven bits lie in `lo..=hi`: with the high bits
+/// cleared, adding `0x80 - lo` (or `0x7F - hi`) to a byte sets its high bit exactly when it is
+/// at least `lo` (or past `hi`), and no sum carries into the next byte.
+#[inline(always)]
+fn in_range(w: u64, lo: u8, hi: u8) -> u64 {
+    let low = w & !HIGH;
+    let from = low.wrapping_add(u64::from(0x80 - lo) * EACH) & HIGH;
+    let past = low.wrapping_add(u64::from(0x7F - hi) * EACH) & HIGH;
+    from & !past
+}
+
+/// Past the ASCII bytes that `member` marks (by the high bit of each byte of a word), eight
+/// at a time; a byte of 0x80 or above always ends the run.
+#[inline(always)]
+fn skip_ascii(bytes: &[u8], mut at: usize, member: impl Fn(u64) -> u64) -> usize {
     while let Some(chunk) = bytes.get(at..at + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
-        let folded = (w | (u64::from(fold) * EACH)) & !HIGH;
-        let from_a = folded.wrapping_add(0x1F * EACH) & HIGH;
-        let past_z = folded.wrapping_add(0x05 * EACH) & HIGH;
-        let inside = from_a & !past_z & !(w & HIGH);
-        let others = !inside & HIGH;
+        let others = !(member(w) & !w) & HIGH;
         if others != 0 {
             return at + (others.trailing_zeros() / 8) as usize;
         }

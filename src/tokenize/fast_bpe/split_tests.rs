@@ -562,19 +562,31 @@ fn fused_deepseek_splits_like_its_chain() {
             "{text:?}"
         );
     }
+    // Mostly ASCII letters, so that runs reach past the eight-byte scans.
+    let words: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDEFGH.' \n1é\u{301}中".chars().collect();
+    for text in random_texts(&words, 0x2545_F491_4F6C_DD1Du64, 100_000) {
+        assert_eq!(
+            fused_deepseek_pieces(&text),
+            deepseek_chain_pieces(&regexes, &text),
+            "{text:?}"
+        );
+    }
 }
 
-/// The eight-bytes-at-a-time letter scans (all letters, lower case alone) against
+/// The eight-bytes-at-a-time ASCII scans (letters, lower case, non-digits) against
 /// byte-by-byte ones, every byte value at every position of a word: a scan never passes a byte
 /// outside its range, and stops short of the run's end only where fewer than eight bytes are
 /// left (the byte loop after it takes those).
 #[test]
 fn ascii_letter_runs_end_where_bytes_say() {
-    use super::char_class::{ascii_letters_end, ascii_lowers_end};
+    use super::char_class::{ascii_letters_end, ascii_lowers_end, ascii_non_digits_end};
     type Scan = (fn(&[u8], usize) -> usize, fn(&u8) -> bool);
-    let scans: [Scan; 2] = [
+    let scans: [Scan; 3] = [
         (ascii_letters_end, u8::is_ascii_alphabetic),
         (ascii_lowers_end, u8::is_ascii_lowercase),
+        (ascii_non_digits_end, |b| {
+            b.is_ascii() && !b.is_ascii_digit()
+        }),
     ];
     for (scan, member) in scans {
         let one_by_one =

@@ -12,7 +12,7 @@
 //! compare every code point's class and the splits of every code point in context and of random
 //! strings with the regex.
 
-use super::char_class::{self, category, Category};
+use super::char_class::{self, ascii_letters_end, ascii_non_digits_end, category, Category};
 use super::gpt4_split::{
     is_cjk_or_kana, newline_run_end, space_run_end, CJK_KANA_PATTERN, DIGITS_PATTERN,
 };
@@ -87,6 +87,10 @@ fn char_at(text: &str, at: usize) -> Option<(char, WordClass)> {
 }
 
 fn run_end(text: &str, at: usize, class: WordClass) -> usize {
+    let at = match class {
+        WordClass::LetterOrMark => ascii_letters_end(text.as_bytes(), at),
+        _ => at,
+    };
     char_class::run_end(text, at, |k| word_class(k) == class)
 }
 
@@ -97,11 +101,14 @@ fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usiz
     let next = char_at(text, after);
     // [ASCII punctuation][A-Za-z]+
     if c.is_ascii_punctuation() && matches!(next, Some((n, _)) if n.is_ascii_alphabetic()) {
-        let letters = text.as_bytes()[after..]
-            .iter()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count();
-        return Some(after + letters);
+        let bytes = text.as_bytes();
+        let end = ascii_letters_end(bytes, after);
+        return Some(
+            end + bytes[end..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphabetic())
+                .count(),
+        );
     }
     // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+: a letter or mark starts the run itself (a mark
     // may also be the optional char, which ends at the same place); any other char but line
@@ -175,6 +182,7 @@ impl DeepSeekSplit {
             loop {
                 if kind == Run::Between {
                     // Plain ASCII is the common case: step over it without decoding.
+                    end = ascii_non_digits_end(bytes, end);
                     end += bytes[end..]
                         .iter()
                         .take_while(|b| b.is_ascii() && !b.is_ascii_digit())
