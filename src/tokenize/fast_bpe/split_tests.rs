@@ -563,7 +563,9 @@ fn fused_deepseek_splits_like_its_chain() {
         );
     }
     // Mostly ASCII letters, so that runs reach past the eight-byte scans.
-    let words: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDEFGH.' \n1é\u{301}中".chars().collect();
+    let words: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDEFGH.' \n1é\u{301}中"
+        .chars()
+        .collect();
     for text in random_texts(&words, 0x2545_F491_4F6C_DD1Du64, 100_000) {
         assert_eq!(
             fused_deepseek_pieces(&text),
