@@ -88,6 +88,18 @@ describe('Qwen3 tokenizer', () => {
     expect(tok.decodeSync(new Uint32Array([151644, 6023]), true)).toBe('hi')
     expect(await tok.decodeBatch([new Uint32Array([6023])])).toEqual(['hi'])
   })
+  it('reads a text argument as UTF-8 alike in encode, encodeSync and encodeBatch', async () => {
+    // encode and encodeSync size their buffer from the UTF-16 length; encodeBatch reads each
+    // text as napi's String does. Lone surrogates become U+FFFD in all three.
+    const texts = ['', 'a', 'é', '中文', '😀x😀', 'a\uD800b', '\uDFFF', '\uD83D', `${'é'.repeat(3000)}😀`, 'x'.repeat(70000)]
+    const batch = (await tok.encodeBatch(texts, false)).map((a) => Array.from(a))
+    for (const [k, text] of texts.entries()) {
+      expect(Array.from(tok.encodeSync(text, false))).toEqual(batch[k])
+      expect(Array.from(await tok.encode(text, false))).toEqual(batch[k])
+    }
+    expect(batch[5]).toEqual(Array.from(tok.encodeSync('a\uFFFDb', false)))
+    expect(batch[2]).toEqual([963])
+  })
   it('decodes the Int32Array rows that batches hand out, Uint32Array and number[]', async () => {
     const ds = createSFTDataset([{ prompt: [{ role: 'user', content: 'hi' }], completion: { role: 'assistant', content: 'Hello world' } }], tok, { completionOnly: true })
     const batch = await ds.collateBatch([0])

@@ -33,6 +33,8 @@ pub mod summary;
 #[cfg(feature = "napi")]
 pub mod task;
 #[cfg(feature = "napi")]
+pub mod text;
+#[cfg(feature = "napi")]
 pub mod token_cache;
 #[cfg(feature = "napi")]
 pub mod tokenizer;

@@ -15,6 +15,7 @@ use super::error::{run_sync, to_js, JsResult as Result};
 use super::ids::{token_ids, IdsInput};
 use super::json::JsJson;
 use super::task::{job, Job};
+use super::text::Text;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::message::prepare_chat;
 use crate::render::RenderOptions;
@@ -268,25 +269,32 @@ impl JsTokenizer {
         self.inner.engine().name().to_string()
     }
 
-    #[napi(ts_return_type = "Promise<Uint32Array>")]
+    #[napi(
+        ts_args_type = "text: string, addSpecialTokens?: boolean | undefined | null",
+        ts_return_type = "Promise<Uint32Array>"
+    )]
     pub fn encode(
         &self,
-        text: String,
+        text: Text,
         add_special_tokens: Option<bool>,
     ) -> AsyncTask<Job<Vec<u32>, OwnedU32>> {
         let t = self.inner.clone();
+        let Text(text) = text;
         AsyncTask::new(Job::new(
             move || t.encode(&text, add_special_tokens.unwrap_or(true)),
             to_u32_array,
         ))
     }
 
-    #[napi(ts_return_type = "Uint32Array")]
-    pub fn encode_sync(&self, text: String, add_special_tokens: Option<bool>) -> Result<OwnedU32> {
+    #[napi(
+        ts_args_type = "text: string, addSpecialTokens?: boolean | undefined | null",
+        ts_return_type = "Uint32Array"
+    )]
+    pub fn encode_sync(&self, text: Text, add_special_tokens: Option<bool>) -> Result<OwnedU32> {
         run_sync(|| {
             Ok(Owned(
                 self.inner
-                    .encode(&text, add_special_tokens.unwrap_or(true))?,
+                    .encode(&text.0, add_special_tokens.unwrap_or(true))?,
             ))
         })
     }
