@@ -173,24 +173,38 @@ pub(super) fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool
     }
 }
 
-/// Past the ASCII letters from `at`, eight bytes at a time while they last (words are most of
-/// chat text); the caller goes on byte by byte from the returned offset, which stops short of
-/// the run's end when fewer than eight bytes are left. So do the scans below.
+/// Past the ASCII letters from `at`: eight bytes at a time while eight are left (words are
+/// most of chat text), then byte by byte. So do the scans below.
 #[inline(always)]
 pub(super) fn ascii_letters_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii(bytes, at, |w| in_range(w | (0x20 * EACH), b'a', b'z'))
+    skip_ascii(
+        bytes,
+        at,
+        |w| in_range(w | (0x20 * EACH), b'a', b'z'),
+        u8::is_ascii_alphabetic,
+    )
 }
 
 /// `ascii_letters_end` for the lower-case letters `a..=z` alone.
 #[inline(always)]
 pub(super) fn ascii_lowers_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii(bytes, at, |w| in_range(w, b'a', b'z'))
+    skip_ascii(
+        bytes,
+        at,
+        |w| in_range(w, b'a', b'z'),
+        u8::is_ascii_lowercase,
+    )
 }
 
 /// Past the ASCII bytes other than digits.
 #[inline(always)]
 pub(super) fn ascii_non_digits_end(bytes: &[u8], at: usize) -> usize {
-    skip_ascii(bytes, at, |w| !in_range(w, b'0', b'9') & HIGH)
+    skip_ascii(
+        bytes,
+        at,
+        |w| !in_range(w, b'0', b'9') & HIGH,
+        |b| b.is_ascii() && !b.is_ascii_digit(),
+    )
 }
 
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -207,19 +221,25 @@ fn in_range(w: u64, lo: u8, hi: u8) -> u64 {
     from & !past
 }
 
-/// Past the ASCII bytes that `member` marks (by the high bit of each byte of a word), eight
-/// at a time; a byte of 0x80 or above always ends the run.
+/// Past the ASCII bytes that `member_word` marks (by the high bit of each byte of a word),
+/// eight at a time, then those `member` takes, one at a time; the two agree on every byte, and
+/// a byte of 0x80 or above always ends the run.
 #[inline(always)]
-fn skip_ascii(bytes: &[u8], mut at: usize, member: impl Fn(u64) -> u64) -> usize {
+fn skip_ascii(
+    bytes: &[u8],
+    mut at: usize,
+    member_word: impl Fn(u64) -> u64,
+    member: impl Fn(&u8) -> bool,
+) -> usize {
     while let Some(chunk) = bytes.get(at..at + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
-        let others = !(member(w) & !w) & HIGH;
+        let others = !(member_word(w) & !w) & HIGH;
         if others != 0 {
             return at + (others.trailing_zeros() / 8) as usize;
         }
         at += 8;
     }
-    at
+    at + bytes[at..].iter().take_while(|b| member(b)).count()
 }

@@ -104,15 +104,18 @@ fn ascii_letters_piece(text: &str, start: usize) -> Option<usize> {
             .iter()
             .take_while(|b| b.is_ascii_uppercase())
             .count();
-    let mut end = ascii_lowers_end(bytes, uppers);
-    end += bytes[end..]
-        .iter()
-        .take_while(|b| b.is_ascii_lowercase())
-        .count();
+    let end = ascii_lowers_end(bytes, uppers);
     match bytes.get(end) {
         Some(&b) if b >= 0x80 => None,
-        Some(b'\'') => Some(end + contraction_len(&text[end + 1..]).map_or(0, |n| n + 1)),
-        _ => Some(end),
+        _ => Some(with_contraction(text, end)),
+    }
+}
+
+/// `end` past the `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` that may follow the letters ending there.
+fn with_contraction(text: &str, end: usize) -> usize {
+    match text.as_bytes().get(end) {
+        Some(b'\'') => end + contraction_len(&text[end + 1..]).map_or(0, |n| n + 1),
+        _ => end,
     }
 }
 
@@ -130,11 +133,7 @@ fn next_end(text: &str, start: usize) -> usize {
         .or_else(|| prefix.then(|| uppers_then_lower(text, after)).flatten())
         .or_else(|| uppers_then_lower(text, start));
     if let Some(end) = letters {
-        let suffix = match text.as_bytes().get(end) {
-            Some(b'\'') => contraction_len(&text[end + 1..]).map_or(0, |n| n + 1),
-            _ => 0,
-        };
-        return end + suffix;
+        return with_contraction(text, end);
     }
     if k == Category::Number {
         let mut end = after;

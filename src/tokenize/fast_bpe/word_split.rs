@@ -101,14 +101,7 @@ fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usiz
     let next = char_at(text, after);
     // [ASCII punctuation][A-Za-z]+
     if c.is_ascii_punctuation() && matches!(next, Some((n, _)) if n.is_ascii_alphabetic()) {
-        let bytes = text.as_bytes();
-        let end = ascii_letters_end(bytes, after);
-        return Some(
-            end + bytes[end..]
-                .iter()
-                .take_while(|b| b.is_ascii_alphabetic())
-                .count(),
-        );
+        return Some(ascii_letters_end(text.as_bytes(), after));
     }
     // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+: a letter or mark starts the run itself (a mark
     // may also be the optional char, which ends at the same place); any other char but line
@@ -183,10 +176,6 @@ impl DeepSeekSplit {
                 if kind == Run::Between {
                     // Plain ASCII is the common case: step over it without decoding.
                     end = ascii_non_digits_end(bytes, end);
-                    end += bytes[end..]
-                        .iter()
-                        .take_while(|b| b.is_ascii() && !b.is_ascii_digit())
-                        .count();
                 }
                 let Some(c) = text[end..].chars().next() else {
                     break;
