@@ -25,6 +25,7 @@
 //! prepended "▁" to the first char of its piece.
 
 mod added;
+mod byte_key;
 mod bytes;
 mod char_class;
 mod chars;

@@ -12,14 +12,14 @@
 //! keeps its id in the slot, the others point into a token arena. Nothing is allocated per
 //! entry.
 
+use super::byte_key::{self, INLINE};
+
 /// Pre-tokens longer than this are merged every time: they are rare, and would crowd the cache.
 pub(super) const WORD_LIMIT: usize = 64;
 /// Entries before the cache is cleared.
 const CAPACITY: usize = 1 << 16;
 /// Slots: twice the entries, so that probes stay short.
 const SLOT_BITS: u32 = 17;
-/// Bytes a slot holds in place.
-const INLINE: usize = 16;
 
 #[derive(Clone, Copy, Default)]
 struct Slot {
@@ -52,69 +52,12 @@ pub(super) enum Cached<'a> {
     Many(&'a [(u32, u32)]),
 }
 
-/// Little-endian word of up to 8 bytes, zero-padded, read without a loop or a call.
-#[inline(always)]
-fn short_word(bytes: &[u8]) -> u64 {
-    let n = bytes.len();
-    if n >= 4 {
-        let lo = u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
-        let hi = u64::from(u32::from_le_bytes([
-            bytes[n - 4],
-            bytes[n - 3],
-            bytes[n - 2],
-            bytes[n - 1],
-        ]));
-        // `hi` holds bytes n-4..n: its top n-4 bytes are bytes 4..n.
-        lo | ((hi >> ((8 - n) * 8)) << 32)
-    } else {
-        match n {
-            0 => 0,
-            1 => u64::from(bytes[0]),
-            2 => u64::from(bytes[0]) | u64::from(bytes[1]) << 8,
-            _ => u64::from(bytes[0]) | u64::from(bytes[1]) << 8 | u64::from(bytes[2]) << 16,
-        }
-    }
-}
-
-/// The slot key of a pre-token of up to 16 bytes.
-#[inline(always)]
-fn inline_key(bytes: &[u8]) -> [u64; 2] {
-    if bytes.len() > 8 {
-        let (head, tail) = bytes.split_at(8);
-        let mut first = [0u8; 8];
-        first.copy_from_slice(head);
-        [u64::from_le_bytes(first), short_word(tail)]
-    } else {
-        [short_word(bytes), 0]
-    }
-}
-
-/// Spreads a key over the slots (a folded multiply, as fast hashers do).
-#[inline(always)]
-fn mix(a: u64, b: u64, len: usize) -> u64 {
-    let product = u128::from(a ^ 0x243F_6A88_85A3_08D3)
-        * u128::from(b ^ (len as u64) ^ 0x1319_8A2E_0370_7344);
-    (product as u64) ^ ((product >> 64) as u64)
-}
-
-fn long_hash(bytes: &[u8]) -> u64 {
-    bytes.chunks(8).fold(bytes.len() as u64, |h, chunk| {
-        mix(h, short_word(chunk), chunk.len())
-    })
-}
-
 impl PieceCache {
     /// Where `bytes` is (`Ok`) or would go (`Err`), and its slot key.
     #[inline(always)]
     fn find(&self, bytes: &[u8]) -> (Result<usize, usize>, [u64; 2]) {
         let len = bytes.len();
-        let (key, hash) = if len <= INLINE {
-            let key = inline_key(bytes);
-            (key, mix(key[0], key[1], len))
-        } else {
-            let hash = long_hash(bytes);
-            ([hash, 0], hash)
-        };
+        let (key, hash) = byte_key::key(bytes);
         let mask = (1usize << SLOT_BITS) - 1;
         let mut at = (hash >> (64 - SLOT_BITS)) as usize;
         loop {
