@@ -314,8 +314,10 @@ fn parse_model(v: &Value) -> Result<Model, Unsupported> {
         .ok_or_else(|| Unsupported::new("model", "vocab is missing"))?
         .iter()
         .map(|(token, id)| {
+            // `u32::MAX` marks an empty slot of the pair table (`tables`).
             id.as_u64()
                 .and_then(|id| u32::try_from(id).ok())
+                .filter(|&id| id != u32::MAX)
                 .map(|id| (token.clone(), id))
                 .ok_or_else(|| Unsupported::new("model", format!("token {token:?} has a bad id")))
         })

@@ -15,8 +15,9 @@
 //!
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
 //! alignment tables unless offsets are asked for (or NFC actually changes the text), pair
-//! ranks in one hash map, whole words looked up before merging, long SentencePiece words cut
-//! into independent chunks, and no allocation per pre-token.
+//! ranks and whole words in flat tables of one memory access a lookup (`tables`), whole words
+//! looked up before merging, long SentencePiece words cut into independent chunks, and no
+//! allocation per pre-token.
 //!
 //! Offsets are byte offsets into the input. A token that covers only some bytes of a
 //! multi-byte char (byte-level BPE splits rare chars; byte fallback spells one as `<0xNN>`
@@ -42,6 +43,7 @@ mod sp_pretokenize;
 mod sp_tests;
 #[cfg(test)]
 mod split_tests;
+mod tables;
 #[cfg(test)]
 mod tests;
 mod unicode_classes;
@@ -60,6 +62,7 @@ use model::{Alphabet, BpeModel, Scratch};
 use normalize::{apply_edits, identity_align};
 use pretokenize::PreTokenizer;
 use sp_pretokenize::CharPreTokenizer;
+use tables::PairTable;
 
 /// How the text between added tokens is split into words.
 enum Words {
@@ -131,8 +134,7 @@ impl FastBpe {
 
         let model_vocab: FxHashMap<&str, u32> =
             spec.vocab.iter().map(|(t, id)| (t.as_str(), *id)).collect();
-        let mut merges = FxHashMap::default();
-        merges.reserve(spec.merges.len());
+        let mut merges = PairTable::with_capacity(spec.merges.len());
         let mut joined = String::new();
         for (rank, (a, b)) in spec.merges.iter().enumerate() {
             let lookup = |t: &str| {
@@ -145,7 +147,7 @@ impl FastBpe {
             joined.push_str(b);
             let merged = lookup(&joined)?;
             // Later duplicates overwrite earlier ones, as in HF's map.
-            merges.insert(BpeModel::key(lookup(a)?, lookup(b)?), (rank as u32, merged));
+            merges.insert(lookup(a)?, lookup(b)?, rank as u32, merged);
         }
         let model = if byte_level {
             let mut byte_ids = [0u32; 256];

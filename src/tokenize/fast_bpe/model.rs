@@ -9,10 +9,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rustc_hash::FxHashMap;
-
 use super::chars::{CharSymbols, Initials};
 use super::piece_cache::{Cached, PieceCache, WORD_LIMIT};
+use super::tables::{PairTable, WordTable};
 
 /// Gives every model its own serial number, which keys the per-thread piece caches.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -32,14 +31,14 @@ pub(super) enum Alphabet {
 
 pub(super) struct BpeModel {
     alphabet: Alphabet,
-    /// `(left << 32) | right` to `(rank, merged id)`.
-    merges: FxHashMap<u64, (u32, u32)>,
+    /// Pair to `(rank, merged id)`.
+    merges: PairTable,
     /// Words (or chunks, see `chars`) that come out as one token, looked up before merging:
     /// the vocabulary entries that merging their own symbols turns back into themselves (most
     /// of the common words).
-    whole_words: FxHashMap<Box<[u8]>, u32>,
+    whole_words: WordTable,
     /// With `ignore_merges`, every vocabulary entry: HF looks the whole word up first.
-    exact_words: Option<FxHashMap<Box<[u8]>, u32>>,
+    exact_words: Option<WordTable>,
     /// This model's key in the per-thread piece caches.
     serial: u64,
     /// Byte-level models: `merge_of` of every pair of bytes, indexed by `(left << 8) | right`.
@@ -70,23 +69,19 @@ pub(super) struct Scratch {
     word_tokens: Vec<(u32, u32)>,
 }
 
-fn pair_key(left: u32, right: u32) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
-}
-
 impl BpeModel {
     /// `vocab` holds the entries as the symbols spell them: raw bytes for `Alphabet::Bytes`
     /// (only the entries made of byte-level symbols), UTF-8 text for `Alphabet::Chars`.
     pub(super) fn new(
         alphabet: Alphabet,
-        merges: FxHashMap<u64, (u32, u32)>,
+        merges: PairTable,
         vocab: Vec<(Vec<u8>, u32)>,
         ignore_merges: bool,
     ) -> Self {
         let mut model = Self {
             alphabet,
             merges,
-            whole_words: FxHashMap::default(),
+            whole_words: WordTable::new(std::iter::empty()),
             exact_words: None,
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             byte_pairs: Box::default(),
@@ -98,36 +93,26 @@ impl BpeModel {
         }
         let mut scratch = Scratch::default();
         let mut ids = Vec::new();
-        let whole_words = vocab
+        let whole_words: Vec<(&[u8], u32)> = vocab
             .iter()
             .filter(|(bytes, id)| {
                 ids.clear();
                 model.encode_entry(bytes, &mut scratch, &mut ids);
                 ids == [*id]
             })
-            .map(|(bytes, id)| (bytes.clone().into_boxed_slice(), *id))
+            .map(|(bytes, id)| (&bytes[..], *id))
             .collect();
-        model.whole_words = whole_words;
+        model.whole_words = WordTable::new(whole_words.into_iter());
         if ignore_merges {
-            model.exact_words = Some(
-                vocab
-                    .into_iter()
-                    .map(|(bytes, id)| (bytes.into_boxed_slice(), id))
-                    .collect(),
-            );
+            model.exact_words = Some(WordTable::new(
+                vocab.iter().map(|(bytes, id)| (&bytes[..], *id)),
+            ));
         }
         model
     }
 
-    pub(super) fn key(left: u32, right: u32) -> u64 {
-        pair_key(left, right)
-    }
-
     fn merge_of(&self, left: u32, right: u32) -> (u32, u32) {
-        self.merges
-            .get(&pair_key(left, right))
-            .copied()
-            .unwrap_or((NO_MERGE, 0))
+        self.merges.get(left, right).unwrap_or((NO_MERGE, 0))
     }
 
     /// Appends the ids of `word` and, when asked, each token's byte span inside `word`.
@@ -218,7 +203,7 @@ impl BpeModel {
         let Some(id) = self.exact_words.as_ref().and_then(|w| w.get(word)) else {
             return false;
         };
-        ids.push(*id);
+        ids.push(id);
         if let Some(spans) = spans {
             spans.push((0, word.len()));
         }
@@ -307,7 +292,7 @@ impl BpeModel {
             // A byte-level word is its own chunk, and `exact_word` has looked it up in the
             // whole vocabulary already.
             _ if self.exact_words.is_some() && matches!(self.alphabet, Alphabet::Bytes(_)) => None,
-            _ => self.whole_words.get(bytes).copied(),
+            _ => self.whole_words.get(bytes),
         };
         if let Some(id) = whole {
             ids.push(id);

@@ -353,6 +353,11 @@ fn refusals_name_the_component() {
             r#"{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},"model":{"type":"WordPiece"}}"#,
             "model: WordPiece is not supported by the fast engine",
         ),
+        // The id that marks an empty slot of the pair table.
+        (
+            r#"{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},"model":{"type":"BPE","vocab":{"a":4294967295},"merges":[]}}"#,
+            "model: token \"a\" has a bad id",
+        ),
     ];
     for (json, message) in cases {
         let err = FastBpe::from_tokenizer_json(json)
