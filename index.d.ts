@@ -246,7 +246,13 @@ export declare class Tokenizer {
   /** The active encoder: `'fast'` or `'hf'`. */
   get engine(): 'fast' | 'hf'
   encode(text: string, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array>
-  encodeSync(text: string, addSpecialTokens?: boolean | undefined | null): Uint32Array
+  /** The number `_encodeSyncByHandle` knows this tokenizer by (see `napi::handles`). */
+  _handle(): number
+  /**
+   * `encodeSync` of the tokenizer numbered `handle`: lib/index.js gives `encodeSync` as
+   * `Tokenizer._encodeSyncByHandle(this._handle(), text, addSpecialTokens)`.
+   */
+  static _encodeSyncByHandle(handle: number, text: string, addSpecialTokens?: boolean | undefined | null): Uint32Array
   /** Encodes every text on all cores. */
   encodeBatch(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array[]>
   /**

@@ -100,6 +100,23 @@ describe('Qwen3 tokenizer', () => {
     expect(batch[5]).toEqual(Array.from(tok.encodeSync('a\uFFFDb', false)))
     expect(batch[2]).toEqual([963])
   })
+  it('encodes by the tokenizer it is called on, frozen or not, and refuses a handle of no tokenizer', async () => {
+    // encodeSync reaches the native tokenizer by a number (lib/index.js): alternating
+    // tokenizers of two vocabularies, and fresh ones, keep their own ids.
+    const text = 'Hello world, 你好'
+    const llama = Tokenizer.fromPretrainedSync(tokenizerDir('llama3_1'))
+    const qwen = Object.freeze(Tokenizer.fromPretrainedSync(tokenizerDir('qwen3')))
+    for (let k = 0; k < 3; k++) {
+      expect(Array.from(qwen.encodeSync(text, false))).toEqual([9707, 1879, 11, 220, 108386])
+      expect(Array.from(llama.encodeSync(text, false))).toEqual([9906, 1917, 11, 118195, 53901])
+      expect(Array.from(tok.encodeSync(text, false))).toEqual(Array.from(await tok.encode(text, false)))
+    }
+    expect(qwen._handle()).not.toBe(llama._handle())
+    expect(Array.from(Tokenizer._encodeSyncByHandle(llama._handle(), text, false))).toEqual([9906, 1917, 11, 118195, 53901])
+    expect(() => Tokenizer._encodeSyncByHandle(0, text)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'no live tokenizer has the handle 0' }))
+    // As any native method called on another object.
+    expect(() => Tokenizer.prototype.encodeSync.call({}, text)).toThrow(new TypeError('Illegal invocation'))
+  })
   it('decodes the Int32Array rows that batches hand out, Uint32Array and number[]', async () => {
     const ds = createSFTDataset([{ prompt: [{ role: 'user', content: 'hi' }], completion: { role: 'assistant', content: 'Hello world' } }], tok, { completionOnly: true })
     const batch = await ds.collateBatch([0])

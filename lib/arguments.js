@@ -102,6 +102,10 @@ function guarded(fn, where) {
   return named(wrapper, fn.name || where.split('.').pop(), fn.length)
 }
 
+// Native methods that lib/ calls on behalf of a public one, and whose argument errors are that
+// method's.
+const ON_BEHALF = new Map([['Tokenizer._encodeSyncByHandle', 'Tokenizer.encodeSync']])
+
 // Replaces the methods (own, plain functions; not getters) of `target` with guarded ones.
 function guardMethods(target, prefix) {
   for (const key of Object.getOwnPropertyNames(target)) {
@@ -109,7 +113,8 @@ function guardMethods(target, prefix) {
     const descriptor = Object.getOwnPropertyDescriptor(target, key)
     // Skips getters, and a sloppy function's own `arguments`/`caller`.
     if (typeof descriptor.value !== 'function' || !(descriptor.configurable || descriptor.writable)) continue
-    Object.defineProperty(target, key, { ...descriptor, value: guarded(descriptor.value, `${prefix}.${key}`) })
+    const where = `${prefix}.${key}`
+    Object.defineProperty(target, key, { ...descriptor, value: guarded(descriptor.value, ON_BEHALF.get(where) ?? where) })
   }
 }
 

@@ -7,6 +7,10 @@ export * from '../index'
 export { Tokenizer as Qwen3Tokenizer } from '../index'
 
 declare module '../index' {
+  interface Tokenizer {
+    /** `encode` on the JS thread. */
+    encodeSync(text: string, addSpecialTokens?: boolean | undefined | null): Uint32Array
+  }
   interface SFTDataset {
     /** Batches of `batchSize` in the current (shuffled) order; the last one may be short. With
      * `batching` other than `'reference'` (or a `shard`), the batches of the epoch's plan:

@@ -21,6 +21,8 @@ pub mod error;
 #[cfg(feature = "napi")]
 pub mod grpo;
 #[cfg(feature = "napi")]
+pub mod handles;
+#[cfg(feature = "napi")]
 pub mod ids;
 #[cfg(feature = "napi")]
 pub mod json;

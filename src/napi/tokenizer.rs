@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::arrays::{Owned, OwnedU32};
 use super::error::{run_sync, to_js, JsResult as Result};
+use super::handles::{self, Handle};
 use super::ids::{token_ids, IdsInput};
 use super::json::JsJson;
 use super::task::{job, Job};
@@ -111,6 +112,17 @@ fn load(path: String, options: Option<TokenizerLoadOptions>) -> SftResult<ChatTo
 #[napi(js_name = "Tokenizer")]
 pub struct JsTokenizer {
     pub(crate) inner: Arc<ChatTokenizer>,
+    handle: Handle,
+}
+
+impl JsTokenizer {
+    fn new(tokenizer: ChatTokenizer) -> Self {
+        let inner = Arc::new(tokenizer);
+        JsTokenizer {
+            handle: Handle::new(inner.clone()),
+            inner,
+        }
+    }
 }
 
 /// The tokenizer behind a `tokenizer` argument. Entry points take the argument as `Unknown` and
@@ -240,7 +252,7 @@ impl JsTokenizer {
     ) -> AsyncTask<Job<ChatTokenizer, JsTokenizer>> {
         AsyncTask::new(Job::new(
             move || load(path, options),
-            |_, t| Ok(JsTokenizer { inner: Arc::new(t) }),
+            |_, t| Ok(JsTokenizer::new(t)),
         ))
     }
 
@@ -249,11 +261,7 @@ impl JsTokenizer {
         path: String,
         options: Option<TokenizerLoadOptions>,
     ) -> Result<JsTokenizer> {
-        run_sync(|| {
-            Ok(JsTokenizer {
-                inner: Arc::new(load(path, options)?),
-            })
-        })
+        run_sync(|| Ok(JsTokenizer::new(load(path, options)?)))
     }
 
     /// The chat-template renderer in use: `'compiled'` (a direct renderer of a known template)
@@ -286,15 +294,32 @@ impl JsTokenizer {
         ))
     }
 
+    /// The number `_encodeSyncByHandle` knows this tokenizer by (see `napi::handles`).
+    #[napi(js_name = "_handle")]
+    pub fn handle(&self) -> u32 {
+        self.handle.number()
+    }
+
+    /// `encodeSync` of the tokenizer numbered `handle`: lib/index.js gives `encodeSync` as
+    /// `Tokenizer._encodeSyncByHandle(this._handle(), text, addSpecialTokens)`.
     #[napi(
-        ts_args_type = "text: string, addSpecialTokens?: boolean | undefined | null",
+        js_name = "_encodeSyncByHandle",
+        writable = true,
+        configurable = true,
+        ts_args_type = "handle: number, text: string, addSpecialTokens?: boolean | undefined | null",
         ts_return_type = "Uint32Array"
     )]
-    pub fn encode_sync(&self, text: Text, add_special_tokens: Option<bool>) -> Result<OwnedU32> {
+    pub fn encode_sync_by_handle(
+        handle: u32,
+        text: Text,
+        add_special_tokens: Option<bool>,
+    ) -> Result<OwnedU32> {
         run_sync(|| {
+            let tokenizer = handles::tokenizer(handle).ok_or_else(|| {
+                SftError::invalid_argument(format!("no live tokenizer has the handle {handle}"))
+            })?;
             Ok(Owned(
-                self.inner
-                    .encode(&text.0, add_special_tokens.unwrap_or(true))?,
+                tokenizer.encode(&text.0, add_special_tokens.unwrap_or(true))?,
             ))
         })
     }
