@@ -89,8 +89,8 @@ describe('Qwen3 tokenizer', () => {
     expect(await tok.decodeBatch([new Uint32Array([6023])])).toEqual(['hi'])
   })
   it('reads a text argument as UTF-8 alike in encode, encodeSync and encodeBatch', async () => {
-    // encode and encodeSync size their buffer from the UTF-16 length; encodeBatch reads each
-    // text as napi's String does. Lone surrogates become U+FFFD in all three.
+    // Each sizes its buffer from the UTF-16 length (encodeBatch writes every text into one
+    // buffer, one after another). Lone surrogates become U+FFFD in all three.
     const texts = ['', 'a', 'é', '中文', '😀x😀', 'a\uD800b', '\uDFFF', '\uD83D', `${'é'.repeat(3000)}😀`, 'x'.repeat(70000)]
     const batch = (await tok.encodeBatch(texts, false)).map((a) => Array.from(a))
     for (const [k, text] of texts.entries()) {
@@ -99,6 +99,14 @@ describe('Qwen3 tokenizer', () => {
     }
     expect(batch[5]).toEqual(Array.from(tok.encodeSync('a\uFFFDb', false)))
     expect(batch[2]).toEqual([963])
+    expect(await tok.encodeBatch([], false)).toEqual([])
+    // An element that is not a string, or a hole, is refused as napi refuses it.
+    for (const bad of [['a', 5], ['a', , 'b']]) {
+      await expect(tok.encodeBatch(bad as string[], false)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/^Tokenizer\.encodeBatch: an argument has the wrong type, expected a string: /),
+      })
+    }
   })
   it('encodes by the tokenizer it is called on, frozen or not, and refuses a handle of no tokenizer', async () => {
     // encodeSync reaches the native tokenizer by a number (lib/index.js): alternating

@@ -16,7 +16,7 @@ use super::handles::{self, Handle};
 use super::ids::{token_ids, IdsInput};
 use super::json::JsJson;
 use super::task::{job, Job};
-use super::text::Text;
+use super::text::{Text, Texts};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::message::prepare_chat;
 use crate::render::RenderOptions;
@@ -325,16 +325,24 @@ impl JsTokenizer {
     }
 
     /// Encodes every text on all cores.
-    #[napi(ts_return_type = "Promise<Uint32Array[]>")]
+    #[napi(
+        ts_args_type = "texts: Array<string>, addSpecialTokens?: boolean | undefined | null",
+        ts_return_type = "Promise<Uint32Array[]>"
+    )]
     pub fn encode_batch(
         &self,
-        texts: Vec<String>,
+        texts: Texts,
         add_special_tokens: Option<bool>,
     ) -> AsyncTask<Job<Vec<Vec<u32>>, Vec<OwnedU32>>> {
         let t = self.inner.clone();
         let add = add_special_tokens.unwrap_or(true);
         AsyncTask::new(Job::new(
-            move || texts.par_iter().map(|s| t.encode(s, add)).collect(),
+            move || {
+                (0..texts.len())
+                    .into_par_iter()
+                    .map(|k| t.encode(texts.get(k), add))
+                    .collect()
+            },
             to_u32_arrays,
         ))
     }
