@@ -256,6 +256,11 @@ export declare class Tokenizer {
   /** Encodes every text on all cores. */
   encodeBatch(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array[]>
   /**
+   * `encodeBatch` with every text's ids in one `Uint32Array` and their positions in
+   * another: two arrays whatever the number of texts, where `encodeBatch` makes one per text.
+   */
+  encodeBatchFlat(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Promise<FlatIds>
+  /**
    * Text of token ids (`Int32Array`, `Uint32Array` or `number[]`); an id that is negative
    * (such as a `-100` label) or not an integer is an `INVALID_ARGUMENT` naming its position.
    */
@@ -511,6 +516,17 @@ export interface FileWarning {
  * or cut after the last assistant marker, else returned unchanged.
  */
 export declare function fixHistoricalMasks(tokens: IdsInput, masks: IdsInput, tokenizer: JsTokenizer, messages: ChatMessage[], options?: MaskCheckOptions | undefined | null): Promise<Int32Array>
+
+/** `encodeBatchFlat`'s result: every text's ids in one array. */
+export interface FlatIds {
+  /** The ids of every text, one text after another. */
+  ids: Uint32Array
+  /**
+   * `texts.length + 1` positions in `ids`: the ids of text `k` are
+   * `ids.subarray(offsets[k], offsets[k + 1])`.
+   */
+  offsets: Uint32Array
+}
 
 export declare function getAllowedRoot(options?: PathValidationOptions | undefined | null): string
 

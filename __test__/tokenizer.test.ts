@@ -108,6 +108,27 @@ describe('Qwen3 tokenizer', () => {
       })
     }
   })
+  it('encodes a batch into one flat array with the offsets of each text', async () => {
+    const texts = ['Hello world', '', 'hi', '中文 😀', 'a\uD800b']
+    const each = await tok.encodeBatch(texts, false)
+    const flat = await tok.encodeBatchFlat(texts, false)
+    expect(flat.ids).toBeInstanceOf(Uint32Array)
+    expect(flat.offsets).toBeInstanceOf(Uint32Array)
+    expect(Array.from(flat.offsets)).toEqual([0, 2, 2, 3, 5, 8])
+    expect(Array.from(flat.ids)).toEqual(each.flatMap((a) => Array.from(a)))
+    for (const [k, ids] of each.entries()) {
+      expect(Array.from(flat.ids.subarray(flat.offsets[k], flat.offsets[k + 1]))).toEqual(Array.from(ids))
+    }
+    expect(Array.from(flat.ids.subarray(0, 2))).toEqual([9707, 1879])
+    // Special tokens by default, as encodeBatch.
+    expect(Array.from((await tok.encodeBatchFlat(['hi'])).ids)).toEqual(Array.from((await tok.encodeBatch(['hi']))[0]))
+    const empty = await tok.encodeBatchFlat([])
+    expect([Array.from(empty.ids), Array.from(empty.offsets)]).toEqual([[], [0]])
+    await expect(tok.encodeBatchFlat(['a', 5] as unknown as string[])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^Tokenizer\.encodeBatchFlat: an argument has the wrong type, expected a string: /),
+    })
+  })
   it('encodes by the tokenizer it is called on, frozen or not, and refuses a handle of no tokenizer', async () => {
     // encodeSync reaches the native tokenizer by a number (lib/index.js): alternating
     // tokenizers of two vocabularies, and fresh ones, keep their own ids.

@@ -32,6 +32,7 @@ const ASYNC = new Set([
   'Tokenizer.fromPretrained',
   'Tokenizer.encode',
   'Tokenizer.encodeBatch',
+  'Tokenizer.encodeBatchFlat',
   'Tokenizer.decode',
   'Tokenizer.decodeBatch',
   'Tokenizer.applyChatTemplate',

@@ -10,7 +10,7 @@ use napi_derive::napi;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use super::arrays::{Owned, OwnedU32};
+use super::arrays::{uninit_array, BatchArray, Owned, OwnedU32};
 use super::error::{run_sync, to_js, JsResult as Result};
 use super::handles::{self, Handle};
 use super::ids::{token_ids, IdsInput};
@@ -231,8 +231,70 @@ fn to_u32_array(_: &napi::Env, ids: Vec<u32>) -> SftResult<OwnedU32> {
     Ok(Owned(ids))
 }
 
+/// The work of `encodeBatch` and `encodeBatchFlat`: every text's ids, on all cores.
+fn encode_all(
+    tokenizer: Arc<ChatTokenizer>,
+    texts: Texts,
+    add_special_tokens: Option<bool>,
+) -> impl FnOnce() -> SftResult<Vec<Vec<u32>>> + Send + 'static {
+    let add = add_special_tokens.unwrap_or(true);
+    move || {
+        (0..texts.len())
+            .into_par_iter()
+            .map(|k| tokenizer.encode(texts.get(k), add))
+            .collect()
+    }
+}
+
 fn to_u32_arrays(_: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<Vec<OwnedU32>> {
     Ok(rows.into_iter().map(Owned).collect())
+}
+
+/// `encodeBatchFlat`'s result: every text's ids in one array.
+#[napi(object, object_from_js = false)]
+pub struct FlatIds {
+    /// The ids of every text, one text after another.
+    #[napi(ts_type = "Uint32Array")]
+    pub ids: BatchArray<u32>,
+    /// `texts.length + 1` positions in `ids`: the ids of text `k` are
+    /// `ids.subarray(offsets[k], offsets[k + 1])`.
+    #[napi(ts_type = "Uint32Array")]
+    pub offsets: OwnedU32,
+}
+
+/// Writes the texts' ids straight into one typed array's V8 memory.
+fn to_flat(env: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<FlatIds> {
+    let mut offsets = Vec::with_capacity(rows.len() + 1);
+    let mut total = 0usize;
+    offsets.push(0);
+    for row in &rows {
+        total += row.len();
+        offsets.push(u32::try_from(total).map_err(|_| {
+            SftError::invalid_argument(format!(
+                "Tokenizer.encodeBatchFlat: the texts make more than {} ids, more than a \
+                 Uint32Array of offsets can point to; call it on fewer texts at a time",
+                u32::MAX
+            ))
+        })?);
+    }
+    // SAFETY: `env` is the environment of the current call; every cell is written below, and
+    // the cells are not kept past this function.
+    let ids = unsafe {
+        let (array, cells) = uninit_array::<u32>(env.raw(), total).map_err(|e| {
+            SftError::new(
+                ErrorCode::Internal,
+                format!("an id array could not be made: {e}"),
+            )
+        })?;
+        for (cell, &id) in cells.iter_mut().zip(rows.iter().flatten()) {
+            cell.write(id);
+        }
+        array
+    };
+    Ok(FlatIds {
+        ids: BatchArray::Made(ids),
+        offsets: Owned(offsets),
+    })
 }
 
 #[napi]
@@ -334,16 +396,26 @@ impl JsTokenizer {
         texts: Texts,
         add_special_tokens: Option<bool>,
     ) -> AsyncTask<Job<Vec<Vec<u32>>, Vec<OwnedU32>>> {
-        let t = self.inner.clone();
-        let add = add_special_tokens.unwrap_or(true);
         AsyncTask::new(Job::new(
-            move || {
-                (0..texts.len())
-                    .into_par_iter()
-                    .map(|k| t.encode(texts.get(k), add))
-                    .collect()
-            },
+            encode_all(self.inner.clone(), texts, add_special_tokens),
             to_u32_arrays,
+        ))
+    }
+
+    /// `encodeBatch` with every text's ids in one `Uint32Array` and their positions in
+    /// another: two arrays whatever the number of texts, where `encodeBatch` makes one per text.
+    #[napi(
+        ts_args_type = "texts: Array<string>, addSpecialTokens?: boolean | undefined | null",
+        ts_return_type = "Promise<FlatIds>"
+    )]
+    pub fn encode_batch_flat(
+        &self,
+        texts: Texts,
+        add_special_tokens: Option<bool>,
+    ) -> AsyncTask<Job<Vec<Vec<u32>>, FlatIds>> {
+        AsyncTask::new(Job::new(
+            encode_all(self.inner.clone(), texts, add_special_tokens),
+            to_flat,
         ))
     }
 
