@@ -4,8 +4,10 @@
 // comparing engines would measure them. Makes its own Python environment with the peers from
 // PyPI (bench tooling only, never a dependency of the package), writes the texts (the real
 // parity data: prompts, completions and rendered conversations, Qwen3 vocabulary), and runs
-// every engine in a fresh process on one thread and on all cores: "new" is text the engine has
-// not seen, after warming up on the other half of the texts; "cached" is the same text again.
+// every engine in a fresh process on one thread, on all cores, and on all cores with the batch
+// call into one flat buffer where the engine has one (`encodeBatchFlat`, fastokens'
+// `encode_batch_flat`): "new" is text the engine has not seen, after warming up on the other half
+// of the texts; "cached" is the same text again.
 // Every engine's ids are checked against HF tokenizers; an engine whose ids differ is listed as
 // a mismatch and never ranked, and one that cannot load the model is listed as such. Median of
 // the rounds. `--model` picks the vocabulary (the texts stay the same): qwen3 (the default),
@@ -71,20 +73,27 @@ function texts(tok) {
 }
 
 /** Our engine in a fresh process, as peers.py measures the others. */
-async function worker(file, threads, dir) {
+async function worker(file, threads, dir, flat) {
   const tok = await lib.Tokenizer.fromPretrained(dir, { engine: 'fast' })
   const all = JSON.parse(readFileSync(file, 'utf8'))
   const half = Math.floor(all.length / 2)
   const [warm, fresh] = [all.slice(0, half), all.slice(half)]
   const mb = fresh.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
-  const encode = threads === '1' ? (ts) => ts.map((t) => tok.encodeSync(t, false)) : (ts) => tok.encodeBatch(ts, false)
+  let encode = threads === '1' ? (ts) => ts.map((t) => tok.encodeSync(t, false)) : (ts) => tok.encodeBatch(ts, false)
+  let toArrays = (result) => result
+  if (flat) {
+    encode = (ts) => tok.encodeBatchFlat(ts, false)
+    toArrays = ({ ids, offsets }) => Array.from({ length: offsets.length - 1 }, (_, k) => ids.subarray(offsets[k], offsets[k + 1]))
+  }
   await encode(warm)
   let t0 = process.hrtime.bigint()
-  const ids = await encode(fresh)
+  const first = await encode(fresh)
   const newS = Number(process.hrtime.bigint() - t0) / 1e9
   t0 = process.hrtime.bigint()
-  const again = await encode(fresh)
+  const second = await encode(fresh)
   const cachedS = Number(process.hrtime.bigint() - t0) / 1e9
+  // Outside the timing, as peers.py turns a flat result into lists.
+  const [ids, again] = [toArrays(first), toArrays(second)]
   const expected = JSON.parse(readFileSync(`${file}.ids.json`, 'utf8'))
   const differs = (got) => got.filter((a, k) => a.length !== expected[k].length || a.some((v, j) => v !== expected[k][j])).length
   const mismatches = differs(ids) + differs(again)
@@ -99,38 +108,46 @@ function table(model, dir, all, work, py, rounds) {
   execFileSync(py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, '--oracle'])
   const mb = all.slice(Math.floor(all.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
   console.log(`\n## Exact BPE engines: ${all.length - Math.floor(all.length / 2)} new texts (${mb.toFixed(1)} MB, ${model} vocabulary), MB/s, median of ${rounds} rounds (node bench/peers.js --model ${model})\n`)
-  console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | ids ≠ HF |')
-  console.log('|---|---:|---:|---:|---:|---:|')
+  console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | all cores, flat, new | all cores, flat, cached | ids ≠ HF |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|')
   const threads = String(os.availableParallelism())
+  // One thread, one call a text; all cores, the batch call that gives an array a text; all
+  // cores, the batch call into one flat buffer, for the engines that have one.
+  const kinds = [
+    ['1', '1', false],
+    [threads, threads, false],
+    ['flat', threads, true],
+  ]
   // Rounds interleave the engines (round 1 of each, then round 2 of each, ...), so that a drift
   // of the host's speed weighs on every engine alike.
-  const runs = new Map(ENGINES.map((e) => [e, { 1: [], [threads]: [], error: undefined }]))
+  const runs = new Map(ENGINES.map((e) => [e, { 1: [], [threads]: [], flat: [], error: undefined }]))
   for (let r = 0; r < rounds; r++) {
     for (const engine of ENGINES) {
       const mine = runs.get(engine)
-      for (const t of ['1', threads]) {
+      for (const [kind, t, flat] of kinds) {
         if (mine.error !== undefined) break
         const args = engine === 'sft-dataset'
-          ? [process.execPath, [__filename, '--worker', file, '--threads', t, '--dir', dir]]
-          : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t]]
+          ? [process.execPath, [__filename, '--worker', file, '--threads', t, '--dir', dir, ...(flat ? ['--flat'] : [])]]
+          : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t, ...(flat ? ['--flat'] : [])]]
         const run = JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: t }, encoding: 'utf8' }))
         if (run.error !== undefined) mine.error = run.error
-        else mine[t].push(run)
+        else if (!run.none) mine[kind].push(run)
       }
     }
   }
   for (const engine of ENGINES) {
     const mine = runs.get(engine)
     if (mine.error !== undefined) {
-      console.log(`| ${engine}: cannot load this model (${mine.error.split('\n')[0].replace(/\|/g, '/')}) | | | | | |`)
+      console.log(`| ${engine}: cannot load this model (${mine.error.split('\n')[0].replace(/\|/g, '/')}) | | | | | | | |`)
       continue
     }
-    const all = [...mine[1], ...mine[threads]]
+    const all = [...mine[1], ...mine[threads], ...mine.flat]
     const mismatches = Math.max(...all.map((x) => x.mismatches))
-    const cell = (t, key) => median(mine[t].map((x) => x[key]))
-    const fig = (v) => (mismatches > 0 ? `(${v.toFixed(1)})` : v.toFixed(1))
+    const cell = (t, key) => (mine[t].length === 0 ? null : median(mine[t].map((x) => x[key])))
+    const fig = (v) => (v === null ? '—' : mismatches > 0 ? `(${v.toFixed(1)})` : v.toFixed(1))
     const name = mismatches > 0 ? `${engine} ${all[0].version}: **mismatch**, not ranked` : `${engine} ${all[0].version}`
-    console.log(`| ${name} | ${fig(cell(1, 'new'))} | ${fig(cell(1, 'cached'))} | ${fig(cell(threads, 'new'))} | ${fig(cell(threads, 'cached'))} | ${mismatches} |`)
+    const cells = [1, threads, 'flat'].flatMap((t) => [fig(cell(t, 'new')), fig(cell(t, 'cached'))])
+    console.log(`| ${name} | ${cells.join(' | ')} | ${mismatches} |`)
   }
 }
 
@@ -139,6 +156,7 @@ async function main() {
     options: {
       worker: { type: 'string' },
       threads: { type: 'string' },
+      flat: { type: 'boolean' },
       dir: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       model: { type: 'string', default: 'qwen3' },
@@ -148,7 +166,7 @@ async function main() {
       peers: { type: 'boolean' },
     },
   })
-  if (values.worker) return worker(values.worker, values.threads, values.dir)
+  if (values.worker) return worker(values.worker, values.threads, values.dir, values.flat === true)
   if (values['write-texts']) {
     writeFileSync(values['write-texts'], JSON.stringify(texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3')))))
     return

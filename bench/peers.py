@@ -3,15 +3,17 @@ fastokens, gigatoken and tiktoken, each timed on text it has not seen ("new", af
 on the other half of the texts) and on the same text again ("cached"), one engine per process.
 Bench tooling only: `bench/peers.js` makes the Python environment and runs this.
 
-    python bench/peers.py <texts.json> <tokenizer.json> <engine> <threads>
+    python bench/peers.py <texts.json> <tokenizer.json> <engine> <threads> [--flat]
     python bench/peers.py <texts.json> <tokenizer.json> --oracle
 
-Prints one JSON line: {engine, version, new, cached, mismatches} with MB/s, or {engine, error}
-when the engine cannot load the model. `--oracle` writes
+Prints one JSON line: {engine, version, new, cached, mismatches} with MB/s, {engine, error}
+when the engine cannot load the model, or {engine, none} when `--flat` (the batch call into
+one flat buffer) asks for a call the engine does not have. `--oracle` writes
 the ids HF tokenizers gives every text to <texts.json>.ids.json, which every engine is checked
 against.
 """
 
+import array
 import json
 import os
 import sys
@@ -19,14 +21,15 @@ import time
 
 
 def load_engine(name, tokenizer_json):
-    """An `encode(texts) -> list of id lists` for one text at a time and for a batch."""
+    """An `encode(texts) -> list of id lists` for one text at a time and for a batch, and a batch
+    call into one flat buffer with what turns its result into id lists (None without one)."""
     if name == "tokenizers":
         import tokenizers
 
         tok = tokenizers.Tokenizer.from_file(tokenizer_json)
         one = lambda t: tok.encode(t, add_special_tokens=False).ids
         many = lambda ts: [e.ids for e in tok.encode_batch(ts, add_special_tokens=False)]
-        return tokenizers.__version__, one, many
+        return tokenizers.__version__, one, many, None
     if name == "fastokens":
         import fastokens
         from importlib.metadata import version
@@ -34,7 +37,8 @@ def load_engine(name, tokenizer_json):
         tok = fastokens.Tokenizer.from_file(tokenizer_json)
         one = lambda t: list(tok.encode(t, add_special_tokens=False).ids)
         many = lambda ts: [list(e.ids) for e in tok.encode_batch(ts, add_special_tokens=False)]
-        return version("fastokens"), one, many
+        flat = lambda ts: tok.encode_batch_flat(ts, add_special_tokens=False)
+        return version("fastokens"), one, many, (flat, unflat)
     if name == "gigatoken":
         import gigatoken
         from importlib.metadata import version
@@ -42,7 +46,7 @@ def load_engine(name, tokenizer_json):
         tok = gigatoken.Tokenizer(tokenizer_json)
         one = lambda t: list(tok.encode(t))
         many = lambda ts: [list(ids) for ids in tok.encode_batch_list(ts)]
-        return version("gigatoken"), one, many
+        return version("gigatoken"), one, many, None
     if name == "tiktoken":
         import tiktoken
         from importlib.metadata import version
@@ -53,7 +57,7 @@ def load_engine(name, tokenizer_json):
         enc = tiktoken.Encoding("peer", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
         one = lambda t: enc.encode_ordinary(t)
         many = lambda ts: enc.encode_ordinary_batch(ts, num_threads=int(os.environ.get("RAYON_NUM_THREADS", "1")))
-        return version("tiktoken"), one, many
+        return version("tiktoken"), one, many, None
     raise SystemExit(f"unknown engine {name}")
 
 
@@ -93,6 +97,12 @@ def pre_tokenizer_pattern(spec):
     raise SystemExit("no Split regex in the pre-tokenizer")
 
 
+def unflat(result):
+    """fastokens' flat result: little-endian uint32 ids and uint64 offsets, as id lists."""
+    ids, offsets = array.array("I", result[0]), array.array("Q", result[1])
+    return [ids[offsets[k] : offsets[k + 1]].tolist() for k in range(len(offsets) - 1)]
+
+
 def timed(fn):
     start = time.perf_counter()
     out = fn()
@@ -103,23 +113,32 @@ def main():
     texts_file, tokenizer_json = sys.argv[1:3]
     texts = json.load(open(texts_file, encoding="utf-8"))
     if sys.argv[3] == "--oracle":
-        _, one, _ = load_engine("tokenizers", tokenizer_json)
+        _, one, _, _ = load_engine("tokenizers", tokenizer_json)
         half = len(texts) // 2
         json.dump([one(t) for t in texts[half:]], open(texts_file + ".ids.json", "w"))
         return
     name, threads = sys.argv[3:5]
+    # `--flat`: the engine's batch call into one flat buffer, if it has one.
+    flat = sys.argv[5:6] == ["--flat"]
     half = len(texts) // 2
     warm, fresh = texts[:half], texts[half:]
     mb = sum(len(t.encode("utf-8")) for t in fresh) / 1e6
     try:
-        version, one, many = load_engine(name, tokenizer_json)
+        version, one, many, flat_call = load_engine(name, tokenizer_json)
     except Exception as e:  # an engine that cannot read this model is listed as such
         print(json.dumps({"engine": name, "version": "", "error": f"{type(e).__name__}: {e}"[:200]}))
         return
+    if flat and flat_call is None:
+        print(json.dumps({"engine": name, "version": version, "none": True}))
+        return
     encode = (lambda ts: [one(t) for t in ts]) if threads == "1" else many
+    to_lists = lambda result: result
+    if flat:
+        encode, to_lists = flat_call
     encode(warm)
     new_s, ids = timed(lambda: encode(fresh))
     cached_s, again = timed(lambda: encode(fresh))
+    ids, again = to_lists(ids), to_lists(again)
     expected = json.load(open(texts_file + ".ids.json", encoding="utf-8"))
     mismatches = sum(1 for a, b in zip(ids, expected) if list(a) != b)
     mismatches += sum(1 for a, b in zip(again, expected) if list(a) != b)
