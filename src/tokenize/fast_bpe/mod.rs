@@ -14,10 +14,10 @@
 //! the component at fault, anything it does not reproduce exactly.
 //!
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
-//! alignment tables unless offsets are asked for (or NFC actually changes the text), pair
-//! ranks and whole words in flat tables of one memory access a lookup (`tables`), whole words
-//! looked up before merging, long SentencePiece words cut into independent chunks, and no
-//! allocation per pre-token.
+//! alignment tables unless offsets are asked for (or NFC actually changes the text), whole
+//! words looked up before merging, pair ranks and words in flat tables of one memory access a
+//! lookup (`tables`), long SentencePiece words cut into independent chunks, and no allocation
+//! per pre-token.
 //!
 //! Offsets are byte offsets into the input. A token that covers only some bytes of a
 //! multi-byte char (byte-level BPE splits rare chars; byte fallback spells one as `<0xNN>`
