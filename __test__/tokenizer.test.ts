@@ -124,6 +124,21 @@ describe('Qwen3 tokenizer', () => {
     expect(Array.from((await tok.encodeBatchFlat(['hi'])).ids)).toEqual(Array.from((await tok.encodeBatch(['hi']))[0]))
     const empty = await tok.encodeBatchFlat([])
     expect([Array.from(empty.ids), Array.from(empty.offsets)]).toEqual([[], [0]])
+    // Megabytes of texts (the arguments are read in blocks of about a megabyte, the widest
+    // texts three bytes a UTF-16 unit): every text as encodeSync gives it, wherever a block ends.
+    const many = Array.from({ length: 900 }, (_, k) => (k % 3 === 0 ? '中文 ' : k % 3 === 1 ? 'word ' : '😀 ').repeat(200 + k))
+    const manyFlat = await tok.encodeBatchFlat(many, false)
+    const manyEach = await tok.encodeBatch(many, false)
+    expect(manyFlat.offsets.length).toBe(many.length + 1)
+    for (const k of [0, 1, 2, 299, 300, 301, 598, 599, 600, 899]) {
+      const want = Array.from(tok.encodeSync(many[k], false))
+      expect(Array.from(manyFlat.ids.subarray(manyFlat.offsets[k], manyFlat.offsets[k + 1]))).toEqual(want)
+      expect(Array.from(manyEach[k])).toEqual(want)
+    }
+    expect(manyFlat.ids.length).toBe(manyEach.reduce((n, a) => n + a.length, 0))
+    // The ids are V8's own memory: transferring them moves them.
+    const moved = structuredClone(manyFlat.ids.buffer, { transfer: [manyFlat.ids.buffer] })
+    expect([manyFlat.ids.length, moved.byteLength]).toEqual([0, manyEach.reduce((n, a) => n + a.length, 0) * 4])
     await expect(tok.encodeBatchFlat(['a', 5] as unknown as string[])).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
       message: expect.stringMatching(/^Tokenizer\.encodeBatchFlat: an argument has the wrong type, expected a string: /),

@@ -13,23 +13,30 @@ use std::ptr;
 use napi::bindgen_prelude::{FromNapiValue, TypeName, ValueType};
 use napi::sys;
 
-/// Appends the UTF-8 of `value` to `bytes`; `None` when `value` is not a string (or V8 wrote
-/// nothing usable), `bytes` unchanged.
+/// The length of `value` in UTF-16 units, which V8 knows without a pass; `None` when `value` is
+/// not a string.
 ///
 /// # Safety
 /// `env` and `value` must be live for the current call.
-unsafe fn append_utf8(
-    env: sys::napi_env,
-    value: sys::napi_value,
-    bytes: &mut Vec<u8>,
-) -> Option<()> {
+unsafe fn utf16_len(env: sys::napi_env, value: sys::napi_value) -> Option<usize> {
     let mut units = 0usize;
     // SAFETY: a null buffer asks for the length in UTF-16 units only.
     let status =
         unsafe { sys::napi_get_value_string_utf16(env, value, ptr::null_mut(), 0, &mut units) };
-    if status != sys::Status::napi_ok {
-        return None;
-    }
+    (status == sys::Status::napi_ok).then_some(units)
+}
+
+/// Appends the UTF-8 of `value`, a string of `units` UTF-16 units, to `bytes`; `None` when V8
+/// wrote nothing usable, `bytes` unchanged.
+///
+/// # Safety
+/// `env` and `value` must be live for the current call, and `units` must be `utf16_len(value)`.
+unsafe fn append_utf8(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    units: usize,
+    bytes: &mut Vec<u8>,
+) -> Option<()> {
     let room = units * 3 + 1;
     bytes.reserve(room);
     let at = bytes.len();
@@ -72,7 +79,9 @@ impl TypeName for Text {
 impl FromNapiValue for Text {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
         let mut bytes = Vec::new();
-        match unsafe { append_utf8(env, value, &mut bytes) } {
+        let read = unsafe { utf16_len(env, value) }
+            .and_then(|units| unsafe { append_utf8(env, value, units, &mut bytes) });
+        match read {
             // SAFETY: `append_utf8` wrote UTF-8 only.
             Some(()) => Ok(Text(unsafe { String::from_utf8_unchecked(bytes) })),
             // Not a string: napi's own conversion fails with its own error.
@@ -81,27 +90,33 @@ impl FromNapiValue for Text {
     }
 }
 
-/// An array of strings as UTF-8, one after another in one buffer: no allocation per string,
-/// and spare room only after the last.
+/// An array of strings as UTF-8, one after another in blocks of about a megabyte: no allocation
+/// per string, and no block is moved or copied as the array is read (a single buffer grown by
+/// doubling copies what it holds each time, on the JS thread).
 pub struct Texts {
-    text: String,
-    /// Where each string ends in `text`.
-    ends: Vec<usize>,
+    blocks: Vec<Vec<u8>>,
+    /// Each string's block and byte range in it.
+    spans: Vec<(usize, usize, usize)>,
 }
+
+/// Bytes a new block has room for, unless one string needs more.
+const BLOCK: usize = 1 << 20;
 
 impl Texts {
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.spans.is_empty()
     }
 
     /// The `k`-th string.
     pub fn get(&self, k: usize) -> &str {
-        let start = if k == 0 { 0 } else { self.ends[k - 1] };
-        &self.text[start..self.ends[k]]
+        let (block, start, end) = self.spans[k];
+        // SAFETY: every block holds whole strings' UTF-8 only (`append_utf8` and `From` write
+        // nothing else), and each span is one of them.
+        unsafe { std::str::from_utf8_unchecked(&self.blocks[block][start..end]) }
     }
 }
 
@@ -128,34 +143,49 @@ impl FromNapiValue for Texts {
         {
             return fallback();
         }
-        let mut bytes = Vec::new();
-        let mut ends = Vec::with_capacity(len as usize);
+        let mut blocks: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut spans = Vec::with_capacity(len as usize);
         for k in 0..len {
             let mut element = ptr::null_mut();
             if unsafe { sys::napi_get_element(env, value, k, &mut element) } != sys::Status::napi_ok
-                || unsafe { append_utf8(env, element, &mut bytes) }.is_none()
             {
-                // An element that is not a string: napi's conversion names it in its error.
                 return fallback();
             }
-            ends.push(bytes.len());
+            // An element that is not a string: napi's conversion names it in its error.
+            let Some(units) = (unsafe { utf16_len(env, element) }) else {
+                return fallback();
+            };
+            let mut current = blocks.len() - 1;
+            let room = units * 3 + 1;
+            if blocks[current].capacity() - blocks[current].len() < room {
+                blocks.push(Vec::with_capacity(room.max(BLOCK)));
+                current += 1;
+            }
+            let bytes = &mut blocks[current];
+            let start = bytes.len();
+            if unsafe { append_utf8(env, element, units, bytes) }.is_none() {
+                return fallback();
+            }
+            spans.push((current, start, bytes.len()));
         }
-        // SAFETY: `append_utf8` wrote UTF-8 only, each string whole.
-        let text = unsafe { String::from_utf8_unchecked(bytes) };
-        Ok(Texts { text, ends })
+        Ok(Texts { blocks, spans })
     }
 }
 
 impl From<Vec<String>> for Texts {
     fn from(strings: Vec<String>) -> Self {
-        let mut text = String::with_capacity(strings.iter().map(String::len).sum());
-        let ends = strings
+        let mut text = Vec::with_capacity(strings.iter().map(String::len).sum());
+        let spans = strings
             .iter()
             .map(|s| {
-                text.push_str(s);
-                text.len()
+                let start = text.len();
+                text.extend_from_slice(s.as_bytes());
+                (0, start, text.len())
             })
             .collect();
-        Texts { text, ends }
+        Texts {
+            blocks: vec![text],
+            spans,
+        }
     }
 }

@@ -10,7 +10,7 @@ use napi_derive::napi;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use super::arrays::{uninit_array, BatchArray, Owned, OwnedU32};
+use super::arrays::{Owned, OwnedU32};
 use super::error::{run_sync, to_js, JsResult as Result};
 use super::handles::{self, Handle};
 use super::ids::{token_ids, IdsInput};
@@ -255,15 +255,29 @@ fn to_u32_arrays(_: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<Vec<OwnedU32>>
 pub struct FlatIds {
     /// The ids of every text, one text after another.
     #[napi(ts_type = "Uint32Array")]
-    pub ids: BatchArray<u32>,
+    pub ids: OwnedU32,
     /// `texts.length + 1` positions in `ids`: the ids of text `k` are
     /// `ids.subarray(offsets[k], offsets[k + 1])`.
     #[napi(ts_type = "Uint32Array")]
     pub offsets: OwnedU32,
 }
 
-/// Writes the texts' ids straight into one typed array's V8 memory.
-fn to_flat(env: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<FlatIds> {
+/// Every text's ids one after another, and the offsets of `FlatIds`.
+type Flat = (Vec<u32>, Vec<u32>);
+
+/// The work of `encodeBatchFlat`: every text's ids, then one vector of them all and the offsets,
+/// both made off the JS thread (the copies in parallel).
+fn encode_flat(
+    tokenizer: Arc<ChatTokenizer>,
+    texts: Texts,
+    add_special_tokens: Option<bool>,
+) -> impl FnOnce() -> SftResult<Flat> + Send + 'static {
+    let encode = encode_all(tokenizer, texts, add_special_tokens);
+    move || flatten(encode()?)
+}
+
+/// `rows` one after another, and where each starts (and the last ends).
+fn flatten(rows: Vec<Vec<u32>>) -> SftResult<Flat> {
     let mut offsets = Vec::with_capacity(rows.len() + 1);
     let mut total = 0usize;
     offsets.push(0);
@@ -277,22 +291,27 @@ fn to_flat(env: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<FlatIds> {
             ))
         })?);
     }
-    // SAFETY: `env` is the environment of the current call; every cell is written below, and
-    // the cells are not kept past this function.
-    let ids = unsafe {
-        let (array, cells) = uninit_array::<u32>(env.raw(), total).map_err(|e| {
-            SftError::new(
-                ErrorCode::Internal,
-                format!("an id array could not be made: {e}"),
-            )
-        })?;
-        for (cell, &id) in cells.iter_mut().zip(rows.iter().flatten()) {
-            cell.write(id);
-        }
-        array
-    };
+    let mut ids = vec![0u32; total];
+    let mut parts = Vec::with_capacity(rows.len());
+    let mut rest = &mut ids[..];
+    for row in &rows {
+        let (part, after) = rest.split_at_mut(row.len());
+        parts.push(part);
+        rest = after;
+    }
+    parts
+        .into_par_iter()
+        .zip(rows.par_iter())
+        .for_each(|(part, row)| part.copy_from_slice(row));
+    Ok((ids, offsets))
+}
+
+// The ids cross as one copy into V8's own memory (`OwnedU32`), like every other id array: a lent
+// external buffer would save that copy, but transferring it to a worker would copy it and leave
+// it attached rather than move it.
+fn to_flat(_: &napi::Env, (ids, offsets): Flat) -> SftResult<FlatIds> {
     Ok(FlatIds {
-        ids: BatchArray::Made(ids),
+        ids: Owned(ids),
         offsets: Owned(offsets),
     })
 }
@@ -412,9 +431,9 @@ impl JsTokenizer {
         &self,
         texts: Texts,
         add_special_tokens: Option<bool>,
-    ) -> AsyncTask<Job<Vec<Vec<u32>>, FlatIds>> {
+    ) -> AsyncTask<Job<Flat, FlatIds>> {
         AsyncTask::new(Job::new(
-            encode_all(self.inner.clone(), texts, add_special_tokens),
+            encode_flat(self.inner.clone(), texts, add_special_tokens),
             to_flat,
         ))
     }
