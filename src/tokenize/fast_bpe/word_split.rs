@@ -86,6 +86,7 @@ fn char_at(text: &str, at: usize) -> Option<(char, WordClass)> {
     char_class::char_at(text, at).map(|(c, k)| (c, word_class(k)))
 }
 
+#[inline(always)]
 fn run_end(text: &str, at: usize, class: WordClass) -> usize {
     let at = match class {
         WordClass::LetterOrMark => ascii_letters_end(text.as_bytes(), at),
@@ -95,6 +96,7 @@ fn run_end(text: &str, at: usize, class: WordClass) -> usize {
 }
 
 /// The end of the match that starts at `start` (with char `c` of class `class`), if one does.
+#[inline(always)]
 fn match_end(text: &str, start: usize, c: char, class: WordClass) -> Option<usize> {
     use WordClass::*;
     let after = start + c.len_utf8();
