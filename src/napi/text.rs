@@ -143,7 +143,7 @@ impl FromNapiValue for Texts {
         {
             return fallback();
         }
-        let mut blocks: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut blocks: Vec<Vec<u8>> = Vec::new();
         let mut spans = Vec::with_capacity(len as usize);
         for k in 0..len {
             let mut element = ptr::null_mut();
@@ -155,12 +155,11 @@ impl FromNapiValue for Texts {
             let Some(units) = (unsafe { utf16_len(env, element) }) else {
                 return fallback();
             };
-            let mut current = blocks.len() - 1;
             let room = units * 3 + 1;
-            if blocks[current].capacity() - blocks[current].len() < room {
+            if blocks.last().is_none_or(|b| b.capacity() - b.len() < room) {
                 blocks.push(Vec::with_capacity(room.max(BLOCK)));
-                current += 1;
             }
+            let current = blocks.len() - 1;
             let bytes = &mut blocks[current];
             let start = bytes.len();
             if unsafe { append_utf8(env, element, units, bytes) }.is_none() {
