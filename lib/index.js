@@ -7,6 +7,7 @@ const path = require('node:path')
 const native = require('./native.js')
 const { asPublic, invalidArgument } = require('./arguments.js')
 const distill = require('./distill.js')
+const { checkingOptions } = require('./options.js')
 
 const { SFTDataset, Tokenizer } = native
 
@@ -120,7 +121,7 @@ Tokenizer.prototype.encodeSync = function encodeSync(text, addSpecialTokens) {
 // `JsTokenizer`), which the binding does not define: only defined values are exports.
 const bound = Object.fromEntries(Object.entries(native).filter(([, value]) => value !== undefined))
 
-module.exports = {
+module.exports = checkingOptions({
   ...bound,
   Qwen3Tokenizer: Tokenizer,
   PathTraversalError,
@@ -130,4 +131,4 @@ module.exports = {
   loadSFTDataset: asPublic('loadSFTDataset', loadSFTDataset),
   exportSFTParquet: asPublic('exportSFTParquet', exportSFTParquet),
   attachDistillation: asPublic('attachDistillation', distill.attachDistillation),
-}
+})
