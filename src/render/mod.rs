@@ -24,10 +24,12 @@ pub mod compiled;
 #[cfg(test)]
 mod compiled_tests;
 pub mod generation;
+pub mod mlx_node;
 pub mod python_str;
 pub mod python_value;
 
 use compiled::Compiled;
+pub use mlx_node::RenderAs;
 
 const TEMPLATE_NAME: &str = "chat_template";
 /// The same template with its generation blocks marked (see `generation`), where it has any.
@@ -53,6 +55,8 @@ pub struct ChatTemplate {
     available: Option<Compiled>,
     /// Whether the template has `{% generation %}` blocks.
     has_generation: bool,
+    /// The engine rules this template renders by.
+    render_as: RenderAs,
 }
 
 /// Which renderer writes the text. Both write the same bytes.
@@ -96,6 +100,8 @@ pub struct RenderOptions<'a> {
     /// `reasoning_effort` (GPT-OSS, Qwen3.8); `None` leaves it undefined, so that a template
     /// keeps its own default. Any string is passed on, as transformers does.
     pub reasoning_effort: Option<&'a str>,
+    /// Whose rendering to follow; `None`: the tokenizer's own setting.
+    pub render_as: Option<RenderAs>,
 }
 
 impl ChatTemplate {
@@ -103,6 +109,33 @@ impl ChatTemplate {
     /// passes to every render (`bos_token`, `eos_token`, `pad_token`, the model's own named tokens
     /// such as `image_token`, ...).
     pub fn compile(source: &str, special_tokens: Vec<(String, Value)>) -> SftResult<Self> {
+        Self::compile_as(source, special_tokens, RenderAs::Transformers)
+    }
+
+    /// `compile` with the engine rules of `render_as` (see `mlx_node`): MLX Node's rendering has
+    /// its own whitespace rules, `tojson`, context and messages, and no direct renderer.
+    pub fn compile_as(
+        source: &str,
+        special_tokens: Vec<(String, Value)>,
+        render_as: RenderAs,
+    ) -> SftResult<Self> {
+        let mlx = render_as == RenderAs::MlxNode;
+        let opened;
+        let source = if mlx {
+            opened = mlx_node::gate_opened(source);
+            opened.as_ref()
+        } else {
+            source
+        };
+        let special_tokens = if mlx {
+            let mut tokens = mlx_node::context_tokens(&special_tokens);
+            for name in mlx_node::PRESERVED_THINKING {
+                tokens.push((name.to_string(), Value::from(true)));
+            }
+            tokens
+        } else {
+            special_tokens
+        };
         // jinja2 reads `\r\n` and a lone `\r` in a template as `\n` (its `newline_sequence`).
         let normalized;
         let source = if source.contains('\r') {
@@ -113,8 +146,8 @@ impl ChatTemplate {
         };
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
+            .trim_blocks(!mlx)
+            .lstrip_blocks(!mlx)
             .keep_trailing_newline(false)
             .build()
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
@@ -126,7 +159,11 @@ impl ChatTemplate {
         env.set_fuel(Some(RENDER_FUEL));
         env.set_unknown_method_callback(python_method);
         env.set_formatter(python_formatter);
-        env.add_filter("tojson", tojson_filter);
+        if mlx {
+            env.add_filter("tojson", mlx_node::compact_tojson);
+        } else {
+            env.add_filter("tojson", tojson_filter);
+        }
         env.add_filter("trim", trim_filter);
         env.add_filter("string", string_filter);
         env.add_filter(generation::MARK_FILTER, generation::mark_filter);
@@ -158,13 +195,16 @@ impl ChatTemplate {
             .rev()
             .find(|(name, _)| name == "bos_token")
             .map(|(_, v)| v);
-        let available = compiled::family_of(source).and_then(|f| Compiled::new(f, bos));
+        let available = compiled::family_of(source)
+            .filter(|_| !mlx)
+            .and_then(|f| Compiled::new(f, bos));
         Ok(ChatTemplate {
             env,
             special_tokens,
             direct: available.clone(),
             available,
             has_generation,
+            render_as,
         })
     }
 
@@ -297,13 +337,21 @@ impl ChatTemplate {
                 format!("compiled template vanished: {e}"),
             )
         })?;
+        let mlx = self.render_as == RenderAs::MlxNode;
         let mut ctx: Vec<(String, Value)> = self.special_tokens.clone();
-        ctx.push(("messages".into(), list_to_template(messages)));
+        if mlx {
+            let sanitized = mlx_node::sanitized_messages(messages);
+            ctx.push(("messages".into(), list_to_template(&sanitized)));
+        } else {
+            ctx.push(("messages".into(), list_to_template(messages)));
+        }
         ctx.push((
             "tools".into(),
             opts.tools.map(to_template).unwrap_or(Value::from(())),
         ));
-        ctx.push(("documents".into(), Value::from(())));
+        if !mlx {
+            ctx.push(("documents".into(), Value::from(())));
+        }
         ctx.push((
             "add_generation_prompt".into(),
             Value::from(opts.add_generation_prompt),

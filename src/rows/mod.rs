@@ -26,7 +26,7 @@ use crate::mask::{
     chatml_assistant_spans, spans_from, spans_from_flags, token_spans_from_bytes,
     trained_byte_ranges, trained_count, ChatMlMarkers, SpanPolicy,
 };
-use crate::render::{generation, RenderOptions};
+use crate::render::{generation, RenderAs, RenderOptions};
 use crate::tokenize::control_tokens::unmarked;
 use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::{common_prefix_len, ChatTokenizer};
@@ -203,6 +203,8 @@ pub struct RowSettings<'a> {
     pub parse_tool_arguments: bool,
     /// The template's `reasoning_effort`, when given.
     pub reasoning_effort: Option<&'a str>,
+    /// Whose rendering to follow; `None`: the tokenizer's own setting.
+    pub render_as: Option<RenderAs>,
     /// Looks for silent losses (classes 1, 2, 3, 5) in the full render of each example.
     pub loss: Option<&'a LossChecker>,
 }
@@ -221,6 +223,7 @@ impl<'a> RowSettings<'a> {
             enable_thinking: Some(self.enable_thinking),
             tools: messages.tools.as_ref(),
             reasoning_effort: self.reasoning_effort,
+            render_as: self.render_as,
             ..Default::default()
         }
     }
@@ -723,6 +726,7 @@ mod tests {
                     sanitize,
                     parse_tool_arguments: false,
                     reasoning_effort: None,
+                    render_as: None,
                     loss: None,
                 };
                 let row = build_row(&t, &settings, example()).unwrap();

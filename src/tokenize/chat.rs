@@ -7,7 +7,7 @@ use minijinja::value::Value;
 use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::render::{ChatTemplate, RenderOptions, Renderer, RendererChoice};
+use crate::render::{ChatTemplate, RenderAs, RenderOptions, Renderer, RendererChoice};
 
 use super::ChatTokenizer;
 impl ChatTokenizer {
@@ -20,6 +20,22 @@ impl ChatTokenizer {
         };
         self.template = compile(&self.config.chat_template);
         self.tool_use = compile(&self.config.tool_use_template);
+        self.mlx_template = OnceLock::new();
+    }
+
+    /// Sets how renders that do not say otherwise follow (`fromPretrained`'s `renderAs`).
+    pub fn set_render_as(&mut self, render_as: RenderAs) {
+        self.render_as = render_as;
+    }
+
+    /// The rendering renders follow unless their options say otherwise.
+    pub fn render_as(&self) -> RenderAs {
+        self.render_as
+    }
+
+    /// The rendering `opts` asks for, or the tokenizer's own.
+    pub fn render_as_for(&self, opts: &RenderOptions) -> RenderAs {
+        opts.render_as.unwrap_or(self.render_as)
     }
 
     /// Replaces the model's chat templates with `source`, as transformers' `chat_template`
@@ -77,6 +93,27 @@ impl ChatTokenizer {
         self.template_for(false)
     }
 
+    /// The template for a render with `opts`: under MLX Node's rules, the model's chat template
+    /// compiled with them (MLX Node has no `tool_use` template); otherwise `template_for`.
+    fn template_of(&self, opts: &RenderOptions) -> SftResult<&ChatTemplate> {
+        if self.render_as_for(opts) == RenderAs::Transformers {
+            return self.template_for(opts.tools.is_some());
+        }
+        let compiled = self.mlx_template.get_or_init(|| {
+            let source = self.config.chat_template.as_deref()?;
+            Some(ChatTemplate::compile_as(
+                source,
+                self.special_tokens_map(),
+                RenderAs::MlxNode,
+            ))
+        });
+        match compiled {
+            Some(Ok(t)) => Ok(t),
+            Some(Err(e)) => Err(e.clone()),
+            None => self.template_for(false),
+        }
+    }
+
     /// The template a render uses: the `tool_use` one when tools are passed and the model has
     /// one, the default otherwise (transformers' `get_chat_template`).
     fn template_for(&self, with_tools: bool) -> SftResult<&ChatTemplate> {
@@ -107,8 +144,7 @@ impl ChatTokenizer {
 
     /// Renders messages that are already normalized (see `message::normalize_messages`).
     pub fn render(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
-        self.template_for(opts.tools.is_some())?
-            .render(messages, opts)
+        self.template_of(opts)?.render(messages, opts)
     }
 
     /// The render and the byte ranges of its `{% generation %}` bodies (see
@@ -118,8 +154,7 @@ impl ChatTokenizer {
         messages: &[Json],
         opts: &RenderOptions,
     ) -> SftResult<(String, Vec<(usize, usize)>)> {
-        self.template_for(opts.tools.is_some())?
-            .render_generation(messages, opts)
+        self.template_of(opts)?.render_generation(messages, opts)
     }
 
     /// `applyChatTemplate`: render, then encode without adding special tokens (the template

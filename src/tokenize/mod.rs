@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::render::ChatTemplate;
+use crate::render::{ChatTemplate, RenderAs};
 use crate::tokenize::control_tokens::{encode_marked, AddedToken, ControlTokens, PieceEncoder};
 use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::fast_bpe::FastBpe;
@@ -73,6 +73,10 @@ pub struct ChatTokenizer {
     json_digest: [u8; 32],
     /// What `sanitizeControlTokens` needs, built on first use.
     sanitize: OnceLock<Sanitize>,
+    /// How renders that do not say otherwise follow (`fromPretrained`'s `renderAs`).
+    render_as: RenderAs,
+    /// The chat template compiled with MLX Node's rules, on first use.
+    mlx_template: OnceLock<Option<SftResult<ChatTemplate>>>,
 }
 
 /// The control tokens of the chat template, and every added token by content.
@@ -174,6 +178,8 @@ impl ChatTokenizer {
             tail_reuse,
             json_digest: *blake3::hash(json_text.as_bytes()).as_bytes(),
             sanitize: OnceLock::new(),
+            render_as: RenderAs::default(),
+            mlx_template: OnceLock::new(),
         };
         tokenizer.compile_templates();
         Ok(tokenizer)

@@ -347,6 +347,7 @@ pub fn completion_only_settings<'a>(
         sanitize: false,
         parse_tool_arguments: false,
         reasoning_effort: None,
+        render_as: None,
         loss: None,
     }
 }

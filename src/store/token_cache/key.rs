@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use serde_json::{json, Value as Json};
 
 use crate::dataset::DatasetConfig;
+use crate::render::RenderAs;
 use crate::tokenize::ChatTokenizer;
 
 use super::entry::ENTRY_EXTENSION;
@@ -104,6 +105,12 @@ pub fn cache_key(
     // the key does not hold otherwise (`chat_control_tokens`, `mask_token`, the class).
     if config.sanitize_control_tokens {
         parts["controlTokens"] = json!(tokenizer.control_tokens());
+    }
+    // The rendering in effect, the tokenizer's own when the config names none; written only
+    // when it is not transformers', so that keys made before the setting still match.
+    let render_as = config.render_as.unwrap_or(tokenizer.render_as());
+    if render_as != RenderAs::Transformers {
+        parts["renderAs"] = json!(render_as.name());
     }
     let digest = *blake3::hash(parts.to_string().as_bytes()).as_bytes();
     CacheKey { digest, parts }
