@@ -16,12 +16,20 @@ const bad = join(fixtures, 'cli', 'bad.jsonl')
 const good = join(fixtures, 'cli', 'good.jsonl')
 
 function run(...args: string[]) {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: repoRoot, encoding: 'utf8' })
+  return runIn(repoRoot, {}, ...args)
+}
+
+function runIn(cwd: string, env: Record<string, string>, ...args: string[]) {
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd, env: { ...process.env, MLX_NODE_DATA_ROOT: '', ...env }, encoding: 'utf8' })
   return { status: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
 function json(...args: string[]) {
-  const r = run(...args, '--json')
+  return jsonIn(repoRoot, ...args)
+}
+
+function jsonIn(cwd: string, ...args: string[]) {
+  const r = runIn(cwd, {}, ...args, '--json')
   expect(r.stderr).toBe('')
   expect(r.status).toBe(0)
   return JSON.parse(r.stdout)
@@ -75,6 +83,50 @@ describe('usage errors exit 2 with one line on stderr', () => {
     const r = run('--help')
     expect(r.status).toBe(0)
     expect(r.stdout).toMatch(/^Usage: sft-dataset <command> <data> \[options\]/)
+  })
+})
+
+describe('data outside the current directory', () => {
+  let dir: string
+  let data: string
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sft-cli-root-'))
+    data = join(dir, 'data.jsonl')
+    writeFileSync(data, readFileSync(good))
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  const refused = (path: string, root: string) =>
+    `sft-dataset: PATH_TRAVERSAL: Path traversal detected: "${path}" is outside allowed directory "${root}"` +
+    ' (to allow it, pass the allowedRoot option or set the MLX_NODE_DATA_ROOT environment variable)\n'
+
+  it.each(['validate', 'stats', 'preview'])('%s refuses it as loadSFTDataset does, saying how to allow it', (command) => {
+    const r = run(command, data)
+    expect(r.stderr).toBe(refused(data, repoRoot))
+    expect(r.stdout).toBe('')
+    expect(r.status).toBe(2)
+  })
+
+  it('a relative path that leaves the current directory is refused too', () => {
+    const r = runIn(join(dir), {}, 'validate', join('..', 'elsewhere.jsonl'))
+    expect(r.stderr).toBe(refused(join(dirname(dir), 'elsewhere.jsonl'), dir))
+    expect(r.status).toBe(2)
+  })
+
+  it('MLX_NODE_DATA_ROOT allows it, and replaces the current directory as the root', async () => {
+    const allowed = runIn(repoRoot, { MLX_NODE_DATA_ROOT: dir }, 'validate', data)
+    expect(allowed.stderr).toBe('')
+    expect(allowed.stdout).toMatch(/^2 examples \(conversation\), 0 problems in 0 examples; /)
+    expect(allowed.status).toBe(0)
+    const outside = runIn(repoRoot, { MLX_NODE_DATA_ROOT: dir }, 'validate', good)
+    expect(outside.stderr).toBe(refused(good, dir))
+    expect(outside.status).toBe(2)
+  })
+
+  it('run from its folder, it is read', () => {
+    const r = runIn(dir, {}, 'stats', 'data.jsonl', '--json', '--quiet')
+    expect(r.status).toBe(0)
+    expect(JSON.parse(r.stdout).file).toBe(data)
   })
 })
 
@@ -210,10 +262,10 @@ describe('stats', () => {
         messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }],
       }
       writeFileSync(both, `\uFEFF${JSON.stringify(record)}\n`)
-      expect(json('stats', both).format).toBe('prompt-completion')
+      expect(jsonIn(dir, 'stats', both).format).toBe('prompt-completion')
       const bom = join(dir, 'bom.jsonl')
       writeFileSync(bom, `\uFEFF${readFileSync(sample, 'utf8')}`)
-      expect(json('stats', bom).format).toBe('conversation')
+      expect(jsonIn(dir, 'stats', bom).format).toBe('conversation')
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -19,10 +19,12 @@ import { join, relative } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import {
+  PathTraversalError,
   SFTDataset,
   Tokenizer,
   createSFTDataset,
   loadSFTDataset,
+  validatePathContainment,
   validateSFTFile,
   type SFTBatch,
   type SFTDatasetConfig,
@@ -560,17 +562,27 @@ describe('tokenizer files', () => {
 })
 
 describe('paths', () => {
+  // Every containment failure says how to allow the path.
+  const ALLOW = ' (to allow it, pass the allowedRoot option or set the MLX_NODE_DATA_ROOT environment variable)'
+
   it('../ traversal is rejected', async () => {
     const e = await rejection(load('../escape.jsonl'))
     expect(e.code).toBe('PATH_TRAVERSAL')
     expect(e.name).toBe('PathTraversalError')
-    expect(e.message).toBe(`Path traversal detected: "${join(dir, '..', 'escape.jsonl')}" is outside allowed directory "${dir}"`)
+    expect(e.message).toBe(`Path traversal detected: "${join(dir, '..', 'escape.jsonl')}" is outside allowed directory "${dir}"${ALLOW}`)
   })
 
   it('an absolute path outside the root is rejected', async () => {
     const e = await rejection(load('/etc/passwd'))
     expect(e.code).toBe('PATH_TRAVERSAL')
-    expect(e.message).toBe(`Path traversal detected: "/etc/passwd" is outside allowed directory "${dir}"`)
+    expect(e.message).toBe(`Path traversal detected: "/etc/passwd" is outside allowed directory "${dir}"${ALLOW}`)
+  })
+
+  it('the path helpers and the class say the same', () => {
+    const e = thrown(() => validatePathContainment('/etc/passwd', dir))
+    expect(e).toBeInstanceOf(PathTraversalError)
+    expect(e.message).toBe(`Path traversal detected: "/etc/passwd" is outside allowed directory "${dir}"${ALLOW}`)
+    expect(new PathTraversalError('/a/b', '/c').message).toBe(`Path traversal detected: "/a/b" is outside allowed directory "/c"${ALLOW}`)
   })
 
   it('a root given relatively is resolved against the current directory', async () => {
@@ -579,7 +591,7 @@ describe('paths', () => {
     expect((await loadSFTDataset('rel.jsonl', tok, { allowedRoot: root })).length).toBe(1)
     const e = await rejection(loadSFTDataset('../rel.jsonl', tok, { allowedRoot: root }))
     expect(e.code).toBe('PATH_TRAVERSAL')
-    expect(e.message).toMatch(new RegExp(`is outside allowed directory "${root.replace(/[.]/g, '\\.')}"$`))
+    expect(e.message.endsWith(`is outside allowed directory "${root}"${ALLOW}`)).toBe(true)
   })
 
   it('a file named ..foo.jsonl inside the root is accepted', async () => {
@@ -596,7 +608,7 @@ describe('paths', () => {
     const e = await rejection(load('link.jsonl', { followSymlinks: false }))
     expect(e.code).toBe('PATH_TRAVERSAL')
     expect(e.message).toBe(
-      `Path traversal detected: "${link}" resolves to "${target}", outside the real location "${dir}" of allowed directory "${dir}"`,
+      `Path traversal detected: "${link}" resolves to "${target}", outside the real location "${dir}" of allowed directory "${dir}"${ALLOW}`,
     )
   })
 })

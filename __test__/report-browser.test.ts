@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -170,7 +170,7 @@ describe('a report the CLI writes of a real file, in Chromium', () => {
     const html = join(mkdtempSync(join(tmpdir(), 'sft-report-cli-')), 'report.html')
     // Truncation, tools the template ignores and repeated examples give findings of three kinds.
     execFileSync(process.execPath, [join(repoRoot, 'bin', 'sft-dataset.js'), 'report', data, '--max-seq-length', '1024',
-      '--completion-only', '--out', html, '--quiet'], { stdio: 'pipe' })
+      '--completion-only', '--out', html, '--quiet'], { cwd: dirname(data), stdio: 'pipe' })
     pageUrl = pathToFileURL(html).href
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] })
   })

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 
 import { describe, expect, it } from 'vitest'
 
@@ -89,7 +89,8 @@ describe('sft-dataset report', () => {
 
   it('--json prints the library summary of the same file and settings', async () => {
     const path = realFile('conv_glaive_toolcall_en')
-    const out = execFileSync(process.execPath, [cli, 'report', path, '--max-seq-length', '512', '--completion-only', '--json', '--quiet'], { encoding: 'utf8' })
+    // Run where the data is: the command reads files inside the current directory only.
+    const out = execFileSync(process.execPath, [cli, 'report', path, '--max-seq-length', '512', '--completion-only', '--json', '--quiet'], { cwd: dirname(path), encoding: 'utf8' })
     const printed = JSON.parse(out)
     const ds = await loadSFTDataset(path, tokenizer('qwen3'), SETTINGS)
     ds.shuffleForEpoch(0)
@@ -102,7 +103,7 @@ describe('sft-dataset report', () => {
   it('writes one self-contained page with a preview of every listed example', () => {
     const path = realFile('pc_alpaca')
     const html = join(mkdtempSync(join(tmpdir(), 'sft-report-')), 'r.html')
-    const out = execFileSync(process.execPath, [cli, 'report', path, '--max-seq-length', '64', '--out', html, '--quiet'], { encoding: 'utf8' })
+    const out = execFileSync(process.execPath, [cli, 'report', path, '--max-seq-length', '64', '--out', html, '--quiet'], { cwd: dirname(path), encoding: 'utf8' })
     expect(out).toContain(`wrote ${html}`)
     const page = readFileSync(html, 'utf8')
     expect(page.startsWith('<!DOCTYPE html>')).toBe(true)
@@ -116,7 +117,7 @@ describe('sft-dataset report', () => {
   it('needs --out or --json, and --sample only applies to it', () => {
     const run = (...args: string[]) => {
       try {
-        execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: 'pipe' })
+        execFileSync(process.execPath, [cli, ...args], { cwd: dirname(realFile('pc_alpaca')), encoding: 'utf8', stdio: 'pipe' })
         return { status: 0, stderr: '' }
       } catch (e: any) {
         return { status: e.status, stderr: String(e.stderr) }

@@ -44,7 +44,7 @@ async function loaderWarnings(path: string, config: Record<string, unknown> = {}
 }
 
 function cliValidate(path: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'sft-dataset.js'), 'validate', path, ...args], { encoding: 'utf8' })
+  const r = spawnSync(process.execPath, [join(repoRoot, 'bin', 'sft-dataset.js'), 'validate', path, ...args], { cwd: dirname(path), encoding: 'utf8' })
   return { status: r.status, stdout: r.stdout }
 }
 

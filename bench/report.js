@@ -44,9 +44,9 @@ lib.loadSFTDataset(process.argv[2], tok, { maxSeqLength: 512, completionOnly: tr
   .then((ds) => { if (ds.length === 0) process.exit(1) })
 `
 
-/** Wall seconds and peak resident MB of one command, from GNU time. */
-function measure(args) {
-  const run = spawnSync('/usr/bin/time', ['-f', 'TIME %e %M', process.execPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] })
+/** Wall seconds and peak resident MB of one command run in `cwd`, from GNU time. */
+function measure(args, cwd) {
+  const run = spawnSync('/usr/bin/time', ['-f', 'TIME %e %M', process.execPath, ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] })
   const found = /TIME ([\d.]+) (\d+)/.exec(run.stderr)
   if (run.status !== 0 || found === null) throw new Error(`${args.slice(0, 2).join(' ')} failed: ${run.stderr}`)
   const [, seconds, kb] = found
@@ -73,7 +73,8 @@ async function main() {
     console.log('| run | seconds (median) | peak memory, MB (median) |')
     console.log('|---|---:|---:|')
     for (const [name, args] of Object.entries(runs)) {
-      const got = Array.from({ length: rounds }, () => measure(args))
+      // In the data's folder: the command reads files inside the current directory only.
+      const got = Array.from({ length: rounds }, () => measure(args, work))
       console.log(`| ${name} | ${median(got.map((g) => g.seconds)).toFixed(2)} | ${median(got.map((g) => g.mb)).toFixed(0)} |`)
     }
     console.log(`\npage: ${(statSync(html).size / 1e6).toFixed(1)} MB`)

@@ -11,9 +11,13 @@ const { checkingOptions } = require('./options.js')
 
 const { SFTDataset, Tokenizer } = native
 
+// How to allow a path outside the root, said after every containment failure.
+const ALLOW_HINT = ' (to allow it, pass the allowedRoot option or set the MLX_NODE_DATA_ROOT environment variable)'
+
 class PathTraversalError extends Error {
   constructor(resolvedPath, allowedRoot, message) {
-    super(message ?? `Path traversal detected: "${resolvedPath}" is outside allowed directory "${allowedRoot}"`)
+    const detected = message ?? `Path traversal detected: "${resolvedPath}" is outside allowed directory "${allowedRoot}"`
+    super(detected.startsWith('Path traversal detected') ? detected + ALLOW_HINT : detected)
     this.name = 'PathTraversalError'
     this.code = 'PATH_TRAVERSAL'
     this.resolvedPath = resolvedPath

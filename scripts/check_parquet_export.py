@@ -54,7 +54,9 @@ def check(data, completion_only, tok_dir, tmp):
     out = os.path.join(tmp, "rows.parquet")
     flags = ["--completion-only"] if completion_only else []
     subprocess.run(
-        ["node", CLI, "export", data, "--out", out, "--tokenizer", tok_dir, "--quiet"] + flags,
+        ["node", CLI, "export", os.path.abspath(data), "--out", out, "--tokenizer", tok_dir, "--quiet"] + flags,
+        # The command reads files inside the current directory only.
+        cwd=os.path.dirname(os.path.abspath(data)),
         check=True,
         stdout=subprocess.DEVNULL,
     )

@@ -42,8 +42,13 @@ function chooseTokenizer(option) {
   return { path: found, description: `${DEFAULT_TOKENIZER_PACKAGE} (default) ${found}` }
 }
 
+/**
+ * The data file, resolved against the current directory and held to the library's rule: inside
+ * `MLX_NODE_DATA_ROOT`, else inside the current directory (a PathTraversalError otherwise).
+ */
 function dataFile(file) {
   const abs = path.resolve(file)
+  lib.validatePathContainment(abs, lib.getAllowedRoot())
   let stat
   try {
     stat = fs.statSync(abs)
@@ -121,7 +126,6 @@ async function loadDataset(abs, tokenizer, o, progress) {
   const ds = await lib.loadSFTDataset(abs, tokenizer, {
     ...batchingConfig(o),
     limit: o.limit,
-    allowedRoot: path.dirname(abs),
     ...(o.cache === undefined ? {} : { cache: o.cache }),
     ...(progress.enabled ? { onProgress: loadProgress(abs, progress) } : {}),
   })
