@@ -130,6 +130,38 @@ describe('data outside the current directory', () => {
   })
 })
 
+describe('in a pipe its reader closes early (| head)', () => {
+  let dir: string
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sft-cli-pipe-'))
+    writeFileSync(join(dir, 'bad.jsonl'), 'not json\n'.repeat(3000))
+    const chat = (i: number) => ({ messages: [{ role: 'user', content: `Question ${i}` }, { role: 'assistant', content: `answer ${i} `.repeat(200) }] })
+    writeFileSync(join(dir, 'long.jsonl'), Array.from({ length: 100 }, (_, i) => JSON.stringify(chat(i))).join('\n') + '\n')
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  // The command's status through the shell's pipe, its stderr, and the one line head printed.
+  function throughHead(...args: string[]) {
+    const script = '"$@" 2>stderr.txt | head -n 1; exit "${PIPESTATUS[0]}"'
+    const r = spawnSync('bash', ['-c', script, 'pipe', process.execPath, bin, ...args], { cwd: dir, encoding: 'utf8' })
+    return { status: r.status, stdout: r.stdout, stderr: readFileSync(join(dir, 'stderr.txt'), 'utf8') }
+  }
+
+  it.each([
+    [['validate', 'bad.jsonl'], 'bad.jsonl:1: JSONL_PARSE Failed to parse JSONL at '],
+    [['preview', 'long.jsonl', '-n', '100', '--no-color'], 'file: '],
+  ])('%j ends quietly with status 0', (args, first) => {
+    // More than a pipe holds, so the command is still writing when head leaves.
+    const whole = runIn(dir, {}, ...args)
+    expect(Buffer.byteLength(whole.stdout)).toBeGreaterThan(1 << 17)
+    const r = throughHead(...args)
+    expect(r.stderr).toBe('')
+    expect(r.status).toBe(0)
+    expect(r.stdout.startsWith(first)).toBe(true)
+    expect(r.stdout.split('\n')).toHaveLength(2)
+  })
+})
+
 describe('masking options and hints', () => {
   it('names --train-on-turn-end when the end of turn is never trained, and the option trains it', async () => {
     const before = json('stats', sample, '--max-seq-length', '256', '--completion-only')
