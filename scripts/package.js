@@ -69,6 +69,9 @@ function stagePlatform(platform, binary) {
   if (platform.manifest.version !== pkg.version) {
     throw new Error(`npm/${platform.suffix}/package.json has version ${platform.manifest.version}, expected ${pkg.version} (run \`npx napi version\`)`)
   }
+  // npm provenance checks every package's repository against the one that built it.
+  const manifest = { ...platform.manifest, repository: pkg.repository, homepage: pkg.homepage, bugs: pkg.bugs }
+  fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
   fs.copyFileSync(path.join(root, binary), path.join(dir, binary))
   return dir
 }
