@@ -38,6 +38,29 @@ export interface ToolDefinition {
   [key: string]: unknown
 }
 
+/**
+ * A tokenizer of another library with the five methods the reference `SFTDataset` calls, such
+ * as MLX Node's own `Qwen3Tokenizer` (`@mlx-node/core`), which matches it with no cast. Datasets
+ * over one render and encode every example through its `applyChatTemplate`, with the
+ * reference's arguments, and take the special ids from its methods (docs/mlx-node.md).
+ */
+export interface ChatTemplateTokenizer {
+  /** Renders the chat template and encodes the text; resolves to the token ids. */
+  applyChatTemplate(
+    messages: ChatMessage[],
+    addGenerationPrompt?: boolean | null,
+    tools?: ToolDefinition[] | null,
+    enableThinking?: boolean | null,
+  ): Promise<Uint32Array | Int32Array | ArrayLike<number>> | Uint32Array | Int32Array | ArrayLike<number>
+  /** A raw vocabulary lookup; null for a token the vocabulary lacks. */
+  tokenToId(token: string): number | null
+  getPadTokenId(): number
+  /** `<|im_start|>` for ChatML vocabularies. */
+  getImStartToken(): string
+  /** `<|im_end|>` for ChatML vocabularies. */
+  getImEndToken(): string
+}
+
 /** Prompt-completion format: loss on the completion (with `completionOnly`). */
 export interface SFTPromptCompletionExample {
   prompt: ChatMessage[]
@@ -142,7 +165,7 @@ export declare class SFTDataset {
    * special token ids. Rows start building on the other cores while the examples are
    * converted; a row that fails to build rejects the batch that holds it.
    */
-  constructor(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null)
+  constructor(examples: SFTExample[], tokenizer: Tokenizer | ChatTemplateTokenizer, config?: SFTDatasetConfig | null)
   /** *(addition)* The format every example shares, as detected from the first one. */
   get format(): 'prompt-completion' | 'conversation'
   /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */
@@ -219,6 +242,19 @@ export declare class SFTDataset {
   exportParquet(outPath: string, options?: ExportOptions | undefined | null): Promise<ParquetExport>
   /** Checks a `batches()` batch size; used by the JS generator before it starts. */
   _checkBatchSize(batchSize: number): void
+  /**
+   * A dataset whose rows a foreign tokenizer renders (lib/foreign.js): the examples are
+   * checked now, the rows arrive with `_supplyForeign`.
+   */
+  static _forForeign(examples: any[], answers: any, config: LoadSFTDatasetOptions | undefined | null, caller: string): SFTDataset
+  /** Whether the rows come from a foreign tokenizer and have not arrived yet. */
+  _awaitsForeignRows(): boolean
+  /**
+   * The foreign tokenizer's renders, one per example in example order: the ids of the full
+   * render, or the message of the error it raised; for prompt-completion data the prompt's
+   * ids in `prompts`.
+   */
+  _supplyForeign(full: Array<Uint32Array | string>, prompts?: Array<Uint32Array | undefined | null> | undefined | null): void
   /**
    * *(addition)* The whole dataset in figures (see `DatasetSummary` and docs/report.md):
    * lengths against `maxSeqLength`, what truncation cuts, the trained share per example and
@@ -302,10 +338,22 @@ export declare class Tokenizer {
   getImStartToken(): string
   getImEndToken(): string
   getEndoftextToken(): string
+  /**
+   * How this tokenizer renders chat templates unless told otherwise: `'transformers'` or
+   * `'mlx-node'` (`fromPretrained`'s `renderAs`).
+   */
+  get renderAs(): 'transformers' | 'mlx-node'
   /** Whether a chat template was found beside the tokenizer. */
   get hasChatTemplate(): boolean
 }
 export type JsTokenizer = Tokenizer
+
+/**
+ * The records of a data file in the reference's shape, validated, for a foreign tokenizer to
+ * render (`loadSFTDataset` with such a tokenizer): `format`, `columns`, `roles` and `limit`
+ * apply; errors name the file and line.
+ */
+export declare function _foreignExamples(path: string, config?: LoadSFTDatasetOptions | undefined | null): Promise<any[]>
 
 /**
  * *(diagnostic)* How `createSFTDataset` reads `examples`, each on its own: from V8's
@@ -330,6 +378,12 @@ export interface ApplyChatTemplateOptions {
    * when not given, so that the template keeps its own default. Any string is passed on.
    */
   reasoningEffort?: string
+  /**
+   * `'transformers'` (default: the tokenizer's own setting, `'transformers'` unless
+   * `fromPretrained` chose otherwise) or `'mlx-node'`: render as MLX Node's tokenizer does
+   * (every assistant turn keeps its reasoning; see docs/mlx-node.md).
+   */
+  renderAs?: 'transformers' | 'mlx-node'
 }
 
 /** What one epoch costs the trainer under one batching strategy. */
@@ -383,7 +437,7 @@ export interface ConversationTokenizeOptions {
 /** -100 before `responseStart` (clamped to the sequence), the token ids from it on. */
 export declare function createMasksFromResponseStart(tokens: IdsInput, responseStart: number): Int32Array
 
-export declare function createSFTDataset(examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null): SFTDataset
+export declare function createSFTDataset(examples: SFTExample[], tokenizer: Tokenizer | ChatTemplateTokenizer, config?: SFTDatasetConfig | null): SFTDataset
 
 export interface DatasetReport {
   /** One entry per example given, dropped ones included, in input order. */
@@ -545,7 +599,7 @@ export interface LoadProgress {
  * `loadSFTDataset` without the JS wrapper's `PathTraversalError`: streams, validates and
  * tokenizes the file on all cores.
  */
-export declare function loadSFTDatasetNative(path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | undefined | null): Promise<SFTDataset>
+export declare function loadSFTDatasetNative(path: string, tokenizer: Tokenizer | ChatTemplateTokenizer, config?: LoadSFTDatasetOptions | undefined | null): Promise<SFTDataset>
 
 /**
  * `loadSFTDataset`'s options: the dataset settings, `limit`, progress, path validation and
@@ -683,6 +737,13 @@ export interface LoadSFTDatasetOptions {
    * undefined in the template, which then keeps its own default.
    */
   reasoningEffort?: string
+  /**
+   * `'transformers'` (as `transformers.apply_chat_template`) or `'mlx-node'` (as MLX
+   * Node's own tokenizer: every assistant turn keeps its reasoning, messages sanitised;
+   * see docs/mlx-node.md). Part of the token cache key. Default: the tokenizer's own
+   * (`fromPretrained`'s `renderAs`, `'transformers'` unless set there).
+   */
+  renderAs?: 'transformers' | 'mlx-node'
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
@@ -837,6 +898,12 @@ export interface RenderChatTemplateOptions {
    * when not given, so that the template keeps its own default. Any string is passed on.
    */
   reasoningEffort?: string
+  /**
+   * `'transformers'` (default: the tokenizer's own setting, `'transformers'` unless
+   * `fromPretrained` chose otherwise) or `'mlx-node'`: render as MLX Node's tokenizer does
+   * (every assistant turn keeps its reasoning; see docs/mlx-node.md).
+   */
+  renderAs?: 'transformers' | 'mlx-node'
 }
 
 /** `report()` summed over all examples. */
@@ -1021,6 +1088,13 @@ export interface SFTDatasetConfig {
    * undefined in the template, which then keeps its own default.
    */
   reasoningEffort?: string
+  /**
+   * `'transformers'` (as `transformers.apply_chat_template`) or `'mlx-node'` (as MLX
+   * Node's own tokenizer: every assistant turn keeps its reasoning, messages sanitised;
+   * see docs/mlx-node.md). Part of the token cache key. Default: the tokenizer's own
+   * (`fromPretrained`'s `renderAs`, `'transformers'` unless set there).
+   */
+  renderAs?: 'transformers' | 'mlx-node'
 }
 
 /** One data-parallel rank of `worldSize`. */
@@ -1155,6 +1229,14 @@ export interface TokenizerLoadOptions {
    * does not cover (tools, tool calls, non-string contents) to the interpreter.
    */
   renderer?: 'auto' | 'interpreter' | 'compiled'
+  /**
+   * How chat templates render: `'transformers'` (default), as
+   * `transformers.apply_chat_template`; `'mlx-node'`, as MLX Node's own tokenizer
+   * (`@mlx-node/core`) renders them: every assistant turn keeps its reasoning, messages
+   * sanitised (see docs/mlx-node.md). Renders, datasets and the token cache follow it unless
+   * their own `renderAs` says otherwise.
+   */
+  renderAs?: 'transformers' | 'mlx-node'
 }
 
 /** Options of `tokenizeForTrainer` and `tokenizeForTrainerBatch`. */

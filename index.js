@@ -839,6 +839,7 @@ module.exports.SFTDataset = nativeBinding.SFTDataset
 module.exports.JsSftDataset = nativeBinding.JsSftDataset
 module.exports.Tokenizer = nativeBinding.Tokenizer
 module.exports.JsTokenizer = nativeBinding.JsTokenizer
+module.exports._foreignExamples = nativeBinding._foreignExamples
 module.exports._readExamples = nativeBinding._readExamples
 module.exports.checkDistillationReplies = nativeBinding.checkDistillationReplies
 module.exports.checkPathContainment = nativeBinding.checkPathContainment

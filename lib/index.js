@@ -1,15 +1,38 @@
 'use strict'
 // The public entry point: the generated native binding plus what napi cannot express — the
-// async generator `batches()`, the `PathTraversalError` class, the `Qwen3Tokenizer` alias and
-// `attachDistillation` (it awaits the caller's fetch function).
+// async generator `batches()`, the `PathTraversalError` class, the `Qwen3Tokenizer` alias,
+// `attachDistillation` (it awaits the caller's fetch function) and datasets over a tokenizer of
+// another library (lib/foreign.js: its methods are called from JS).
 
 const path = require('node:path')
 const native = require('./native.js')
 const { asPublic, invalidArgument } = require('./arguments.js')
 const distill = require('./distill.js')
 const { checkingOptions } = require('./options.js')
+const foreign = require('./foreign.js')
 
-const { SFTDataset, Tokenizer } = native
+const { SFTDataset: NativeSFTDataset, Tokenizer } = native
+
+// `new SFTDataset(examples, tokenizer, config)`: the native class, or a dataset over a foreign
+// tokenizer. Instances of either are `instanceof SFTDataset` (one prototype).
+function SFTDataset(examples, tokenizer, config) {
+  if (new.target === undefined) throw new TypeError("Class constructor SFTDataset cannot be invoked without 'new'")
+  if (foreign.isForeignTokenizer(tokenizer)) {
+    return foreign.createForeignDataset(examples, tokenizer, config, 'new SFTDataset')
+  }
+  const target = new.target === SFTDataset ? NativeSFTDataset : new.target
+  return Reflect.construct(NativeSFTDataset, [examples, tokenizer, config], target)
+}
+SFTDataset.prototype = NativeSFTDataset.prototype
+Object.setPrototypeOf(SFTDataset, NativeSFTDataset)
+Object.defineProperty(SFTDataset, 'length', { value: NativeSFTDataset.length })
+
+function createSFTDataset(examples, tokenizer, config) {
+  if (foreign.isForeignTokenizer(tokenizer)) {
+    return foreign.createForeignDataset(examples, tokenizer, config, 'createSFTDataset')
+  }
+  return native.createSFTDataset(examples, tokenizer, config)
+}
 
 // How to allow a path outside the root, said after every containment failure.
 const ALLOW_HINT = ' (to allow it, pass the allowedRoot option or set the MLX_NODE_DATA_ROOT environment variable)'
@@ -46,7 +69,9 @@ async function loadSFTDataset(filePath, tokenizer, config) {
   }
   const root = getAllowedRoot(config)
   const absolute = resolveAndValidatePath(filePath, root, config)
-  return native.loadSFTDatasetNative(absolute, tokenizer, { ...config, allowedRoot: path.dirname(absolute) })
+  const contained = { ...config, allowedRoot: path.dirname(absolute) }
+  if (foreign.isForeignTokenizer(tokenizer)) return foreign.loadForeignDataset(absolute, tokenizer, contained)
+  return native.loadSFTDatasetNative(absolute, tokenizer, contained)
 }
 
 /**
@@ -63,6 +88,7 @@ async function exportSFTParquet(filePath, tokenizer, outPath, config, options) {
 
 SFTDataset.prototype.batches = async function* batches(batchSize) {
   this._checkBatchSize(batchSize)
+  await foreign.ensureRows(this)
   // Batches whose rows are all built are copied on this thread (the `...Built` calls); the
   // others are built off it.
   if (this._usesPlan()) {
@@ -106,6 +132,9 @@ SFTDataset.prototype.collateBatch = function collateBatch(indices) {
   return built === null ? nativeCollateBatch.call(this, indices) : Promise.resolve(built)
 }
 
+// Over a foreign tokenizer, the methods that read rows wait for its renders.
+foreign.installReadiness(SFTDataset.prototype)
+
 // `encodeSync` calls a static method with the tokenizer's number (src/napi/handles.rs): napi-rs
 // checks the borrow of `this` on every method call, which costs a third of the call on a short
 // text. The number is asked for once and kept on the tokenizer under a symbol.
@@ -127,6 +156,8 @@ const bound = Object.fromEntries(Object.entries(native).filter(([, value]) => va
 
 module.exports = checkingOptions({
   ...bound,
+  SFTDataset,
+  createSFTDataset: asPublic('createSFTDataset', createSFTDataset),
   Qwen3Tokenizer: Tokenizer,
   PathTraversalError,
   getAllowedRoot: asPublic('getAllowedRoot', getAllowedRoot),

@@ -38,6 +38,29 @@ export interface ToolDefinition {
   [key: string]: unknown
 }
 
+/**
+ * A tokenizer of another library with the five methods the reference `SFTDataset` calls, such
+ * as MLX Node's own `Qwen3Tokenizer` (`@mlx-node/core`), which matches it with no cast. Datasets
+ * over one render and encode every example through its `applyChatTemplate`, with the
+ * reference's arguments, and take the special ids from its methods (docs/mlx-node.md).
+ */
+export interface ChatTemplateTokenizer {
+  /** Renders the chat template and encodes the text; resolves to the token ids. */
+  applyChatTemplate(
+    messages: ChatMessage[],
+    addGenerationPrompt?: boolean | null,
+    tools?: ToolDefinition[] | null,
+    enableThinking?: boolean | null,
+  ): Promise<Uint32Array | Int32Array | ArrayLike<number>> | Uint32Array | Int32Array | ArrayLike<number>
+  /** A raw vocabulary lookup; null for a token the vocabulary lacks. */
+  tokenToId(token: string): number | null
+  getPadTokenId(): number
+  /** `<|im_start|>` for ChatML vocabularies. */
+  getImStartToken(): string
+  /** `<|im_end|>` for ChatML vocabularies. */
+  getImEndToken(): string
+}
+
 /** Prompt-completion format: loss on the completion (with `completionOnly`). */
 export interface SFTPromptCompletionExample {
   prompt: ChatMessage[]

@@ -106,7 +106,7 @@ impl Default for DatasetConfig {
 
 impl DatasetConfig {
     /// Settings that only the spans strategy understands.
-    fn spans_only_setting(&self) -> Option<&'static str> {
+    pub(super) fn spans_only_setting(&self) -> Option<&'static str> {
         if self.train_on_roles.is_some() {
             Some("trainOnRoles")
         } else if self.train_on_turn_end.is_some() {
@@ -295,8 +295,24 @@ pub fn reference_markers(
     tokenizer: &ChatTokenizer,
     overrides: &SpecialTokenOverrides,
 ) -> SftResult<ChatMlMarkers> {
-    let im_start = tokenizer.token_to_id(IM_START);
-    let im_end = tokenizer.token_to_id(IM_END);
+    markers_by_lookup(
+        |token| tokenizer.token_to_id(token),
+        IM_START,
+        IM_END,
+        overrides,
+    )
+}
+
+/// `reference_markers` over any raw vocabulary lookup, with the ChatML tokens the tokenizer
+/// names (`getImStartToken`, `getImEndToken`).
+pub fn markers_by_lookup(
+    lookup: impl Fn(&str) -> Option<u32>,
+    im_start_token: &str,
+    im_end_token: &str,
+    overrides: &SpecialTokenOverrides,
+) -> SftResult<ChatMlMarkers> {
+    let im_start = lookup(im_start_token);
+    let im_end = lookup(im_end_token);
     let (Some(im_start), Some(im_end)) = (im_start, im_end) else {
         let show = |id: Option<u32>| id.map_or("null".to_string(), |v| v.to_string());
         return Err(SftError::new(
@@ -309,8 +325,8 @@ pub fn reference_markers(
         ));
     };
     let mut newlines = Vec::new();
-    for candidate in ["\n", " \n", "\r\n", "\n\n"] {
-        if let Some(id) = tokenizer.token_to_id(candidate) {
+    for candidate in NEWLINE_CANDIDATES {
+        if let Some(id) = lookup(candidate) {
             if !newlines.contains(&id) {
                 newlines.push(id);
             }
@@ -319,10 +335,16 @@ pub fn reference_markers(
     Ok(ChatMlMarkers {
         im_start: overrides.im_start.unwrap_or(im_start),
         im_end: overrides.im_end.unwrap_or(im_end),
-        assistant: tokenizer.token_to_id("assistant"),
+        assistant: lookup(ASSISTANT),
         newlines: overrides.newline_tokens.clone().unwrap_or(newlines),
     })
 }
+
+/// The strings the reference looks up as newline tokens, in its order.
+pub const NEWLINE_CANDIDATES: [&str; 4] = ["\n", " \n", "\r\n", "\n\n"];
+
+/// The token the reference's conversation scan expects after `<|im_start|>`.
+pub const ASSISTANT: &str = "assistant";
 
 pub fn row_settings<'a>(
     config: &'a DatasetConfig,

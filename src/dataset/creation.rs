@@ -18,6 +18,7 @@ use crate::rows::packed_rows::PackedRows;
 use crate::rows::repeats::Repeats;
 use crate::rows::row_cache::RowCache;
 use crate::rows::{Masking, RowSettings};
+use crate::tokenize::foreign::RowTokenizer;
 use crate::tokenize::ChatTokenizer;
 
 use super::{resolve_masking, row_settings, turn_end_of, Dataset, DatasetConfig, Epoch};
@@ -68,8 +69,15 @@ impl Dataset {
         let rows = RowCache::lazy(count);
         let turn_end = turn_end_of(&tokenizer, &config);
         let examples = (0..count).map(|_| Mutex::new(None)).collect();
-        let mut dataset =
-            Self::assemble(tokenizer, config, format, masking, turn_end, examples, rows);
+        let mut dataset = Self::assemble(
+            RowTokenizer::Ours(tokenizer),
+            config,
+            format,
+            masking,
+            turn_end,
+            examples,
+            rows,
+        );
         dataset.repeats = Some(Repeats::new(count));
         // Plans other than the reference's read every row's length.
         let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
@@ -117,7 +125,7 @@ impl Dataset {
             );
         }
         let mut dataset = Self::assemble(
-            tokenizer,
+            RowTokenizer::Ours(tokenizer),
             config,
             loaded.format,
             masking,
@@ -141,7 +149,7 @@ impl Dataset {
         let masking = resolve_masking(&tokenizer, &config)?;
         let turn_end = turn_end_of(&tokenizer, &config);
         let mut dataset = Self::assemble(
-            tokenizer,
+            RowTokenizer::Ours(tokenizer),
             config,
             format,
             masking,
@@ -153,8 +161,8 @@ impl Dataset {
         Ok(dataset)
     }
 
-    fn assemble(
-        tokenizer: Arc<ChatTokenizer>,
+    pub(super) fn assemble(
+        tokenizer: RowTokenizer,
         config: DatasetConfig,
         format: Format,
         masking: Masking,
@@ -163,7 +171,10 @@ impl Dataset {
         rows: RowCache,
     ) -> Self {
         let len = rows.len();
-        let loss = LossChecker::new(&tokenizer, config.tools, config.sanitize_control_tokens);
+        let loss = match tokenizer.ours() {
+            Some(t) => LossChecker::new(t, config.tools, config.sanitize_control_tokens),
+            None => LossChecker::without_render(config.tools),
+        };
         Dataset {
             tokenizer,
             config,
@@ -192,7 +203,7 @@ impl Dataset {
     /// `numBatches`, positions and orders count only the kept examples, and orders list their
     /// original indices. A row that fails to build stays, so that its error surfaces where the
     /// reference's would.
-    fn apply_drops(&mut self) {
+    pub(super) fn apply_drops(&mut self) {
         let rows = &self.rows;
         let dropped =
             |i: usize| matches!(rows.built(i), Some(Ok(row)) if row.stats().dropped.is_some());
@@ -321,7 +332,7 @@ impl Drop for Creation {
     }
 }
 
-fn inconsistent(format: Format, index: usize, other: Format) -> SftError {
+pub(super) fn inconsistent(format: Format, index: usize, other: Format) -> SftError {
     SftError::new(
         ErrorCode::InvalidExample,
         format!(

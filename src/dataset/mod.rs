@@ -10,6 +10,7 @@
 mod batches;
 mod config;
 mod creation;
+pub mod foreign;
 pub mod loader;
 pub mod report;
 pub mod summary;
@@ -39,6 +40,7 @@ use crate::rows::packed_rows::PackedRows;
 use crate::rows::repeats::Repeats;
 use crate::rows::row_cache::RowCache;
 use crate::rows::{build_row, Masking, RowSettings, RowView, TokenizedRow};
+use crate::tokenize::foreign::RowTokenizer;
 use crate::tokenize::ChatTokenizer;
 
 const PREFETCH_CHUNK: usize = 64;
@@ -51,7 +53,7 @@ struct Epoch {
 }
 
 pub struct Dataset {
-    tokenizer: Arc<ChatTokenizer>,
+    tokenizer: RowTokenizer,
     config: DatasetConfig,
     format: Format,
     masking: Masking,
@@ -122,8 +124,9 @@ impl Dataset {
         self.losses.warnings(file)
     }
 
-    pub fn tokenizer(&self) -> &Arc<ChatTokenizer> {
-        &self.tokenizer
+    /// This crate's tokenizer; `None` when rows come from a foreign one.
+    pub fn tokenizer(&self) -> Option<&Arc<ChatTokenizer>> {
+        self.tokenizer.ours()
     }
 
     pub fn shuffle_for_epoch(&self, epoch: f64) {
@@ -195,6 +198,11 @@ impl Dataset {
     }
 
     fn build(&self, index: usize) -> SftResult<TokenizedRow> {
+        let Some(tokenizer) = self.tokenizer.ours() else {
+            return Err(SftError::invalid_argument(format!(
+                "SFT example {index} has no row yet: the dataset's tokenizer renders through its own asynchronous applyChatTemplate; await dataset.ready() before a synchronous call that needs the rows"
+            )));
+        };
         let taken = self.examples.get(index).and_then(|cell| match cell.lock() {
             Ok(mut guard) => guard.take(),
             Err(poisoned) => poisoned.into_inner().take(),
@@ -225,7 +233,7 @@ impl Dataset {
             ..row_settings(&self.config, &self.masking, self.turn_end.as_ref())
         };
         // A render error deep in a batch must say which example it comes from.
-        let row = build_row(&self.tokenizer, &settings, example)
+        let row = build_row(tokenizer, &settings, example)
             .map_err(|e| e.context(format_args!("SFT example {index}")))?;
         if let (Some(repeats), Some(key)) = (&self.repeats, reusable) {
             repeats.built(index, key);

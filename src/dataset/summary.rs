@@ -397,11 +397,11 @@ impl Dataset {
     }
 
     fn template(&self) -> Template {
+        // A foreign tokenizer's template is its own business: the fingerprint of no template.
         let source = self
             .tokenizer
-            .config()
-            .chat_template
-            .clone()
+            .ours()
+            .and_then(|t| t.config().chat_template.clone())
             .unwrap_or_default();
         let digest = blake3::hash(source.as_bytes()).to_hex();
         Template {
@@ -433,7 +433,7 @@ impl Dataset {
                 if row.stats().dropped.is_some() {
                     return Some([(0, 0); 8]);
                 }
-                let got = attribute(&self.tokenizer, &settings, example).ok()?;
+                let got = attribute(self.tokenizer.ours()?, &settings, example).ok()?;
                 if got.ids != row.ids {
                     return None;
                 }

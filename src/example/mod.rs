@@ -74,6 +74,14 @@ impl SftExample {
         }
     }
 
+    /// The example's distillation targets, if it has them.
+    pub fn distill(&self) -> Option<&Json> {
+        match self {
+            SftExample::PromptCompletion { distill, .. }
+            | SftExample::Conversation { distill, .. } => distill.as_ref(),
+        }
+    }
+
     /// Whether the example carries distillation targets.
     pub fn has_distill(&self) -> bool {
         match self {

@@ -193,6 +193,15 @@ impl LossChecker {
         LossChecker { control, tools }
     }
 
+    /// A checker for rows whose render this crate never sees (a foreign tokenizer's): it finds
+    /// no control tokens.
+    pub fn without_render(tools: ToolsMode) -> Self {
+        LossChecker {
+            control: None,
+            tools,
+        }
+    }
+
     /// Checks one example: `messages` as normalized for the template, `tools` the example's
     /// field as given, `rendered` the template's text of the whole example.
     pub fn check(&self, messages: &[Json], tools: Option<&Json>, rendered: &str) -> Vec<Finding> {

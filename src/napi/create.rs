@@ -220,7 +220,7 @@ pub fn read_examples(examples: Unknown, wire: bool) -> Result<Vec<ReadExample>> 
 
 #[napi(
     js_name = "createSFTDataset",
-    ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null",
+    ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer | ChatTemplateTokenizer, config?: SFTDatasetConfig | null",
     ts_return_type = "SFTDataset"
 )]
 pub fn create_sft_dataset(
@@ -235,7 +235,7 @@ pub fn create_sft_dataset(
 /// tokenizes the file on all cores.
 #[napi(
     js_name = "loadSFTDatasetNative",
-    ts_args_type = "path: string, tokenizer: Tokenizer, config?: LoadSFTDatasetOptions | undefined | null",
+    ts_args_type = "path: string, tokenizer: Tokenizer | ChatTemplateTokenizer, config?: LoadSFTDatasetOptions | undefined | null",
     ts_return_type = "Promise<SFTDataset>"
 )]
 pub fn load_sft_dataset_native(

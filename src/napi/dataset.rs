@@ -108,7 +108,7 @@ impl JsSftDataset {
     /// converted; a row that fails to build rejects the batch that holds it.
     #[napi(
         constructor,
-        ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer, config?: SFTDatasetConfig | null"
+        ts_args_type = "examples: SFTExample[], tokenizer: Tokenizer | ChatTemplateTokenizer, config?: SFTDatasetConfig | null"
     )]
     pub fn new(examples: Unknown, tokenizer: Unknown, config: Option<Unknown>) -> Result<Self> {
         Self::create("new SFTDataset", examples, tokenizer, config)

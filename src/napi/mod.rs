@@ -19,6 +19,8 @@ pub mod distill;
 #[cfg(feature = "napi")]
 pub mod error;
 #[cfg(feature = "napi")]
+pub mod foreign;
+#[cfg(feature = "napi")]
 pub mod grpo;
 #[cfg(feature = "napi")]
 pub mod handles;

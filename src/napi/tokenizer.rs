@@ -19,8 +19,8 @@ use super::task::{job, Job};
 use super::text::{Text, Texts};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::message::prepare_chat;
-use crate::render::{RenderAs, RenderOptions};
 use crate::render::RendererChoice;
+use crate::render::{RenderAs, RenderOptions};
 use crate::tokenize::{ChatTokenizer, EngineChoice, ENDOFTEXT, IM_END, IM_START};
 
 /// Options of `renderChatTemplate`, named as in `apply_chat_template`.

@@ -140,8 +140,12 @@ fn sanitized_message(message: &Json) -> Json {
         let value = match (key.as_str(), value) {
             ("role", _) => continue,
             ("content", Json::String(text)) => Json::String(without_control_strings(text).into()),
-            ("content", Json::Array(parts)) => Json::Array(parts.iter().map(sanitized_part).collect()),
-            ("tool_calls", Json::Array(calls)) => Json::Array(calls.iter().map(reshaped_call).collect()),
+            ("content", Json::Array(parts)) => {
+                Json::Array(parts.iter().map(sanitized_part).collect())
+            }
+            ("tool_calls", Json::Array(calls)) => {
+                Json::Array(calls.iter().map(reshaped_call).collect())
+            }
             _ => value.clone(),
         };
         out.insert(key.clone(), value);

@@ -89,6 +89,16 @@ impl TokenizedRow {
         self.extra.get_or_insert_with(Default::default)
     }
 
+    /// Attaches distillation targets (see `distill::targets_for_row`).
+    pub fn set_distill(&mut self, targets: RowDistill) {
+        self.extra_mut().distill = Some(targets);
+    }
+
+    /// Takes the row out of training.
+    pub fn set_dropped(&mut self, reason: DropReason) {
+        self.extra_mut().stats.dropped = Some(reason);
+    }
+
     /// Records a silent loss found outside the row build (duplicates).
     pub fn mark_loss(&mut self, kind: crate::mask::silent_loss::LossKind) {
         self.extra_mut().stats.losses |= kind.bit();
@@ -522,30 +532,7 @@ fn reference_prompt_completion(
     } else {
         tokenizer.encode_prompt_and_full(&prompt_text, &full_text)?
     };
-    let prompt_len = common_prefix_len(&prompt_ids, &full_ids);
-    let mismatch = prompt_len != prompt_ids.len();
-    let warning = mismatch.then(|| {
-        format!(
-            "[SFT Dataset] Prompt tokens differ from prefix of full sequence ({} vs {prompt_len}). Using common prefix for masking.",
-            prompt_ids.len()
-        )
-        .into_boxed_str()
-    });
-    let trained_from = if settings.completion_only {
-        prompt_len
-    } else {
-        0
-    };
-    let spans = spans_from(trained_from, full_ids.len()).into();
-    let row = TokenizedRow::new(
-        full_ids.into(),
-        spans,
-        warning,
-        RowStats {
-            prefix_mismatches: mismatch as u32,
-            ..Default::default()
-        },
-    );
+    let row = prompt_completion_row(prompt_ids, full_ids, settings.completion_only);
     Ok((row, full_text))
 }
 
@@ -561,13 +548,55 @@ fn reference_conversation(
     } else {
         tokenizer.encode(&text, false)?
     };
-    let spans = if settings.completion_only {
+    Ok((
+        conversation_row(ids, markers, settings.completion_only),
+        text,
+    ))
+}
+
+/// The reference's row of a prompt-completion example from the ids of its two renders: the
+/// label boundary is their common prefix, with the reference's warning where the prompt is not
+/// a prefix of the full sequence.
+pub(crate) fn prompt_completion_row(
+    prompt_ids: Vec<u32>,
+    full_ids: Vec<u32>,
+    completion_only: bool,
+) -> TokenizedRow {
+    let prompt_len = common_prefix_len(&prompt_ids, &full_ids);
+    let mismatch = prompt_len != prompt_ids.len();
+    let warning = mismatch.then(|| {
+        format!(
+            "[SFT Dataset] Prompt tokens differ from prefix of full sequence ({} vs {prompt_len}). Using common prefix for masking.",
+            prompt_ids.len()
+        )
+        .into_boxed_str()
+    });
+    let trained_from = if completion_only { prompt_len } else { 0 };
+    let spans = spans_from(trained_from, full_ids.len()).into();
+    TokenizedRow::new(
+        full_ids.into(),
+        spans,
+        warning,
+        RowStats {
+            prefix_mismatches: mismatch as u32,
+            ..Default::default()
+        },
+    )
+}
+
+/// The reference's row of a conversation from the ids of its render: with `completion_only`,
+/// the assistant turns its ChatML scan finds; otherwise every token.
+pub(crate) fn conversation_row(
+    ids: Vec<u32>,
+    markers: &ChatMlMarkers,
+    completion_only: bool,
+) -> TokenizedRow {
+    let spans = if completion_only {
         chatml_assistant_spans(&ids, markers)
     } else {
         spans_from(0, ids.len())
     };
-    let row = TokenizedRow::new(ids.into(), spans.into(), None, RowStats::default());
-    Ok((row, text))
+    TokenizedRow::new(ids.into(), spans.into(), None, RowStats::default())
 }
 
 /// The `'spans'` strategy: locate every message in the one render (see `spans`), choose the

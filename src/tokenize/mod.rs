@@ -10,6 +10,7 @@ pub mod config;
 pub mod control_tokens;
 pub mod encoded;
 pub mod fast_bpe;
+pub mod foreign;
 mod prefix;
 
 pub use prefix::common_prefix_len;
