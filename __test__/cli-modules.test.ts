@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 
 import { parseCommandLine, UsageError } from '../bin/cli/args.js'
 import { fallbackText } from '../bin/cli/pieces.js'
-import { renderExample } from '../bin/cli/render-text.js'
+import { legend, renderExample } from '../bin/cli/render-text.js'
 import { escapeHtml, renderHtml } from '../bin/cli/render-html.js'
 import { computeStats, formatStats, histogram, paddingWaste, quantile, summarizeExample, warningKind } from '../bin/cli/stats.js'
 
@@ -182,9 +182,18 @@ describe('renderers', () => {
     expect(renderExample(view, { color: false })).toBe(
       'example 3 (batch 0) · tokens 6 · trained 2 of 4 kept (50.0%) · truncated yes, first 2 dropped · padding 2 · warning none\n' +
         '  → truncated: raise --max-seq-length, or --truncation turns to drop whole oldest turns\n' +
-        '  ~~old|↵\n' +
-        '  ~~✂ ⟦<s>⟧|Q[[ A|⟦<e>⟧]] <pad ×2>',
+        '  ~~old·↵\n' +
+        '  ~~✂ ⟦<s>⟧·Q[[ A·⟦<e>⟧]] <pad ×2>',
     )
+  })
+
+  it('token boundaries cannot be read as special-token syntax: <tools> is not <|tools|>', () => {
+    const tokens = ['<', 'tools', '>', '\n'].map((text, k) => ({ id: k, label: -100, text, special: false, state: 'kept' }))
+    const tools = { ...view, length: 4, kept: 4, dropped: 0, padding: 0, trained: 0, truncated: false, tokens }
+    const body = renderExample(tools, { color: false }).split('\n').slice(2)
+    expect(body).toEqual(['  <·tools·>·↵', '  '])
+    expect(body.join('\n')).not.toContain('|')
+    expect(legend(false)).toContain('; · token boundary;')
   })
 
   it('colour output has no plain markers', () => {

@@ -338,7 +338,7 @@ describe('preview', () => {
         ` (${((100 * trained0) / first.inputIds.length).toFixed(1)}%) · truncated no · padding ${width - first.inputIds.length} · warning none`,
     )
     // Example 1 is "What is 17 times 23?": only the answer after the assistant header is trained.
-    expect(r.stdout).toContain('⟦<|im_start|>⟧|assistant[[↵\n  <think>|↵\n  ↵\n  </think>|↵\n  ↵\n  1|7| ×| |2|3| =| |3|9|1|.]]⟦<|im_end|>⟧|↵\n   <pad ×35>\n')
+    expect(r.stdout).toContain('⟦<|im_start|>⟧·assistant[[↵\n  <think>·↵\n  ↵\n  </think>·↵\n  ↵\n  1·7· ×· ·2·3· =· ·3·9·1·.]]⟦<|im_end|>⟧·↵\n   <pad ×35>\n')
   })
 
   it('shows the truncation point of the long example', async () => {

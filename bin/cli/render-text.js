@@ -24,7 +24,8 @@ const PLAIN = {
   droppedClose: '~~',
   specialOpen: '⟦',
   specialClose: '⟧',
-  boundary: '|',
+  // Not '|': it would make `<`, `tools`, `>` read as the special token `<|tools|>`.
+  boundary: '·',
   cut: '✂',
 }
 
@@ -54,7 +55,7 @@ function legend(color) {
     '[[…]] trained (label = token id);',
     'unmarked: masked (label -100);',
     '⟦…⟧ special token;',
-    '| token boundary;',
+    '· token boundary;',
     '↵ newline;',
     '~~…~~ dropped by truncation;',
     '✂ truncation point;',
