@@ -115,6 +115,34 @@ describe('report page in Chromium', () => {
     await page.close()
   })
 
+  it('reads the findings on a 390 px phone: one card per finding, its text wrapped by words across the width', async () => {
+    const { page } = await open(390)
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    const box = await page.$eval('#findings .scroll', (el) => ({ scroll: el.scrollWidth, client: el.clientWidth }))
+    expect(box.scroll).toBeLessThanOrEqual(box.client)
+    expect(await page.locator('#findings thead').isVisible()).toBe(false)
+    const cells = await page.$$eval('#findings tbody td', (tds) => tds.map((td) => {
+      const r = td.getBoundingClientRect()
+      // The lines the cell's text takes, from the boxes of its text.
+      const range = document.createRange()
+      range.selectNodeContents(td)
+      const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.bottom))).size
+      return { label: (td as HTMLElement).dataset.label, left: r.left, right: r.right, width: r.width, lines, chars: td.textContent!.length }
+    }))
+    expect(cells.map((c) => c.label).slice(0, 5)).toEqual(['code', 'severity', 'count', 'description', 'first examples'])
+    for (const cell of cells) {
+      expect(cell.left, cell.label).toBeGreaterThanOrEqual(0)
+      expect(cell.right, cell.label).toBeLessThanOrEqual(390)
+      expect(cell.width, cell.label).toBeGreaterThanOrEqual(300)
+    }
+    // Descriptions hold dozens of characters a line, not a few.
+    for (const cell of cells.filter((c) => c.label === 'description')) expect(cell.chars / cell.lines, String(cell.chars)).toBeGreaterThanOrEqual(25)
+    await page.close()
+    const wide = await open(1100)
+    expect(await wide.page.locator('#findings thead').isVisible()).toBe(true)
+    await wide.page.close()
+  })
+
   it('jumps from the first findings link to that example’s preview', async () => {
     const { page } = await open(1100)
     const link = page.locator('#findings a[href^="#example-"]').first()

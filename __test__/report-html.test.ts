@@ -50,10 +50,46 @@ describe('renderReport', () => {
     const settings = Object.entries(report.summary.settings)
     expect(settings.length).toBe(15)
     for (const [name, value] of settings) {
-      expect(html).toContain(`<dt>${name}</dt><dd>${settingValue(value).replace(/"/g, '&quot;')}</dd>`)
+      expect(html).toContain(`<dt>${name}</dt><dd>${settingValue(value, name, report.summary.settings).replace(/"/g, '&quot;')}</dd>`)
     }
-    expect(html).toContain('<dt>trainOnRoles</dt><dd>[&quot;assistant&quot;]</dd>')
+    expect(html).toContain('<dt>trainOnRoles</dt><dd>assistant</dd>')
     expect(html).toContain('<dt>maxSeqLength</dt><dd>512</dd>')
+  })
+
+  it('says what an unset setting defaults to, and overrides and renames in words', () => {
+    const unset = sample()
+    unset.summary.settings = {
+      ...unset.summary.settings,
+      maskingStrategy: null,
+      trainOnRoles: null,
+      trainOnTurnEnd: null,
+      reasoning: null,
+      specialTokenIds: { imStart: null, imEnd: null, newlineTokens: null },
+      columns: [],
+      roles: [['bot', 'assistant'], ['human', 'user']],
+    }
+    const page = renderReport({ ...unset, defaults: { maskingStrategy: 'reference' } })
+    expect(page).toContain('<dt>maskingStrategy</dt><dd>reference (default)</dd>')
+    expect(page).toContain('<dt>trainOnRoles</dt><dd>not used (reference masking)</dd>')
+    expect(page).toContain('<dt>specialTokenIds</dt><dd>from the tokenizer</dd>')
+    expect(page).toContain('<dt>columns</dt><dd>none</dd>')
+    expect(page).toContain('<dt>roles</dt><dd>bot → assistant, human → user</dd>')
+    expect(page).not.toContain('<dd>—</dd>')
+    // The spans settings' defaults under spans; the rule itself where the page is not told.
+    const spans = renderReport({ ...unset, defaults: { maskingStrategy: 'spans' } })
+    expect(spans).toContain('<dt>trainOnRoles</dt><dd>assistant (default)</dd>')
+    expect(spans).toContain('<dt>trainOnTurnEnd</dt><dd>true (default)</dd>')
+    expect(spans).toContain('<dt>reasoning</dt><dd>train (default)</dd>')
+    expect(renderReport(unset)).toContain('<dt>maskingStrategy</dt><dd>reference for a tokenizer with ChatML tokens, else spans (default)</dd>')
+    expect(settingValue({ imStart: 151644, imEnd: null, newlineTokens: [198, 271] }, 'specialTokenIds')).toBe('imStart 151644 · newlineTokens 198, 271')
+  })
+
+  it('lays the findings out as one card per finding on a narrow screen, each cell named', () => {
+    const findings = html.slice(html.indexOf('<section id="findings">'), html.indexOf('</section>', html.indexOf('<section id="findings">')))
+    expect(findings).toContain('<table class="cards">')
+    expect(findings).toContain('<td data-label="code"><code>truncated</code></td>')
+    expect(findings).toMatch(/<td data-label="description">Longer than maxSeqLength/)
+    expect(html).toContain('table.cards td::before { content: attr(data-label) ": ";')
   })
 
   it('draws four charts, each an image with a title and a desc saying its figures', () => {
@@ -109,7 +145,7 @@ describe('renderReport', () => {
 
   it('links each finding’s examples to their previews further down', () => {
     const findings = html.slice(html.indexOf('id="findings"'), html.indexOf('id="examples"'))
-    expect(findings).toContain('<td><code>truncated</code></td><td><span class="sev warning">warning</span></td><td>87</td>')
+    expect(findings).toContain('<td data-label="code"><code>truncated</code></td><td data-label="severity"><span class="sev warning">warning</span></td><td data-label="count">87</td>')
     expect(findings).toContain('<a href="#example-17">example 17</a> (line 18), <a href="#example-212">example 212</a> (line 213) and 85 more')
     expect(findings).toContain('<a href="#example-64">example 64</a> (line 65) and 2 more')
     const links = [...html.matchAll(/href="#example-(\d+)"/g)].map((m) => Number(m[1]))

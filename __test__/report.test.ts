@@ -112,6 +112,10 @@ describe('sft-dataset report', () => {
     expect(links.length).toBeGreaterThan(0)
     for (const n of links) expect(page).toContain(`id="example-${n}"`)
     expect(page).toContain('max seq length 64')
+    // Settings left unset read as what the library chose: Qwen3 has the ChatML tokens.
+    expect(page).toContain('<dt>maskingStrategy</dt><dd>reference (default)</dd>')
+    expect(page).toContain('<dt>specialTokenIds</dt><dd>from the tokenizer</dd>')
+    expect(page).not.toContain('<dd>—</dd>')
   })
 
   it('needs --out or --json, and --sample only applies to it', () => {

@@ -313,6 +313,17 @@ async function exportRows(abs, tokenizer, choice, o, out) {
 }
 
 /**
+ * The masking the library chooses when `--masking-strategy` is not given (resolve_masking in
+ * src/dataset/config.rs): the reference's for a tokenizer with the ChatML tokens, unless a
+ * spans-only setting is given; spans otherwise.
+ */
+function defaultMaskingStrategy(tokenizer, o) {
+  const chatml = tokenizer.tokenToId('<|im_start|>') != null && tokenizer.tokenToId('<|im_end|>') != null
+  const spansOnly = o.trainOnRoles !== undefined || o.trainOnTurnEnd !== undefined || o.reasoning !== undefined
+  return chatml && !spansOnly ? 'reference' : 'spans'
+}
+
+/**
  * `report`: the library's summary of the dataset, with a token preview of every example a
  * finding lists, as one self-contained HTML page (`--out`) and/or JSON on stdout (`--json`).
  */
@@ -335,7 +346,8 @@ async function report(abs, tokenizer, choice, o, out) {
     progress.status(`drawing ${listed.length} example previews…`)
     const previews = await buildViews(ds, tokenizer, listed, o)
     progress.done()
-    const page = renderReport({ ...result, title: `sft-dataset report: ${path.basename(abs)}`, previews })
+    const defaults = { maskingStrategy: defaultMaskingStrategy(tokenizer, o) }
+    const page = renderReport({ ...result, title: `sft-dataset report: ${path.basename(abs)}`, previews, defaults })
     // Written beside its place and renamed, so a reader never sees half a page.
     const target = path.resolve(o.out)
     const temp = `${target}.${process.pid}.tmp`

@@ -41,11 +41,47 @@ function formatBytes(bytes) {
   return unit === 0 ? exact : `${value.toFixed(1)} ${units[unit]} (${exact})`
 }
 
-/** A setting's value as text: lists and objects as JSON, so two reports compare line by line. */
-function settingValue(value) {
-  if (value === undefined || value === null) return '—'
+// Span masking settings: unset, they take these values under 'spans' and mean nothing otherwise.
+const SPANS_DEFAULTS = { trainOnRoles: 'assistant', trainOnTurnEnd: 'true', reasoning: 'train' }
+
+/** `specialTokenIds`: each override given, or that the tokenizer's own ids are used. */
+function specialTokenIdsValue(ids) {
+  const given = Object.entries(ids).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0))
+  if (given.length === 0) return 'from the tokenizer'
+  return given.map(([name, v]) => `${name} ${Array.isArray(v) ? v.join(', ') : v}`).join(' · ')
+}
+
+/**
+ * A setting's value as a reader says it, the same way in every report so two compare line by
+ * line: lists joined with commas, renames (`columns`, `roles`) as `from → to`, and an unset
+ * setting as the default it takes (`defaults`: the ones only the data and tokenizer decide, such
+ * as `maskingStrategy`).
+ */
+function settingValue(value, name, settings = {}, defaults = {}) {
+  if (value === undefined || value === null) {
+    if (defaults[name] !== undefined) return `${defaults[name]} (default)`
+    if (name === 'maskingStrategy') return 'reference for a tokenizer with ChatML tokens, else spans (default)'
+    if (name in SPANS_DEFAULTS) {
+      const masking = settings.maskingStrategy ?? defaults.maskingStrategy
+      if (masking === 'spans') return `${SPANS_DEFAULTS[name]} (default)`
+      if (masking != null) return `not used (${masking} masking)`
+      return `${SPANS_DEFAULTS[name]} under spans masking (default)`
+    }
+    return '—'
+  }
   if (typeof value === 'string') return value
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+  if (name === 'specialTokenIds') return specialTokenIdsValue(value)
+  if (Array.isArray(value)) {
+    if (value.length === 0) return 'none'
+    if (value.every((v) => Array.isArray(v) && v.length === 2)) return value.map(([from, to]) => `${from} → ${to}`).join(', ')
+    if (value.every((v) => typeof v !== 'object' || v === null)) return value.join(', ')
+  }
+  if (typeof value === 'object' && !Array.isArray(value)) {
+    const entries = Object.entries(value)
+    if (entries.length === 0) return 'none'
+    if (entries.every(([, v]) => typeof v !== 'object' || v === null)) return entries.map(([k, v]) => `${k} → ${v}`).join(', ')
+  }
   return JSON.stringify(value)
 }
 
@@ -72,13 +108,18 @@ ${chart}
 </figure>`
 }
 
-/** A table from a header row and body rows of cells (HTML); `rowClass` may mark a row. */
-function table(head, rows, rowClass = () => '') {
+/**
+ * A table from a header row and body rows of cells (HTML); `rowClass` may mark a row. A table of
+ * class `cards` becomes one card per row on a narrow screen, each cell under its column's name
+ * (`data-label`), so that long text wraps by words across the width rather than in a column.
+ */
+function table(head, rows, rowClass = () => '', tableClass = '') {
   const body = rows.map((cells, k) => {
     const cls = rowClass(k)
-    return `<tr${cls ? ` class="${cls}"` : ''}>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`
+    const cell = tableClass === 'cards' ? (c, i) => `<td data-label="${escapeHtml(head[i])}">${c}</td>` : (c) => `<td>${c}</td>`
+    return `<tr${cls ? ` class="${cls}"` : ''}>${cells.map(cell).join('')}</tr>`
   })
-  return `<div class="scroll"><table>
+  return `<div class="scroll"><table${tableClass ? ` class="${tableClass}"` : ''}>
 <thead><tr>${head.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join('')}</tr></thead>
 <tbody>
 ${body.join('\n')}
@@ -111,7 +152,7 @@ function headerSection(report) {
     ['record format', summary.format],
     ['examples', `${formatCount(summary.examples)} (${formatCount(summary.rows)} take part, ${formatCount(summary.examples - summary.rows)} dropped)`],
   ]
-  const settings = Object.entries(summary.settings).map(([name, value]) => [name, settingValue(value)])
+  const settings = Object.entries(summary.settings).map(([name, value]) => [name, settingValue(value, name, summary.settings, report.defaults)])
   return `<header>
 <h1>${escapeHtml(titleOf(report))}</h1>
 ${definitionList('meta', meta)}
@@ -304,7 +345,7 @@ function findingsSection(findings, previewed) {
   return `<section id="findings">
 <h2>Findings</h2>
 <p>${tally.map(([s, n]) => plural(n, s === 'info' ? 'info finding' : s)).join(' · ')}</p>
-${table(['code', 'severity', 'count', 'description', 'first examples'], rows)}
+${table(['code', 'severity', 'count', 'description', 'first examples'], rows, () => '', 'cards')}
 </section>`
 }
 
@@ -405,6 +446,11 @@ tr.chosen td { font-weight: 700; }
 @media (max-width: 600px) {
   main { padding: .6em 10px 2em; }
   figure { padding: .4em .2em; }
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; }
+  table.cards thead { display: none; }
+  table.cards tr { border: 1px solid var(--border); border-radius: 6px; margin-bottom: .6em; padding: .3em .6em; }
+  table.cards td { border: 0; padding: .15em 0; overflow-wrap: anywhere; }
+  table.cards td::before { content: attr(data-label) ": "; color: var(--muted); font-size: .9em; }
 }
 `
 
