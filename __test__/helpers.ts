@@ -48,3 +48,29 @@ export function qwen35Dir(): string {
   qwen35 = dir
   return dir
 }
+
+/**
+ * A tokenizer of "another library": a plain object with the five methods the reference calls,
+ * each forwarding to `inner` (as MLX Node's Qwen3Tokenizer would answer), and a log of every
+ * `applyChatTemplate` call with the number of calls in flight when it started.
+ */
+export function foreignTokenizer(inner: Tokenizer) {
+  const calls: Array<{ args: unknown[]; inFlight: number }> = []
+  let inFlight = 0
+  const tokenizer = {
+    calls,
+    async applyChatTemplate(...args: unknown[]) {
+      calls.push({ args, inFlight: ++inFlight })
+      try {
+        return await (inner.applyChatTemplate as (...a: unknown[]) => Promise<Uint32Array>)(...args)
+      } finally {
+        inFlight--
+      }
+    },
+    tokenToId: (token: string) => inner.tokenToId(token),
+    getPadTokenId: () => inner.getPadTokenId(),
+    getImStartToken: () => inner.getImStartToken(),
+    getImEndToken: () => inner.getImEndToken(),
+  }
+  return tokenizer
+}

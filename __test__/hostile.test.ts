@@ -698,7 +698,6 @@ describe('arguments', () => {
   })
 
   const notOurs: Array<[string, unknown]> = [
-    ['a plain object', { encode: () => [] }],
     ['null', null],
     ['a string', 'qwen3'],
     ['an object with our prototype', Object.create(Tokenizer.prototype)],
@@ -717,6 +716,23 @@ describe('arguments', () => {
       const v = await rejection(validateSFTFile(join(dir, 'fake.jsonl'), fake as Tokenizer))
       expect(v.code).toBe('INVALID_ARGUMENT')
       expect(v.message).toMatch(message)
+    }
+  })
+
+  it('a tokenizer that is a plain object without the reference methods: INVALID_ARGUMENT naming the missing ones', async () => {
+    const fake = { encode: () => [] } as unknown as Tokenizer
+    const lacks = (caller: string) =>
+      `${caller}: tokenizer must be a Tokenizer of sft-dataset (Tokenizer.fromPretrained) or an object with the methods ` +
+      "applyChatTemplate, tokenToId, getPadTokenId, getImStartToken, getImEndToken (as MLX Node's Qwen3Tokenizer); " +
+      'this one lacks applyChatTemplate, tokenToId, getPadTokenId, getImStartToken, getImEndToken'
+    const errors: Array<[string, any]> = [
+      ['createSFTDataset', thrown(() => createSFTDataset(examples, fake))],
+      ['new SFTDataset', thrown(() => new SFTDataset(examples, fake))],
+      ['loadSFTDataset', await rejection(loadSFTDataset(file('fake.jsonl', `${conv('a', 'b')}\n`), fake, { allowedRoot: dir }))],
+    ]
+    for (const [caller, e] of errors) {
+      expect(e.code).toBe('INVALID_ARGUMENT')
+      expect(e.message).toBe(lacks(caller))
     }
   })
 })

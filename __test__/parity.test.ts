@@ -4,8 +4,9 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
-import { createSFTDataset, loadSFTDataset } from '../lib/index.js'
-import { fixtures, readGzJson, repoRoot, requireShared, sharedParity, tokenizer } from './helpers'
+import { Tokenizer, createSFTDataset, loadSFTDataset } from '../lib/index.js'
+import type { ChatTemplateTokenizer } from '../lib/index.js'
+import { foreignTokenizer, fixtures, qwen35Dir, readGzJson, repoRoot, requireShared, sharedParity, tokenizer, tokenizerDir } from './helpers'
 
 interface Golden {
   meta: {
@@ -38,11 +39,10 @@ function dataFileFor(goldenPath: string, file: string): string {
   return found
 }
 
-async function replay(goldenPath: string, family: 'qwen3' | 'qwen3.5' = 'qwen3') {
+async function replay(goldenPath: string, family: 'qwen3' | 'qwen3.5' = 'qwen3', tok: Tokenizer | ChatTemplateTokenizer = tokenizer(family)) {
   const golden = readGzJson<Golden>(goldenPath)
   const { meta } = golden
   const file = dataFileFor(goldenPath, meta.data.file)
-  const tok = tokenizer(family)
   expect(tok.getPadTokenId()).toBe(meta.padTokenId)
   for (const epoch of golden.epochs) {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
@@ -98,6 +98,23 @@ describe('parity with the reference SFTDataset on the Qwen3.5 tokenizer (../shar
   it('has the Qwen3.5 goldens', () => expect(goldens.length).toBe(32))
   for (const g of goldens) {
     it(relative(root, g), () => replay(g, 'qwen3.5'))
+  }
+})
+
+describe("parity with MLX Node's own rendering (../shared/parity-mlx-node)", () => {
+  const root = requireShared(join(repoRoot, '..', 'shared', 'parity-mlx-node'))
+  const families = [
+    ['qwen3', tokenizerDir('qwen3')],
+    ['qwen3.5', qwen35Dir()],
+  ] as const
+  for (const [family, dir] of families) {
+    const goldens = goldensIn(join(root, family))
+    it(`has the ${family} goldens`, () => expect(goldens.length).toBe(12))
+    const mlx = Tokenizer.fromPretrainedSync(dir, { renderAs: 'mlx-node' })
+    for (const g of goldens) {
+      it(`${relative(root, g)} with renderAs 'mlx-node'`, () => replay(g, family, mlx))
+      it(`${relative(root, g)} through a foreign tokenizer object`, () => replay(g, family, foreignTokenizer(mlx)))
+    }
   }
 })
 

@@ -36,6 +36,7 @@ const ASYNC = new Set([
   'Tokenizer.decode',
   'Tokenizer.decodeBatch',
   'Tokenizer.applyChatTemplate',
+  '_foreignExamples',
   'fixHistoricalMasks',
   'loadSFTDatasetNative',
   'tokenizeConversationForTrainer',
