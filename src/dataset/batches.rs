@@ -274,6 +274,11 @@ impl Dataset {
                 return Ok(c.plan.clone());
             }
         }
+        if settings.batching.needs_lengths() && self.awaits_foreign_rows() {
+            return Err(SftError::invalid_argument(
+                "this batching plan needs every row's length, and the dataset's tokenizer renders through its own asynchronous applyChatTemplate: await dataset.ready() first",
+            ));
+        }
         let lengths = if settings.batching.needs_lengths() {
             self.lengths()
         } else {

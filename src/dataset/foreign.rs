@@ -12,6 +12,7 @@ use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, from_created, validate_record, Format};
 use crate::input::dataset_format::Converter;
 use crate::input::RecordReader;
+use crate::mask::spans::TurnEnd;
 use crate::mask::trained_count;
 use crate::mask::truncation::{kept_window, Truncation};
 use crate::rows::row_cache::RowCache;
@@ -82,6 +83,11 @@ impl Dataset {
                 return Err(inconsistent(format, index, other));
             }
         }
+        // The reference's ChatML scan ends a turn at `<|im_end|>`: the report counts it.
+        let turn_end = Some(TurnEnd {
+            text: foreign.im_end_token.clone(),
+            id: markers.im_end,
+        });
         let rows = RowCache::lazy(examples.len());
         let pending = examples
             .into_iter()
@@ -92,7 +98,7 @@ impl Dataset {
             config,
             format,
             Masking::Reference(markers),
-            None,
+            turn_end,
             pending,
             rows,
         ))
@@ -100,7 +106,8 @@ impl Dataset {
 
     /// Whether the rows come from a foreign tokenizer and have not arrived yet.
     pub fn awaits_foreign_rows(&self) -> bool {
-        matches!(self.tokenizer, RowTokenizer::Foreign(_)) && !self.rows.is_complete()
+        // `supply_foreign` fills every cell at once.
+        matches!(self.tokenizer, RowTokenizer::Foreign(_)) && self.rows.built(0).is_none()
     }
 
     /// Builds every row from the foreign tokenizer's renders (one per example, in example
