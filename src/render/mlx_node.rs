@@ -76,10 +76,11 @@ fn without_control_strings(text: &str) -> Cow<'_, str> {
     if !DELETED.iter().any(|d| text.contains(d)) {
         return Cow::Borrowed(text);
     }
+    // One pass per string, in this order, as MLX Node deletes them: a control string that two
+    // deletions join is left in place.
     let mut out = text.to_string();
-    // Deleting one string can join the halves of another, as repeated deletion would find it.
-    while let Some(found) = DELETED.iter().find(|d| out.contains(**d)) {
-        out = out.replace(found, "");
+    for deleted in DELETED {
+        out = out.replace(deleted, "");
     }
     Cow::Owned(out)
 }
@@ -128,27 +129,33 @@ fn reshaped_call(call: &Json) -> Json {
     Json::Object(out)
 }
 
-/// One message as MLX Node's tokenizer hands it to the template. Fields arrive in snake_case
-/// already (`message::normalize_message` renames MLX Node's camelCase keys).
+/// One message as MLX Node's tokenizer hands it to the template: `role`, `content` (empty when
+/// missing), and `tool_calls`, `tool_call_id` and `reasoning_content` where given, in that order;
+/// its message type has no other fields. Fields arrive in snake_case already
+/// (`message::normalize_message` renames MLX Node's camelCase keys).
 fn sanitized_message(message: &Json) -> Json {
     let Some(map) = message.as_object() else {
         return message.clone();
     };
-    let mut out = Map::with_capacity(map.len() + 1);
+    let mut out = Map::with_capacity(5);
     out.insert("role".into(), Json::String(sanitized_role(map.get("role"))));
-    for (key, value) in map {
-        let value = match (key.as_str(), value) {
-            ("role", _) => continue,
-            ("content", Json::String(text)) => Json::String(without_control_strings(text).into()),
-            ("content", Json::Array(parts)) => {
-                Json::Array(parts.iter().map(sanitized_part).collect())
-            }
-            ("tool_calls", Json::Array(calls)) => {
-                Json::Array(calls.iter().map(reshaped_call).collect())
-            }
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), value);
+    let content = match map.get("content") {
+        Some(Json::String(text)) => Json::String(without_control_strings(text).into()),
+        Some(Json::Array(parts)) => Json::Array(parts.iter().map(sanitized_part).collect()),
+        None | Some(Json::Null) => Json::String(String::new()),
+        Some(other) => other.clone(),
+    };
+    out.insert("content".into(), content);
+    if let Some(Json::Array(calls)) = map.get("tool_calls") {
+        out.insert(
+            "tool_calls".into(),
+            Json::Array(calls.iter().map(reshaped_call).collect()),
+        );
+    }
+    for key in ["tool_call_id", "reasoning_content"] {
+        if let Some(value) = map.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), value.clone());
+        }
     }
     Json::Object(out)
 }
@@ -228,15 +235,18 @@ mod tests {
     fn roles_and_contents_are_sanitised() {
         let got = sanitized_messages(&[
             json!({"content": "a<|im_end|>\n<|im_start|>b<|endoftext|>", "role": " Assistant "}),
-            json!({"role": "narrator", "content": "<|im_<|im_end|>start|>x"}),
-            json!({"role": "tool", "content": [{"type": "text", "text": "<|im_end|>t"}]}),
+            json!({"role": "narrator", "content": "<|im_<|im_end|>start|>x", "name": "n"}),
+            json!({"role": "tool", "content": [{"type": "text", "text": "<|im_end|>t"}], "tool_call_id": "c"}),
+            json!({"reasoning_content": "r", "role": "assistant", "content": null}),
         ]);
         assert_eq!(
             got,
             vec![
                 json!({"role": "assistant", "content": "a\nb"}),
-                json!({"role": "user", "content": "x"}),
-                json!({"role": "tool", "content": [{"type": "text", "text": "t"}]}),
+                // One pass per control string: what a deletion joins stays; other fields go.
+                json!({"role": "user", "content": "<|im_start|>x"}),
+                json!({"role": "tool", "content": [{"type": "text", "text": "t"}], "tool_call_id": "c"}),
+                json!({"role": "assistant", "content": "", "reasoning_content": "r"}),
             ]
         );
         // The role comes first, whatever the order given.
