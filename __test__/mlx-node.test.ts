@@ -93,6 +93,59 @@ describe('reasoningEffort in datasets and the CLI', () => {
   })
 })
 
+describe("renderAs 'mlx-node' in datasets, the token cache and the CLI", () => {
+  const reasoning = {
+    messages: [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'b', reasoning_content: 'deep thought' },
+      { role: 'user', content: 'c' },
+      { role: 'assistant', content: 'd' },
+    ],
+  }
+  const data = join(work, 'render-as.jsonl')
+  writeFileSync(data, JSON.stringify(reasoning) + '\n')
+  const text = (tok: Tokenizer, ids: Int32Array) => tok.decodeSync(Array.from(ids), false)
+
+  it("follows the tokenizer's setting, and the dataset's over it", async () => {
+    const plain = tokenizer('qwen3.5')
+    const mlx = Tokenizer.fromPretrainedSync(qwen35Dir(), { renderAs: 'mlx-node' })
+    const rows = async (tok: Tokenizer, config = {}) => text(tok, (await createSFTDataset([reasoning], tok, config).tokenizeExample(0)).inputIds)
+    expect(await rows(plain)).not.toContain('deep thought')
+    expect(await rows(mlx)).toContain('<think>\ndeep thought\n</think>')
+    expect(await rows(plain, { renderAs: 'mlx-node' })).toBe(await rows(mlx))
+    expect(await rows(mlx, { renderAs: 'transformers' })).toBe(await rows(plain))
+  })
+
+  it('is part of the token cache key, as the rendering in effect', async () => {
+    const cache = join(work, 'render-as-cache')
+    const mlx = Tokenizer.fromPretrainedSync(qwen35Dir(), { renderAs: 'mlx-node' })
+    const plain = tokenizer('qwen3.5')
+    const statuses = []
+    for (const [tok, config] of [
+      [plain, {}],
+      [mlx, {}],
+      [plain, { renderAs: 'mlx-node' }],
+      [mlx, { renderAs: 'transformers' }],
+    ] as const) {
+      const ds = await loadSFTDataset(data, tok, { ...config, cache: { dir: cache }, allowedRoot: work })
+      statuses.push(ds.cache?.status)
+    }
+    expect(statuses).toEqual(['stored', 'stored', 'hit', 'hit'])
+  })
+
+  it('is --render-as on the command line', () => {
+    const r = cli('preview', data, '--tokenizer', qwen35Dir(), '--render-as', 'mlx-node', '-n', '1', '--json')
+    expect(r.stderr).toBe('')
+    expect(r.status).toBe(0)
+    const preview = JSON.parse(r.stdout)
+    expect(preview.config.renderAs).toBe('mlx-node')
+    expect(preview.previews[0].tokens.map((t: any) => t.text).join('')).toContain('deep thought')
+    const bad = cli('preview', data, '--tokenizer', qwen35Dir(), '--render-as', 'python')
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toContain(`renderAs must be 'transformers' or 'mlx-node', got "python"`)
+  })
+})
+
 describe('Qwen3.5 through the public API', () => {
   const tok = tokenizer('qwen3.5')
   const toolChat = [

@@ -24,3 +24,29 @@ declare module '@mlx-node/trl' {
     train(dataset: SFTDataset | string): Promise<void>
   }
 }
+
+// The tokenizer of @mlx-node/core as the package declares it (the members the reference
+// SFTDataset calls, and loading). It is a native class, built for Apple Silicon only.
+declare module '@mlx-node/core' {
+  export interface ChatMessage {
+    role: string
+    content: string
+    toolCalls?: Array<{ id?: string; name: string; arguments: string }>
+    toolCallId?: string
+    reasoningContent?: string
+  }
+
+  export class Qwen3Tokenizer {
+    static fromPretrained(tokenizerPath: string): Promise<Qwen3Tokenizer>
+    applyChatTemplate(
+      messages: ChatMessage[],
+      addGenerationPrompt?: boolean | null,
+      tools?: unknown[] | null,
+      enableThinking?: boolean | null,
+    ): Promise<Uint32Array>
+    tokenToId(token: string): number | null
+    getPadTokenId(): number
+    getImStartToken(): string
+    getImEndToken(): string
+  }
+}

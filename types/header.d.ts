@@ -45,11 +45,12 @@ export interface ToolDefinition {
  * reference's arguments, and take the special ids from its methods (docs/mlx-node.md).
  */
 export interface ChatTemplateTokenizer {
-  /** Renders the chat template and encodes the text; resolves to the token ids. */
+  /** Renders the chat template and encodes the text; resolves to the token ids. The messages
+   * are the examples' own objects, passed as given (any message type of the tokenizer's). */
   applyChatTemplate(
-    messages: ChatMessage[],
+    messages: any[],
     addGenerationPrompt?: boolean | null,
-    tools?: ToolDefinition[] | null,
+    tools?: any[] | null,
     enableThinking?: boolean | null,
   ): Promise<Uint32Array | Int32Array | ArrayLike<number>> | Uint32Array | Int32Array | ArrayLike<number>
   /** A raw vocabulary lookup; null for a token the vocabulary lacks. */

@@ -63,6 +63,8 @@ Options:
   --tools <mode>          example: pass each example's tools to the template; ignore (default)
   --reasoning-effort <e>  passed to the chat template as reasoning_effort (GPT-OSS, Qwen3.8:
                           low, medium, high, ...); default: the template's own
+  --render-as <r>         transformers (default): render as transformers does; mlx-node: as
+                          MLX Node's tokenizer does (earlier turns keep their reasoning)
   --parse-tool-arguments  tool-call arguments given as JSON strings (the OpenAI wire format) are
                           parsed into objects before rendering (default off)
   --sanitize-control-tokens  control-token strings in the data are encoded as text, as
@@ -113,6 +115,7 @@ const OPTIONS = {
   'sanitize-control-tokens': { type: 'boolean' },
   'parse-tool-arguments': { type: 'boolean' },
   'reasoning-effort': { type: 'string' },
+  'render-as': { type: 'string' },
   strict: { type: 'boolean' },
   n: { type: 'string', short: 'n' },
   index: { type: 'string' },
@@ -248,6 +251,7 @@ function parseCommandLine(argv) {
       sanitizeControlTokens: values['sanitize-control-tokens'],
       parseToolArguments: values['parse-tool-arguments'],
       reasoningEffort: values['reasoning-effort'],
+      renderAs: values['render-as'],
       strict: values.strict ?? false,
       count: integer('n', values.n, 1) ?? 3,
       indices: indexList(values.index),

@@ -77,6 +77,7 @@ const OPTIONAL_SETTINGS = [
   ['sanitizeControlTokens', 'sanitize-control-tokens'],
   ['parseToolArguments', 'parse-tool-arguments'],
   ['reasoningEffort', 'reasoning-effort'],
+  ['renderAs', 'render-as'],
   ['maskingStrategy', 'masking-strategy'],
   ['trainOnTurnEnd', 'train-on-turn-end'],
   ['trainOnRoles', 'train-on-roles'],

@@ -147,7 +147,9 @@ impl DatasetConfig {
             sanitize_control_tokens,
             parse_tool_arguments,
             reasoning_effort,
-            render_as,
+            // The rendering in effect also depends on the tokenizer: the cache key adds it
+            // (`token_cache::key`), so that the two ways of asking for one rendering share rows.
+            render_as: _,
         } = self;
         let mut settings = serde_json::json!({
             "format": input.format.name(),
@@ -177,11 +179,6 @@ impl DatasetConfig {
         }
         if let Some(effort) = reasoning_effort {
             settings["reasoningEffort"] = Json::from(effort.as_str());
-        }
-        // The tokenizer's own setting applies when this is `None`: the cache key adds the
-        // rendering in effect (`token_cache::key`).
-        if let Some(render_as) = render_as.filter(|r| *r != RenderAs::Transformers) {
-            settings["renderAs"] = Json::from(render_as.name());
         }
         // Rows are cut to `maxSeqLength` only when collated, except for these two.
         if *truncation == Truncation::Turns || *drop_untrainable {

@@ -20,6 +20,7 @@ use crate::input::dataset_format::Converter;
 use crate::input::RecordReader;
 use crate::mask::silent_loss::LossKind;
 use crate::mask::truncation::kept_window;
+use crate::render::RenderAs;
 use crate::rows::attribution::{attribute, PartKind};
 use crate::rows::DropReason;
 
@@ -418,6 +419,12 @@ impl Dataset {
         settings["batching"] = Json::from(c.batching.name());
         settings["maxBatchTokens"] = Json::from(c.max_batch_tokens());
         settings["padToMultipleOf"] = Json::from(c.pad_to_multiple_of);
+        let render_as = c
+            .render_as
+            .or_else(|| self.tokenizer.ours().map(|t| t.render_as()));
+        if let Some(render_as) = render_as.filter(|r| *r != RenderAs::Transformers) {
+            settings["renderAs"] = Json::from(render_as.name());
+        }
         settings
     }
 
