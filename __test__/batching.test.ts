@@ -334,11 +334,11 @@ describe('batching settings are checked', () => {
     ])
     expect(code(() => createSFTDataset(examples, tok, { padToMultipleOf: 0 }))).toEqual([
       'INVALID_ARGUMENT',
-      'padToMultipleOf must be a positive integer, got 0',
+      'padToMultipleOf must be an integer from 1 to 4294967295, got 0',
     ])
     expect(code(() => createSFTDataset(examples, tok, { maxBatchTokens: 1.5 }))).toEqual([
       'INVALID_ARGUMENT',
-      'maxBatchTokens must be a positive integer, got 1.5',
+      'maxBatchTokens must be an integer from 1 to 4294967295, got 1.5',
     ])
     expect(code(() => createSFTDataset(examples, tok, { batching: 'packed', maxSeqLength: 512, maxBatchTokens: 256 }))).toEqual([
       'INVALID_ARGUMENT',

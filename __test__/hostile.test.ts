@@ -659,7 +659,7 @@ describe('arguments', () => {
   })
 
   it.each([0, -5, 7.5])('maxSeqLength %s is rejected by every constructor', async (maxSeqLength) => {
-    const message = `maxSeqLength must be a positive integer, got ${maxSeqLength}`
+    const message = `maxSeqLength must be an integer from 1 to 4294967295, got ${maxSeqLength}`
     const c = thrown(() => createSFTDataset(examples, tok, { maxSeqLength }))
     expect([c.code, c.message]).toEqual(['INVALID_ARGUMENT', message])
     const n = thrown(() => new SFTDataset(examples, tok, { maxSeqLength }))

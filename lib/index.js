@@ -8,7 +8,7 @@ const path = require('node:path')
 const native = require('./native.js')
 const { asPublic, invalidArgument } = require('./arguments.js')
 const distill = require('./distill.js')
-const { checkingOptions } = require('./options.js')
+const { checkingOptions, checkDatasetConfig } = require('./options.js')
 const foreign = require('./foreign.js')
 
 const { SFTDataset: NativeSFTDataset, Tokenizer } = native
@@ -17,6 +17,7 @@ const { SFTDataset: NativeSFTDataset, Tokenizer } = native
 // tokenizer. Instances of either are `instanceof SFTDataset` (one prototype).
 function SFTDataset(examples, tokenizer, config) {
   if (new.target === undefined) throw new TypeError("Class constructor SFTDataset cannot be invoked without 'new'")
+  checkDatasetConfig('new SFTDataset', config)
   if (foreign.isForeignTokenizer(tokenizer)) {
     return foreign.createForeignDataset(examples, tokenizer, config, 'new SFTDataset')
   }

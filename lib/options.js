@@ -246,10 +246,15 @@ const CHECKED = {
   exportSFTParquet: { 3: EXPORT_CONFIG_ARG, 4: EXPORT_ARG },
 }
 
+/** Warns about the unknown and inert keys of a dataset config (`new SFTDataset`'s). */
+function checkDatasetConfig(where, config) {
+  checkOptions(where, [[0, DATASET_ARG]], [config])
+}
+
 /** The public API with the option arguments of the CHECKED exports checked. */
 function checkingOptions(api) {
   for (const [name, optionArgs] of Object.entries(CHECKED)) api[name] = withOptions(name, api[name], optionArgs)
   return api
 }
 
-module.exports = { DATASET_OPTIONS, LOAD_OPTIONS, EXPORT_OPTIONS, checkingOptions, nearestOption }
+module.exports = { DATASET_OPTIONS, LOAD_OPTIONS, EXPORT_OPTIONS, checkingOptions, checkDatasetConfig, nearestOption }

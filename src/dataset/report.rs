@@ -90,7 +90,7 @@ pub struct ReportTotals {
     /// Examples that start with more than one BOS token.
     pub multiple_bos: u32,
     /// Examples with each silent-loss class, indexed as `silent_loss::LossKind::ALL`.
-    pub losses: [u32; 5],
+    pub losses: [u32; crate::mask::silent_loss::LossKind::ALL.len()],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

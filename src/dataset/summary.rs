@@ -301,6 +301,10 @@ fn loss_check(kind: LossKind) -> (Severity, &'static str) {
             Severity::Warning,
             "The data holds a control token's text, which is encoded as the control token (sanitizeControlTokens encodes it as text).",
         ),
+        LossKind::ToolDataNotRendered => (
+            Severity::Error,
+            "A tool call, tool definition or tool result does not appear in the render: the template drops it, and the turn trains without it.",
+        ),
     }
 }
 

@@ -224,11 +224,20 @@ impl Converter {
             if shape == ShareGpt {
                 return Some(ShareGpt);
             }
-            let parts = first.is_some_and(|m| {
-                m.get(self.field("content", OpenAi))
-                    .is_some_and(Json::is_array)
+            let content = self.field("content", OpenAi);
+            let parts = first.is_some_and(|m| m.get(content).is_some_and(Json::is_array));
+            // Or a turn in OpenAI's wire shape: tool calls with a null content.
+            let calls_only = obj[key].as_array().is_some_and(|list| {
+                list.iter().any(|m| {
+                    m.get(content).is_some_and(Json::is_null)
+                        && m.get("tool_calls").is_some_and(Json::is_array)
+                })
             });
-            return Some(if parts { OpenAi } else { Messages });
+            return Some(if parts || calls_only {
+                OpenAi
+            } else {
+                Messages
+            });
         }
         if has("instruction", Alpaca) && has("output", Alpaca) {
             return Some(Alpaca);
@@ -297,6 +306,10 @@ impl Converter {
             return Err(invalid(index, format_args!("{at} must be an object")));
         };
         let (role_key, content_key) = (self.field("role", format), self.field("content", format));
+        // OpenAI's assistant turn that only calls tools has `content: null`: read as "".
+        let calls_only = format == DatasetFormat::OpenAi
+            && m.get("tool_calls")
+                .is_some_and(|c| c.as_array().is_some_and(|c| !c.is_empty()));
         let mut out = Map::with_capacity(m.len());
         for (key, value) in m {
             if key == role_key {
@@ -306,7 +319,9 @@ impl Converter {
                 };
                 out.insert("role".into(), value);
             } else if key == content_key {
-                let value = if format == DatasetFormat::OpenAi {
+                let value = if calls_only && value.is_null() {
+                    Json::String(String::new())
+                } else if format == DatasetFormat::OpenAi {
                     joined_parts(value, index, at)?
                 } else {
                     value
@@ -722,6 +737,29 @@ mod tests {
             ),
             "SFT example 3: messages[0].content[0] is a part of type 'image_url'; only 'text' parts can be trained on"
         );
+    }
+
+    #[test]
+    fn an_openai_tool_call_turn_with_a_null_content_reads_as_empty() {
+        let call =
+            json!({"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}});
+        let record = json!({"messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": null, "tool_calls": [call]},
+            {"role": "tool", "content": "ok", "tool_call_id": "c1"}
+        ]});
+        // Detected as OpenAI's by that turn alone, and read so by the explicit format too.
+        for format in [DatasetFormat::Auto, DatasetFormat::OpenAi] {
+            let (out, read_as) = convert(format, record.clone()).unwrap();
+            assert_eq!(read_as, DatasetFormat::OpenAi);
+            assert_eq!(
+                out["messages"][1],
+                json!({"role": "assistant", "content": "", "tool_calls": [call]})
+            );
+        }
+        // Other formats leave it null (transformers drops the key; templates see undefined).
+        let (out, _) = convert(DatasetFormat::Messages, record).unwrap();
+        assert_eq!(out["messages"][1]["content"], Json::Null);
     }
 
     #[test]

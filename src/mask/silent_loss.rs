@@ -8,7 +8,9 @@
 //!    earlier assistant turns);
 //! 4. `DUPLICATE_EXAMPLE`: an exact copy of an earlier example;
 //! 5. `CONTROL_TOKEN_IN_CONTENT`: a control-token string inside a message, which is encoded as
-//!    that token unless `sanitizeControlTokens` is on.
+//!    that token unless `sanitizeControlTokens` is on;
+//! 6. `TOOL_DATA_NOT_RENDERED`: a tool call, a tool definition passed to the template
+//!    (`tools: 'example'`) or a tool result that the template does not print.
 
 use aho_corasick::AhoCorasick;
 use serde_json::Value as Json;
@@ -25,15 +27,17 @@ pub enum LossKind {
     ContentDroppedByTemplate,
     DuplicateExample,
     ControlTokenInContent,
+    ToolDataNotRendered,
 }
 
 impl LossKind {
-    pub const ALL: [LossKind; 5] = [
+    pub const ALL: [LossKind; 6] = [
         LossKind::ContentNotRendered,
         LossKind::ToolsIgnored,
         LossKind::ContentDroppedByTemplate,
         LossKind::DuplicateExample,
         LossKind::ControlTokenInContent,
+        LossKind::ToolDataNotRendered,
     ];
 
     /// The stable code.
@@ -44,12 +48,16 @@ impl LossKind {
             LossKind::ContentDroppedByTemplate => "CONTENT_DROPPED_BY_TEMPLATE",
             LossKind::DuplicateExample => "DUPLICATE_EXAMPLE",
             LossKind::ControlTokenInContent => "CONTROL_TOKEN_IN_CONTENT",
+            LossKind::ToolDataNotRendered => "TOOL_DATA_NOT_RENDERED",
         }
     }
 
     /// Whether `validate --strict` fails on it: data that trains something else than written.
     pub fn strict(self) -> bool {
-        matches!(self, LossKind::ContentNotRendered | LossKind::ToolsIgnored)
+        matches!(
+            self,
+            LossKind::ContentNotRendered | LossKind::ToolsIgnored | LossKind::ToolDataNotRendered
+        )
     }
 
     /// What the class means, for the loader's warning about `count` examples.
@@ -65,6 +73,9 @@ impl LossKind {
                 LossKind::ContentDroppedByTemplate => "has reasoning the template drops by design",
                 LossKind::DuplicateExample => "is an exact copy of an earlier example",
                 LossKind::ControlTokenInContent => "has control-token strings inside its contents",
+                LossKind::ToolDataNotRendered => {
+                    "has tool calls, tool definitions or tool results the chat template does not render"
+                }
             };
         }
         match self {
@@ -77,6 +88,9 @@ impl LossKind {
             LossKind::ContentDroppedByTemplate => "have reasoning the template drops by design",
             LossKind::DuplicateExample => "are exact copies of earlier examples",
             LossKind::ControlTokenInContent => "have control-token strings inside their contents",
+            LossKind::ToolDataNotRendered => {
+                "have tool calls, tool definitions or tool results the chat template does not render"
+            }
         }
     }
 
@@ -223,7 +237,16 @@ impl LossChecker {
             let role = || role_of(m);
             if let Some(content) = json_value::str_field(m, "content") {
                 let text = content.trim();
-                if !text.is_empty() && !within.contains(text) {
+                let missing = !text.is_empty() && !within.contains(text);
+                if missing && role() == "tool" {
+                    found.found(LossKind::ToolDataNotRendered, || {
+                        format!(
+                            "message {i} ({}): its tool result {} is not in the rendered text (the template does not print tool results)",
+                            role(),
+                            preview(text)
+                        )
+                    });
+                } else if missing {
                     let answer = text.rsplit_once("</think>").map(|(_, a)| a.trim());
                     match answer {
                         Some(a) if a.is_empty() || within.contains(a) => found.found(
@@ -250,6 +273,37 @@ impl LossChecker {
                         format!(
                             "message {i} ({}): the template drops its reasoning_content (by design: the reasoning of earlier turns is not shown)",
                             role()
+                        )
+                    });
+                }
+            }
+        }
+        for (i, m) in messages.iter().enumerate() {
+            for name in tool_call_names(m) {
+                if !within.contains(name) {
+                    found.found(LossKind::ToolDataNotRendered, || {
+                        format!(
+                            "message {i} ({}): its tool call {name:?} is not in the rendered text (the template does not print tool calls)",
+                            role_of(m)
+                        )
+                    });
+                }
+            }
+        }
+        if self.tools == ToolsMode::Example {
+            let parsed;
+            let tools = match tools {
+                Some(Json::String(text)) => {
+                    parsed = crate::input::json_text::parse(text).ok();
+                    parsed.as_ref()
+                }
+                other => other,
+            };
+            for name in tools.into_iter().flat_map(tool_definition_names) {
+                if !within.contains(name) {
+                    found.found(LossKind::ToolDataNotRendered, || {
+                        format!(
+                            "its tool definition {name:?} is not in the rendered text (the template does not print tools)"
                         )
                     });
                 }
@@ -349,6 +403,28 @@ fn ignored_tools_into(tools: Option<&Json>, mode: ToolsMode, found: &mut impl Fi
 
 fn role_of(m: &Json) -> &str {
     json_value::str_field(m, "role").unwrap_or("?")
+}
+
+/// A tool's name in a call or a definition: OpenAI's `function.name`, or a flat `name`.
+fn tool_name(item: &Json) -> Option<&str> {
+    item.get("function")
+        .and_then(|f| json_value::str_field(f, "name"))
+        .or_else(|| json_value::str_field(item, "name"))
+        .filter(|name| !name.trim().is_empty())
+}
+
+/// The names of the tools a message calls.
+fn tool_call_names(m: &Json) -> impl Iterator<Item = &str> {
+    m.get("tool_calls")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(tool_name)
+}
+
+/// The names of the tools a list of definitions defines.
+fn tool_definition_names(tools: &Json) -> impl Iterator<Item = &str> {
+    tools.as_array().into_iter().flatten().filter_map(tool_name)
 }
 
 /// What tells examples apart: a 128-bit SipHash-2-4 digest, as two words (a map entry of 16

@@ -344,7 +344,8 @@ pub(crate) fn positive_int(name: &str, value: f64) -> SftResult<usize> {
         Ok(value as usize)
     } else {
         Err(SftError::invalid_argument(format!(
-            "{name} must be a positive integer, got {}",
+            "{name} must be an integer from 1 to {}, got {}",
+            u32::MAX,
             js_number(value)
         )))
     }
@@ -414,7 +415,8 @@ pub(crate) fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         }
         Some(v) => {
             return Err(SftError::invalid_argument(format!(
-                "maxSeqLength must be a positive integer, got {}",
+                "maxSeqLength must be an integer from 1 to {}, got {}",
+                u32::MAX,
                 js_number(v)
             )))
         }

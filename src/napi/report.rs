@@ -59,7 +59,7 @@ pub struct ExampleReport {
     pub bos_tokens: u32,
     /// Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
     /// `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE`,
-    /// `CONTROL_TOKEN_IN_CONTENT`.
+    /// `CONTROL_TOKEN_IN_CONTENT`, `TOOL_DATA_NOT_RENDERED`.
     pub silent_losses: Vec<String>,
 }
 

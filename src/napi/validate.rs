@@ -33,10 +33,10 @@ pub struct FileWarning {
     pub row: Option<u32>,
     pub example: u32,
     /// `CONTENT_NOT_RENDERED`, `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`,
-    /// `DUPLICATE_EXAMPLE` or `CONTROL_TOKEN_IN_CONTENT`.
+    /// `DUPLICATE_EXAMPLE`, `CONTROL_TOKEN_IN_CONTENT` or `TOOL_DATA_NOT_RENDERED`.
     pub code: String,
     /// Whether `sft-dataset validate --strict` fails on it (`CONTENT_NOT_RENDERED`,
-    /// `TOOLS_IGNORED`).
+    /// `TOOLS_IGNORED`, `TOOL_DATA_NOT_RENDERED`).
     pub strict: bool,
     pub message: String,
 }
@@ -68,7 +68,8 @@ pub struct FileValidation {
     pub file_format: String,
     pub problems: Vec<FileProblem>,
     /// Silent losses (see the README): classes `CONTENT_NOT_RENDERED`,
-    /// `CONTENT_DROPPED_BY_TEMPLATE` and `CONTROL_TOKEN_IN_CONTENT` need a tokenizer.
+    /// `CONTENT_DROPPED_BY_TEMPLATE`, `CONTROL_TOKEN_IN_CONTENT` and `TOOL_DATA_NOT_RENDERED` need
+    /// a tokenizer.
     pub warnings: Vec<FileWarning>,
 }
 

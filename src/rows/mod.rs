@@ -301,7 +301,8 @@ fn build_row_into(
         distill,
         tools,
     } = prepare(tokenizer, settings, example)?;
-    let (mut row, text) = masked_row(tokenizer, settings, &messages)?;
+    let (mut row, text) = masked_row(tokenizer, settings, &messages)
+        .map_err(|e| with_missing_field(e, &messages.list))?;
     if let Some(checker) = settings.loss {
         checker.check_into(&messages.list, tools.as_ref(), &text, found);
     }
@@ -388,6 +389,28 @@ pub(crate) fn prepare(
         distill,
         tools,
     })
+}
+
+/// A render error, with the first message that lacks a `content` named: templates that join
+/// strings fail on the undefined value deep inside, where nothing says which message it was.
+fn with_missing_field(e: SftError, messages: &[Json]) -> SftError {
+    if e.code != ErrorCode::TemplateRender {
+        return e;
+    }
+    let missing = messages
+        .iter()
+        .position(|m| m.get("content").is_none_or(Json::is_null));
+    match missing {
+        Some(i) => SftError {
+            message: format!(
+                "{} (message {i} ({}) has no content: a null or missing field reaches the template undefined; the OpenAI format reads a null content beside tool_calls as \"\")",
+                e.message,
+                role(&messages[i]).unwrap_or("?")
+            ),
+            ..e
+        },
+        None => e,
+    }
 }
 
 fn role(message: &Json) -> Option<&str> {

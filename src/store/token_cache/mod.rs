@@ -44,8 +44,9 @@ use crate::tokenize::ChatTokenizer;
 /// that older entries become misses. 3: data files' floats are read correctly rounded and their
 /// integers exact to 128 bits (`json_text`); 4: a float halfway between two shortest spellings
 /// renders with the even one (`json_dumps`); 5: messages get transformers 5's reasoning aliases,
-/// templates print floats, lists and maps as Python does, template files win over the config's.
-pub const ROW_FORMAT_VERSION: u32 = 5;
+/// templates print floats, lists and maps as Python does, template files win over the config's;
+/// 6: rows record tool calls, definitions and results the template does not print.
+pub const ROW_FORMAT_VERSION: u32 = 6;
 
 /// How a load uses the cache directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
