@@ -504,7 +504,7 @@ export interface ExampleReport {
   /**
    * Codes of the silent losses found in the example: `CONTENT_NOT_RENDERED`,
    * `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE`,
-   * `CONTROL_TOKEN_IN_CONTENT`.
+   * `CONTROL_TOKEN_IN_CONTENT`, `TOOL_DATA_NOT_RENDERED`.
    */
   silentLosses: Array<string>
 }
@@ -541,7 +541,8 @@ export interface FileValidation {
   problems: Array<FileProblem>
   /**
    * Silent losses (see the README): classes `CONTENT_NOT_RENDERED`,
-   * `CONTENT_DROPPED_BY_TEMPLATE` and `CONTROL_TOKEN_IN_CONTENT` need a tokenizer.
+   * `CONTENT_DROPPED_BY_TEMPLATE`, `CONTROL_TOKEN_IN_CONTENT` and `TOOL_DATA_NOT_RENDERED` need
+   * a tokenizer.
    */
   warnings: Array<FileWarning>
 }
@@ -554,12 +555,12 @@ export interface FileWarning {
   example: number
   /**
    * `CONTENT_NOT_RENDERED`, `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`,
-   * `DUPLICATE_EXAMPLE` or `CONTROL_TOKEN_IN_CONTENT`.
+   * `DUPLICATE_EXAMPLE`, `CONTROL_TOKEN_IN_CONTENT` or `TOOL_DATA_NOT_RENDERED`.
    */
   code: string
   /**
    * Whether `sft-dataset validate --strict` fails on it (`CONTENT_NOT_RENDERED`,
-   * `TOOLS_IGNORED`).
+   * `TOOLS_IGNORED`, `TOOL_DATA_NOT_RENDERED`).
    */
   strict: boolean
   message: string

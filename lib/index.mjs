@@ -7,6 +7,7 @@ export const {
   SFTDataset,
   Tokenizer,
   __napiBindingTarget,
+  _foreignExamples,
   _readExamples,
   attachDistillation,
   checkDistillationReplies,
