@@ -263,15 +263,22 @@ describe('JSONL files', () => {
 
   // As in the reference, the file loads and the example's batch fails: the template decides what
   // content it accepts (Python's jinja2 fails the same way on Qwen3's `.startswith`).
-  it('non-string content: the batch rejects with the example, template line and file line', async () => {
+  it('non-string content: the load rejects with the example, template line and file line; dropUnrenderable leaves it out', async () => {
     const line = JSON.stringify({ messages: [{ role: 'user', content: 5 }, { role: 'assistant', content: 'b' }] })
     const p = file('content-number.jsonl', `${conv('a', 'b')}\n${line}\n`)
-    const ds = await load(p)
-    expect((await ds.collateBatch([0])).shape[0]).toBe(1)
-    const e = await rejection(ds.collateBatch([0, 1]))
+    const e = await rejection(load(p))
     expect(e.code).toBe('TEMPLATE_RENDER')
     expect(e.message).toBe(
-      `SFT example 1: chat template failed to render: unknown method: number has no method named startswith (line 20) (at ${p}:2)`,
+      `SFT example 1: chat template failed to render: unknown method: number has no method named startswith (line 20) (at ${p}:2) ` +
+        `(the only example of ${p} that fails to render; dropUnrenderable: true leaves such examples out)`,
+    )
+    const ds = await load(p, { dropUnrenderable: true })
+    expect(ds.length).toBe(1)
+    expect((await ds.collateBatch([0])).shape[0]).toBe(1)
+    // A created dataset keeps the reference's behaviour: the batch that holds it rejects.
+    const created = createSFTDataset([JSON.parse(conv('a', 'b')), JSON.parse(line)], tok)
+    expect((await rejection(created.collateBatch([0, 1]))).message).toBe(
+      'SFT example 1: chat template failed to render: unknown method: number has no method named startswith (line 20)',
     )
   })
 
@@ -303,15 +310,17 @@ describe('JSONL files', () => {
     )
   })
 
-  it('content null: the batch rejects with the example, template line and file line', async () => {
+  it('content null: the load rejects with the example, the message without content, template line and file line', async () => {
     const line = JSON.stringify({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: null }] })
     const p = file('content-null.jsonl', `${line}\n`)
-    const e = await rejection((await load(p)).collateBatch([0]))
+    const e = await rejection(load(p))
     expect(e.code).toBe('TEMPLATE_RENDER')
     expect(e.message).toBe(
       // The null-valued key is dropped before rendering (as transformers 5 does), so Qwen3's
       // template meets an undefined content, as it does in Python.
-      `SFT example 0: chat template failed to render: unknown method: undefined has no method named lstrip (line 41) (at ${p}:1)`,
+      'SFT example 0: chat template failed to render: unknown method: undefined has no method named lstrip (line 41) ' +
+        '(message 1 (assistant) has no content: a null or missing field reaches the template undefined; the OpenAI format reads a null content beside tool_calls as "") ' +
+        `(at ${p}:1) (the only example of ${p} that fails to render; dropUnrenderable: true leaves such examples out)`,
     )
   })
 
@@ -529,7 +538,7 @@ describe('tokenizer files', () => {
     expect(e.code).toBe('TEMPLATE_SYNTAX')
     expect(e.message).toMatch(/^chat template does not compile: syntax error: unexpected end of input/)
     const p = file('syntax.jsonl', `${conv('a', 'b')}\n`)
-    const l = await rejection((await loadSFTDataset(p, t, { allowedRoot: dir })).collateBatch([0]))
+    const l = await rejection(loadSFTDataset(p, t, { allowedRoot: dir }))
     expect(l.code).toBe('TEMPLATE_SYNTAX')
     expect(l.message).toMatch(/^SFT example 0: chat template does not compile: .* \(at .*syntax\.jsonl:1\)$/)
   })
@@ -542,9 +551,9 @@ describe('tokenizer files', () => {
     expect(e.code).toBe('TEMPLATE_RENDER')
     expect(e.message).toBe('System message first!')
     const p = file('raise.jsonl', `${conv('a', 'b')}\n`)
-    const l = await rejection((await loadSFTDataset(p, t, { allowedRoot: dir })).collateBatch([0]))
+    const l = await rejection(loadSFTDataset(p, t, { allowedRoot: dir }))
     expect(l.code).toBe('TEMPLATE_RENDER')
-    expect(l.message).toBe(`SFT example 0: System message first! (at ${p}:1)`)
+    expect(l.message).toBe(`SFT example 0: System message first! (at ${p}:1) (the only example of ${p} that fails to render; dropUnrenderable: true leaves such examples out)`)
   })
 
   it('a template that loops for very long hits the render limit within seconds', async () => {

@@ -11,6 +11,8 @@
 //   npm run bench -- --throughput-only   (only the epoch, render and encode tables)
 //   npm run bench -- --throughput-only --tokenizer <model dir>   (another model: tokenizer.json
 //                                        and its chat template, e.g. Qwen3.5 or GPT-OSS)
+//   npm run bench -- --foreign           (a foreign tokenizer object: epochs 1 and 2 against the
+//                                        reference-style epoch with the same object)
 //   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
@@ -275,6 +277,7 @@ async function main() {
   if (process.argv.includes('--spans')) return require('./spans.js')
   if (process.argv.includes('--peers')) return require('./peers.js')
   if (process.argv.includes('--report')) return require('./report.js')
+  if (process.argv.includes('--foreign')) return require('./foreign.js').run()
   const { values } = parseArgs({
     options: {
       data: { type: 'string' },

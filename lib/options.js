@@ -19,6 +19,7 @@ const DATASET_OPTIONS = {
   reasoning: ['string'],
   truncation: ['string'],
   dropUntrainable: ['boolean'],
+  dropUnrenderable: ['boolean'],
   format: ['string'],
   columns: ['object'],
   roles: ['object'],

@@ -41,6 +41,8 @@ Options:
   --reasoning <mode>      spans: <think> blocks train, mask or lastTurnOnly (default train)
   --truncation <mode>     keepEnd (default), keepStart, or turns (drop whole oldest turns)
   --drop-untrainable      skip rows left with no trained token
+  --drop-unrenderable     leave out the examples the chat template fails on (a load fails on
+                          them otherwise; stats and report always list them)
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
   --batching <strategy>   reference, lengthGrouped, tokenBudget or packed (default reference);
                           stats compares all four, preview shows the plan's rows
@@ -98,6 +100,7 @@ const OPTIONS = {
   reasoning: { type: 'string' },
   truncation: { type: 'string' },
   'drop-untrainable': { type: 'boolean' },
+  'drop-unrenderable': { type: 'boolean' },
   'batch-size': { type: 'string' },
   batching: { type: 'string' },
   'max-batch-tokens': { type: 'string' },
@@ -236,6 +239,7 @@ function parseCommandLine(argv) {
       reasoning: choice('reasoning', values.reasoning, ['train', 'mask', 'lastTurnOnly']),
       truncation: choice('truncation', values.truncation, ['keepEnd', 'keepStart', 'turns']),
       dropUntrainable: values['drop-untrainable'],
+      dropUnrenderable: values['drop-unrenderable'],
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
       batching,
       maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1, MAX_TOKENS),

@@ -84,6 +84,7 @@ const OPTIONAL_SETTINGS = [
   ['reasoning', 'reasoning'],
   ['truncation', 'truncation'],
   ['dropUntrainable', 'drop-untrainable'],
+  ['dropUnrenderable', 'drop-unrenderable'],
 ]
 
 function datasetConfig(o) {
@@ -120,7 +121,9 @@ function loadProgress(abs, progress) {
   }
 }
 
-async function loadDataset(abs, tokenizer, o, progress) {
+/** `extra`: settings of the command's own (stats and report list the examples that fail to
+ * render rather than stop at them). */
+async function loadDataset(abs, tokenizer, o, progress, extra = {}) {
   progress.status(`loading ${path.basename(abs)}…`)
   if (o.batching === 'packed' && (o.maxBatchTokens ?? o.maxSeqLength) < o.maxSeqLength) {
     throw new UsageError(`--max-batch-tokens ${o.maxBatchTokens} is below --max-seq-length ${o.maxSeqLength}: packed rows must hold the longest row`)
@@ -130,6 +133,7 @@ async function loadDataset(abs, tokenizer, o, progress) {
     limit: o.limit,
     ...(o.cache === undefined ? {} : { cache: o.cache }),
     ...(progress.enabled ? { onProgress: loadProgress(abs, progress) } : {}),
+    ...extra,
   })
   progress.done()
   return ds
@@ -203,7 +207,7 @@ async function previewPlan(ds, tokenizer, abs, choice, o, out) {
 
 async function stats(abs, tokenizer, choice, o, out) {
   const progress = progressBar('tokenizing', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const ds = await loadDataset(abs, tokenizer, o, progress)
+  const ds = await loadDataset(abs, tokenizer, o, progress, { dropUnrenderable: true })
   const bar = progressBar('tokenizing', ds.length, { enabled: process.stderr.isTTY === true && !o.quiet })
   const eosId = tokenizer.getEosTokenId()
   // Lengths, kept and trained tokens come from the library's report, so they follow every
@@ -214,8 +218,10 @@ async function stats(abs, tokenizer, choice, o, out) {
   const window = 64
   for (let start = 0; start < report.examples.length; start += window) {
     const end = Math.min(report.examples.length, start + window)
-    const fulls = await Promise.all(Array.from({ length: end - start }, (_, k) => ds.tokenizeExample(start + k)))
-    fulls.forEach((full, k) => summaries.push(summarizeExample(report.examples[start + k], full.warning)))
+    const fulls = await Promise.all(
+      Array.from({ length: end - start }, (_, k) => (report.examples[start + k].renderError ? null : ds.tokenizeExample(start + k))),
+    )
+    fulls.forEach((full, k) => summaries.push(summarizeExample(report.examples[start + k], full?.warning)))
     bar.update(end)
   }
   bar.done()
@@ -330,7 +336,7 @@ function defaultMaskingStrategy(tokenizer, o) {
  */
 async function report(abs, tokenizer, choice, o, out) {
   const progress = progressBar('report', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const ds = await loadDataset(abs, tokenizer, o, progress)
+  const ds = await loadDataset(abs, tokenizer, o, progress, { dropUnrenderable: true })
   progress.status('summarizing…')
   // The batching figures are of the epoch-0 order, as stats gives them.
   ds.shuffleForEpoch(0)
@@ -343,7 +349,9 @@ async function report(abs, tokenizer, choice, o, out) {
     dataWarnings: [...dataWarnings],
   }
   if (o.out !== undefined) {
-    const listed = [...new Set(summary.findings.flatMap((f) => f.examples.map((e) => e.example)))].sort((a, b) => a - b)
+    // Previews of the examples that have rows (not those the template fails on).
+    const failed = new Set(summary.findings.filter((f) => f.code === 'RENDER_FAILED').flatMap((f) => f.examples.map((e) => e.example)))
+    const listed = [...new Set(summary.findings.flatMap((f) => f.examples.map((e) => e.example)))].filter((e) => !failed.has(e)).sort((a, b) => a - b)
     progress.status(`drawing ${listed.length} example previews…`)
     const previews = await buildViews(ds, tokenizer, listed, o)
     progress.done()

@@ -11,6 +11,8 @@ const PREFIX_MISMATCH = /^\[SFT Dataset\] Prompt tokens differ from prefix/
  * after truncation or 0 when dropped, trained and end-of-turn tokens among them) and its warning.
  */
 function summarizeExample(entry, warning) {
+  // An example the template fails on has no row: it counts in no figure, only in renderFailures.
+  if (entry.renderError) return { length: 0, kept: 0, trained: 0, truncated: false, eosPresent: 0, eosTrained: 0, warning: null, failed: entry.renderError }
   return {
     length: entry.tokens,
     kept: entry.keptTokens,
@@ -88,16 +90,18 @@ function hintsFor(stats, settings = {}) {
 }
 
 function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, totals, batching, settings }) {
-  const lengths = summaries.map((s) => s.length).sort((a, b) => a - b)
-  const kept = summaries.reduce((a, s) => a + s.kept, 0)
-  const trained = summaries.reduce((a, s) => a + s.trained, 0)
+  const rows = summaries.filter((s) => !s.failed)
+  const lengths = rows.map((s) => s.length).sort((a, b) => a - b)
+  const kept = rows.reduce((a, s) => a + s.kept, 0)
+  const trained = rows.reduce((a, s) => a + s.trained, 0)
   const warnings = { 'prefix-mismatch': 0, other: 0 }
-  for (const s of summaries) if (s.warning) warnings[warningKind(s.warning)]++
-  const truncated = summaries.filter((s) => s.truncated ?? s.length > maxSeqLength).length
-  const eosExamples = summaries.filter((s) => s.eosTrained > 0).length
-  const untrained = summaries.flatMap((s, i) => (s.trained === 0 ? [i] : []))
+  for (const s of rows) if (s.warning) warnings[warningKind(s.warning)]++
+  const truncated = rows.filter((s) => s.truncated ?? s.length > maxSeqLength).length
+  const eosExamples = rows.filter((s) => s.eosTrained > 0).length
+  const untrained = summaries.flatMap((s, i) => (!s.failed && s.trained === 0 ? [i] : []))
   const stats = {
     examples: summaries.length,
+    renderFailures: summaries.flatMap((s, i) => (s.failed ? [{ example: i, message: s.failed }] : [])),
     format,
     maxSeqLength,
     tokens: {
@@ -108,7 +112,7 @@ function computeStats(summaries, { format, maxSeqLength, batchSize, order, eos, 
       max: lengths[lengths.length - 1] ?? 0,
       histogram: histogram(lengths, 8),
     },
-    truncated: { examples: truncated, share: summaries.length ? truncated / summaries.length : 0 },
+    truncated: { examples: truncated, share: rows.length ? truncated / rows.length : 0 },
     trained: { tokens: trained, keptTokens: kept, share: kept ? trained / kept : 0 },
     noTrainedToken: untrained.length,
     noTrainedTokenIndices: untrained,
@@ -176,8 +180,18 @@ function formatStats(stats) {
   const c = stats.checks
   const h = stats.hints ?? {}
   const hint = (key) => (h[key] ? [`                    → ${h[key]}`] : [])
+  const failures = stats.renderFailures ?? []
+  const failureLines = failures.length
+    ? [
+        `fail to render      ${failures.length} (left out; loadSFTDataset fails on them unless dropUnrenderable): ${failures
+          .slice(0, 3)
+          .map((f) => `example ${f.example}: ${f.message}`)
+          .join('; ')}${failures.length > 3 ? '; …' : ''}`,
+      ]
+    : []
   return [
     `examples            ${stats.examples}`,
+    ...failureLines,
     `format              ${stats.format}`,
     `tokens per example  min ${t.min} · median ${t.median} · p95 ${t.p95} · max ${t.max} · total ${t.total}`,
     ...hist,

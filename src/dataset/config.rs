@@ -74,6 +74,9 @@ pub struct DatasetConfig {
     pub reasoning_effort: Option<String>,
     /// `renderAs`: whose rendering rows follow; `None`: the tokenizer's own setting.
     pub render_as: Option<RenderAs>,
+    /// `dropUnrenderable`: a load leaves out the examples the template fails on, instead of
+    /// failing.
+    pub drop_unrenderable: bool,
 }
 
 impl Default for DatasetConfig {
@@ -100,6 +103,7 @@ impl Default for DatasetConfig {
             parse_tool_arguments: false,
             reasoning_effort: None,
             render_as: None,
+            drop_unrenderable: false,
         }
     }
 }
@@ -150,6 +154,8 @@ impl DatasetConfig {
             // The rendering in effect also depends on the tokenizer: the cache key adds it
             // (`token_cache::key`), so that the two ways of asking for one rendering share rows.
             render_as: _,
+            // Which rows take part, never what a row holds.
+            drop_unrenderable: _,
         } = self;
         let mut settings = serde_json::json!({
             "format": input.format.name(),

@@ -134,6 +134,7 @@ impl Dataset {
             RowCache::Packed(loaded.rows),
         );
         dataset.losses = loaded.losses;
+        dataset.check_renders(&path.display().to_string())?;
         dataset.apply_drops();
         Ok(dataset)
     }
@@ -157,8 +158,61 @@ impl Dataset {
             Vec::new(),
             RowCache::Packed(rows),
         );
+        dataset.check_renders("the data")?;
         dataset.apply_drops();
         Ok(dataset)
+    }
+
+    /// The examples whose row failed to build, with their errors.
+    pub fn unrenderable(&self) -> Vec<(usize, &SftError)> {
+        (0..self.rows.len())
+            .filter_map(|i| match self.rows.built(i) {
+                Some(Err(e)) => Some((i, e)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A load renders every example, so that a file the template cannot render fails now, not
+    /// at the batch that holds the example: the error names the first failures and the count.
+    /// With `dropUnrenderable`, they leave the dataset instead (`apply_drops`).
+    fn check_renders(&self, file: &str) -> SftResult<()> {
+        if self.config.drop_unrenderable {
+            return Ok(());
+        }
+        let failed = self.unrenderable();
+        let Some(&(_, first)) = failed.first() else {
+            return Ok(());
+        };
+        // Nothing renders without a template, or with one that does not compile: its own error
+        // says why.
+        if matches!(
+            first.code,
+            ErrorCode::ChatTemplateMissing | ErrorCode::TemplateSyntax
+        ) {
+            return Err(first.clone());
+        }
+        const SHOWN: usize = 3;
+        let listed: Vec<&str> = failed
+            .iter()
+            .take(SHOWN)
+            .map(|(_, e)| e.message.as_str())
+            .collect();
+        let message = if failed.len() == 1 {
+            format!(
+                "{} (the only example of {file} that fails to render; dropUnrenderable: true leaves such examples out)",
+                first.message
+            )
+        } else {
+            format!(
+                "{} of {} examples of {file} fail to render (dropUnrenderable: true leaves them out){}: {}",
+                failed.len(),
+                self.rows.len(),
+                if failed.len() > SHOWN { ", the first ones" } else { "" },
+                listed.join("; ")
+            )
+        };
+        Err(SftError::new(first.code, message))
     }
 
     pub(super) fn assemble(
@@ -205,8 +259,12 @@ impl Dataset {
     /// reference's would.
     pub(super) fn apply_drops(&mut self) {
         let rows = &self.rows;
-        let dropped =
-            |i: usize| matches!(rows.built(i), Some(Ok(row)) if row.stats().dropped.is_some());
+        let unrenderable = self.config.drop_unrenderable;
+        let dropped = |i: usize| match rows.built(i) {
+            Some(Ok(row)) => row.stats().dropped.is_some(),
+            Some(Err(_)) => unrenderable,
+            None => false,
+        };
         if (0..rows.len()).any(dropped) {
             let kept: Vec<u32> = (0..rows.len() as u32)
                 .filter(|&i| !dropped(i as usize))

@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 use crate::batch::shuffle::epoch_order;
 use crate::dataset::loader::PARALLEL_GRAIN;
-use crate::dataset::report::{example_report, DatasetReport};
+use crate::dataset::report::{example_report, DatasetReport, ExampleReport};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{from_created, Format};
 use crate::mask::silent_loss::{duplicate_key, ExampleKey, LossChecker, LossKind, LossSummary};
@@ -121,7 +121,26 @@ impl Dataset {
     /// The loader's warnings about silent losses: one line per class, with a count and the
     /// first example.
     pub fn loss_warnings(&self, file: &str) -> Vec<(&'static str, String)> {
-        self.losses.warnings(file)
+        let mut warnings = self.losses.warnings(file);
+        let failed = if self.config.drop_unrenderable {
+            self.unrenderable()
+        } else {
+            Vec::new()
+        };
+        if let Some((first, error)) = failed.first() {
+            let n = failed.len();
+            warnings.push((
+                "DROPPED_UNRENDERABLE",
+                format!(
+                    "[SFT Dataset] DROPPED_UNRENDERABLE: {n} example{} of {file} fail{} to render and {} left out (dropUnrenderable), the first is example {first}: {}",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "s" } else { "" },
+                    if n == 1 { "is" } else { "are" },
+                    error.message
+                ),
+            ));
+        }
+        warnings
     }
 
     /// This crate's tokenizer; `None` when rows come from a foreign one.
@@ -285,20 +304,26 @@ impl Dataset {
     }
 
     /// What every row holds and what happened to it; builds the rows not built yet, on all
-    /// cores. The first row that fails to build fails the report.
+    /// cores. A row that fails to build is listed with its error.
     pub fn report(&self) -> SftResult<DatasetReport> {
+        if self.awaits_foreign_rows() {
+            // The first row tells why (the renders have not arrived).
+            self.row(0).map_err(Clone::clone)?;
+        }
         let mut examples = (0..self.rows.len())
             .into_par_iter()
-            .map(|i| {
-                self.row(i).map_err(Clone::clone).map(|row| {
-                    example_report(
-                        row,
-                        self.config.max_seq_length,
-                        self.config.truncation,
-                        self.turn_end.as_ref().map(|t| t.id),
-                        self.tokenizer.bos_token_id(),
-                    )
-                })
+            .map(|i| match self.row(i) {
+                Ok(row) => Ok(example_report(
+                    row,
+                    self.config.max_seq_length,
+                    self.config.truncation,
+                    self.turn_end.as_ref().map(|t| t.id),
+                    self.tokenizer.bos_token_id(),
+                )),
+                Err(e) => Ok(ExampleReport::unrenderable(
+                    e,
+                    self.config.drop_unrenderable,
+                )),
             })
             .collect::<SftResult<Vec<_>>>()?;
         if let Some(repeats) = &self.repeats {

@@ -29,6 +29,32 @@ pub struct ExampleReport {
     pub bos_tokens: u32,
     /// Silent-loss classes found in the example (`silent_loss::LossKind` bits).
     pub losses: u8,
+    /// Why the template (or the tokenizer) failed on the example, when it did.
+    pub render_error: Option<String>,
+}
+
+impl ExampleReport {
+    /// An example whose row failed to build: nothing in batches (dropped with
+    /// `dropUnrenderable`; otherwise its batch fails).
+    pub fn unrenderable(error: &crate::error::SftError, dropped: bool) -> Self {
+        ExampleReport {
+            tokens: 0,
+            kept_tokens: 0,
+            trained_tokens: 0,
+            untruncated_trained_tokens: 0,
+            truncated: false,
+            dropped: dropped.then_some(DropReason::Unrenderable),
+            messages_dropped: 0,
+            prefix_mismatches: 0,
+            content_mismatches: Vec::new(),
+            straddling_tokens: 0,
+            turn_end_tokens_trained: 0,
+            turn_end_tokens: 0,
+            bos_tokens: 0,
+            losses: 0,
+            render_error: Some(error.message.clone()),
+        }
+    }
 }
 
 pub fn example_report(
@@ -68,6 +94,7 @@ pub fn example_report(
         turn_end_tokens: turn_ends,
         bos_tokens: bos_id.map_or(0, |b| row.ids.iter().take_while(|&&id| id == b).count()) as u32,
         losses: stats.losses,
+        render_error: None,
     }
 }
 
@@ -81,6 +108,8 @@ pub struct ReportTotals {
     pub truncated: u32,
     pub dropped_too_long: u32,
     pub dropped_untrainable: u32,
+    /// Examples the template fails on (left out with `dropUnrenderable`).
+    pub unrenderable: u32,
     pub prefix_mismatches: u32,
     /// Examples with at least one content mismatch.
     pub content_mismatch_examples: u32,
@@ -114,6 +143,7 @@ impl DatasetReport {
             t.truncated += e.truncated as u32;
             t.dropped_too_long += (e.dropped == Some(DropReason::TooLong)) as u32;
             t.dropped_untrainable += (e.dropped == Some(DropReason::Untrainable)) as u32;
+            t.unrenderable += e.render_error.is_some() as u32;
             t.prefix_mismatches += e.prefix_mismatches;
             t.content_mismatch_examples += !e.content_mismatches.is_empty() as u32;
             t.straddling_tokens += e.straddling_tokens as u64;

@@ -242,6 +242,12 @@ const CHECKS: &[Check] = &[
         applies: |e| e.dropped == Some(DropReason::TooLong),
     },
     Check {
+        code: "RENDER_FAILED",
+        severity: Severity::Error,
+        description: "The chat template (or the tokenizer) fails on the example: it has no row. loadSFTDataset fails on it; dropUnrenderable leaves it out.",
+        applies: |e| e.render_error.is_some(),
+    },
+    Check {
         code: "DROPPED_UNTRAINABLE",
         severity: Severity::Info,
         description: "No trained token after truncation: left out of training (dropUntrainable).",
@@ -385,7 +391,7 @@ impl Dataset {
         Ok(Summary {
             source: source_file,
             examples: t.examples,
-            rows: t.examples - t.dropped_too_long - t.dropped_untrainable,
+            rows: t.examples - t.dropped_too_long - t.dropped_untrainable - t.unrenderable,
             format: match self.format {
                 Format::PromptCompletion => "prompt-completion",
                 Format::Conversation => "conversation",

@@ -89,6 +89,11 @@ macro_rules! with_dataset_settings {
             /// leave the dataset: `length`, `numBatches`, positions and `order()` count only kept
             /// examples (`order()` lists their original indices); `report()` shows every example.
             pub drop_untrainable: Option<bool>,
+            /// `loadSFTDataset` renders every example: an example the chat template (or the
+            /// tokenizer) fails on fails the load, naming the first ones and the count. `true`
+            /// leaves such examples out instead (counted in a warning, `report()` and
+            /// `summary()`). Default false.
+            pub drop_unrenderable: Option<bool>,
             /// How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
             /// the reference reads them), `'auto'` (detected from record 0's keys; every record must
             /// agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
@@ -172,6 +177,7 @@ macro_rules! with_dataset_settings {
                     reasoning: self.reasoning.take(),
                     truncation: self.truncation.take(),
                     drop_untrainable: self.drop_untrainable.take(),
+                    drop_unrenderable: self.drop_unrenderable.take(),
                     format: self.format.take(),
                     columns: self.columns.take(),
                     roles: self.roles.take(),
@@ -324,6 +330,7 @@ pub(crate) struct Fields {
     pub(crate) reasoning: Option<String>,
     pub(crate) truncation: Option<String>,
     pub(crate) drop_untrainable: Option<bool>,
+    pub(crate) drop_unrenderable: Option<bool>,
     pub(crate) batching: Option<String>,
     pub(crate) max_batch_tokens: Option<f64>,
     pub(crate) pad_to_multiple_of: Option<f64>,
@@ -485,6 +492,7 @@ pub(crate) fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         )?
         .unwrap_or(defaults.truncation),
         drop_untrainable: f.drop_untrainable.unwrap_or(defaults.drop_untrainable),
+        drop_unrenderable: f.drop_unrenderable.unwrap_or(defaults.drop_unrenderable),
         batching: choice(
             "batching",
             f.batching,

@@ -38,7 +38,7 @@ pub struct ExampleReport {
     /// Longer than `maxSeqLength` (cut, or turns removed).
     pub truncated: bool,
     /// Why the row takes no part in training, if it does not.
-    #[napi(ts_type = "'tooLong' | 'untrainable' | null")]
+    #[napi(ts_type = "'tooLong' | 'untrainable' | 'unrenderable' | null")]
     pub dropped: Option<String>,
     /// Messages removed by `truncation: 'turns'`.
     pub messages_dropped: u32,
@@ -61,6 +61,9 @@ pub struct ExampleReport {
     /// `TOOLS_IGNORED`, `CONTENT_DROPPED_BY_TEMPLATE`, `DUPLICATE_EXAMPLE`,
     /// `CONTROL_TOKEN_IN_CONTENT`, `TOOL_DATA_NOT_RENDERED`.
     pub silent_losses: Vec<String>,
+    /// The error of the chat template (or the tokenizer) on this example, when it fails: the
+    /// example has no row (left out with `dropUnrenderable`; otherwise its batch fails).
+    pub render_error: Option<String>,
 }
 
 /// `report()` summed over all examples.
@@ -73,6 +76,8 @@ pub struct ReportTotals {
     pub truncated: u32,
     pub dropped_too_long: u32,
     pub dropped_untrainable: u32,
+    /// Examples the chat template (or the tokenizer) fails on.
+    pub unrenderable: u32,
     pub prefix_mismatches: u32,
     /// Examples with at least one content mismatch.
     pub content_mismatch_examples: u32,
@@ -109,6 +114,7 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
                     match d {
                         DropReason::TooLong => "tooLong",
                         DropReason::Untrainable => "untrainable",
+                        DropReason::Unrenderable => "unrenderable",
                     }
                     .to_string()
                 }),
@@ -122,6 +128,7 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
                 silent_losses: LossKind::of_bits(e.losses)
                     .map(|k| k.code().to_string())
                     .collect(),
+                render_error: e.render_error,
             })
             .collect(),
         totals: ReportTotals {
@@ -132,6 +139,7 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
             truncated: t.truncated,
             dropped_too_long: t.dropped_too_long,
             dropped_untrainable: t.dropped_untrainable,
+            unrenderable: t.unrenderable,
             prefix_mismatches: t.prefix_mismatches,
             content_mismatch_examples: t.content_mismatch_examples,
             straddling_tokens: t.straddling_tokens as f64,

@@ -147,6 +147,8 @@ pub enum DropReason {
     TooLong,
     /// `dropUntrainable`: no trained token survives truncation.
     Untrainable,
+    /// `dropUnrenderable`: the template (or the tokenizer) fails on the example.
+    Unrenderable,
 }
 
 /// What building the row found, for `SFTDataset.report()`.

@@ -462,6 +462,8 @@ fn encode_rare(rare: &RareRows) -> Vec<u8> {
             None => 0,
             Some(DropReason::TooLong) => 1,
             Some(DropReason::Untrainable) => 2,
+            // An unrenderable example has no row: it is stored as a failure.
+            Some(DropReason::Unrenderable) => 3,
         });
         e.0.push(*losses);
         match distill {
@@ -542,6 +544,7 @@ fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
             0 => None,
             1 => Some(DropReason::TooLong),
             2 => Some(DropReason::Untrainable),
+            3 => Some(DropReason::Unrenderable),
             other => return Err(format!("unknown drop reason {other}")),
         };
         let losses = d.u8()?;
