@@ -477,7 +477,7 @@ export interface ExampleReport {
   /** Longer than `maxSeqLength` (cut, or turns removed). */
   truncated: boolean
   /** Why the row takes no part in training, if it does not. */
-  dropped?: 'tooLong' | 'untrainable' | null
+  dropped?: 'tooLong' | 'untrainable' | 'unrenderable' | null
   /** Messages removed by `truncation: 'turns'`. */
   messagesDropped: number
   /**
@@ -507,6 +507,11 @@ export interface ExampleReport {
    * `CONTROL_TOKEN_IN_CONTENT`, `TOOL_DATA_NOT_RENDERED`.
    */
   silentLosses: Array<string>
+  /**
+   * The error of the chat template (or the tokenizer) on this example, when it fails: the
+   * example has no row (left out with `dropUnrenderable`; otherwise its batch fails).
+   */
+  renderError?: string
 }
 
 /** Options of `exportParquet`. */
@@ -666,6 +671,13 @@ export interface LoadSFTDatasetOptions {
    * examples (`order()` lists their original indices); `report()` shows every example.
    */
   dropUntrainable?: boolean
+  /**
+   * `loadSFTDataset` renders every example: an example the chat template (or the
+   * tokenizer) fails on fails the load, naming the first ones and the count. `true`
+   * leaves such examples out instead (counted in a warning, `report()` and
+   * `summary()`). Default false.
+   */
+  dropUnrenderable?: boolean
   /**
    * How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
    * the reference reads them), `'auto'` (detected from record 0's keys; every record must
@@ -917,6 +929,8 @@ export interface ReportTotals {
   truncated: number
   droppedTooLong: number
   droppedUntrainable: number
+  /** Examples the chat template (or the tokenizer) fails on. */
+  unrenderable: number
   prefixMismatches: number
   /** Examples with at least one content mismatch. */
   contentMismatchExamples: number
@@ -1017,6 +1031,13 @@ export interface SFTDatasetConfig {
    * examples (`order()` lists their original indices); `report()` shows every example.
    */
   dropUntrainable?: boolean
+  /**
+   * `loadSFTDataset` renders every example: an example the chat template (or the
+   * tokenizer) fails on fails the load, naming the first ones and the count. `true`
+   * leaves such examples out instead (counted in a warning, `report()` and
+   * `summary()`). Default false.
+   */
+  dropUnrenderable?: boolean
   /**
    * How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
    * the reference reads them), `'auto'` (detected from record 0's keys; every record must
