@@ -236,3 +236,45 @@ describe('a report the CLI writes of a real file, in Chromium', () => {
     await page.close()
   })
 })
+
+describe('a report of a file the template fails on, in Chromium', () => {
+  let browser: Browser
+  let page: Page
+  const errors: string[] = []
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sft-report-fail-'))
+    const turn = (q: string, a: string) => [{ role: 'user', content: q }, { role: 'assistant', content: a }]
+    // Gemma 3 refuses two user turns in a row: examples 1 and 3 fail to render.
+    const records = [
+      { messages: turn('a', 'b') },
+      { messages: [{ role: 'user', content: 'x' }, ...turn('y', 'z')] },
+      { messages: turn('c', 'd') },
+      { messages: [{ role: 'user', content: 'p' }, ...turn('q', 'r')] },
+    ]
+    writeFileSync(join(dir, 'data.jsonl'), records.map((r) => JSON.stringify(r)).join('\n'))
+    const html = join(dir, 'report.html')
+    const gemma = join(repoRoot, 'node_modules', '@lenml', 'tokenizer-gemma3', 'models')
+    execFileSync(process.execPath, [join(repoRoot, 'bin', 'sft-dataset.js'), 'report', 'data.jsonl', '--tokenizer', gemma, '--out', html, '--quiet'], {
+      cwd: dir,
+      stdio: 'pipe',
+    })
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] })
+    page = await browser.newPage({ viewport: { width: 1100, height: 800 } })
+    page.on('pageerror', (e) => errors.push(String(e)))
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()) })
+    await page.goto(pathToFileURL(html).href, { waitUntil: 'load' })
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  it('lists the failures as a finding, and every link it shows lands on an element', async () => {
+    expect(errors).toEqual([])
+    const findings = await page.locator('#findings').innerText()
+    expect(findings).toContain('RENDER_FAILED')
+    const hrefs = await page.$$eval('#findings a[href^="#"]', (links) => links.map((a) => a.getAttribute('href')!))
+    for (const href of new Set(hrefs)) expect(await page.locator(href).count(), href).toBe(1)
+  })
+})
