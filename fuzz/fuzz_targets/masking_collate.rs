@@ -5,13 +5,13 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use sft_dataset::batch::collate::{collate, Padding};
+use sft_dataset::mask::truncation::{kept_window, Truncation};
 use sft_dataset::mask::{
     chatml_assistant_spans, spans_from, spans_from_flags, trained_count, ChatMlMarkers,
     IGNORE_INDEX,
 };
 use sft_dataset::rows::packed_rows::PackedRows;
 use sft_dataset::rows::{RowStats, RowView, TokenizedRow};
-use sft_dataset::mask::truncation::{kept_window, Truncation};
 
 const IM_START: u32 = 1;
 const IM_END: u32 = 2;

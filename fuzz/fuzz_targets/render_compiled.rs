@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value as Json};
+use sft_dataset::example::message::normalize_messages;
 use sft_dataset::render::compiled::CHATML;
 use sft_dataset::render::{ChatTemplate, RenderOptions};
-use sft_dataset::example::message::normalize_messages;
 use sft_dataset::tokenize::config::TokenizerConfig;
 
 const FAMILIES: [&str; 4] = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"];

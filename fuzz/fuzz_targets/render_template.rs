@@ -11,13 +11,15 @@ use std::sync::OnceLock;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value as Json};
-use sft_dataset::render::RenderOptions;
 use sft_dataset::dataset::{resolve_masking, row_settings, DatasetConfig, StrategyName};
 use sft_dataset::error::ErrorCode;
-use sft_dataset::example::SftExample;
 use sft_dataset::example::message::normalize_messages;
+use sft_dataset::example::SftExample;
+use sft_dataset::mask::spans::{
+    discover_turn_end, locate_messages, locate_messages_by_prefix_renders,
+};
+use sft_dataset::render::RenderOptions;
 use sft_dataset::rows::{build_row, Masking};
-use sft_dataset::mask::spans::{discover_turn_end, locate_messages, locate_messages_by_prefix_renders};
 use sft_dataset::tokenize::ChatTokenizer;
 
 /// `SFT_FUZZ_TOKENIZER` or the Qwen3 tokenizer of the repository's node_modules, with the
@@ -156,8 +158,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         add_generation_prompt: u.arbitrary()?,
         enable_thinking: u.arbitrary()?,
         continue_final_message: u.arbitrary()?,
-        template_kwargs: None,
-        reasoning_effort: None,
+        ..Default::default()
     };
     let config = DatasetConfig {
         completion_only: u.arbitrary()?,

@@ -15,12 +15,12 @@ use std::sync::{Mutex, OnceLock};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value as Json};
-use sft_dataset::render::{python_value, RenderOptions};
 use sft_dataset::dataset::{resolve_masking, row_settings, DatasetConfig, StrategyName};
 use sft_dataset::error::ErrorCode;
-use sft_dataset::example::SftExample;
 use sft_dataset::example::json_value::to_template;
 use sft_dataset::example::message::{normalize_messages, parse_tool_arguments};
+use sft_dataset::example::SftExample;
+use sft_dataset::render::{python_value, RenderOptions};
 use sft_dataset::rows::build_row;
 use sft_dataset::tokenize::ChatTokenizer;
 
@@ -73,8 +73,10 @@ fn value(u: &mut Unstructured, depth: u32) -> Result<Json> {
         2 => json!(u.arbitrary::<bool>()?),
         3 => serde_json::Number::from_f64(u.arbitrary::<f64>()?).map_or(Json::Null, Json::Number),
         4 => json!(*u.choose(&[1e-7, 1e21, 1.0, -0.0, 2.5, 1e16])?),
-        5 => sft_dataset::example::json_value::from_digits("340282366920938463463374607431768211455")
-            .unwrap_or(Json::Null),
+        5 => {
+            sft_dataset::example::json_value::from_digits("340282366920938463463374607431768211455")
+                .unwrap_or(Json::Null)
+        }
         6 if depth < 3 => Json::Array(
             (0..u.int_in_range(0..=3)?)
                 .map(|_| value(u, depth + 1))

@@ -19,6 +19,8 @@ pub fn text(u: &mut Unstructured, pieces: &[&str]) -> Result<String> {
 
 /// A built row's trained spans lie inside it and are not empty; a failed build has one of
 /// `codes`.
+// render_compiled builds no rows.
+#[allow(dead_code)]
 pub fn check_row(
     built: sft_dataset::error::SftResult<sft_dataset::rows::TokenizedRow>,
     codes: &[sft_dataset::error::ErrorCode],
