@@ -600,6 +600,11 @@ export interface LoadProgress {
   records: number
   /** Bytes of the file read. */
   bytes: number
+  /**
+   * Another process is building the same token cache entry (same data, tokenizer and
+   * settings, same cache directory): this load waits for it and maps its rows.
+   */
+  waiting: boolean
 }
 
 /**

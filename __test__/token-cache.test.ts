@@ -238,7 +238,9 @@ const [file, dir, tokDir] = process.argv.slice(2)
   const warnings = []
   console.warn = (m) => warnings.push(m)
   const tok = await Tokenizer.fromPretrained(tokDir)
-  const ds = await loadSFTDataset(file, tok, { allowedRoot: require('node:path').dirname(file), completionOnly: true, cache: dir })
+  // The wait for another process's build, said on stderr as it happens.
+  const onProgress = (p) => { if (p.waiting) process.stderr.write('WAITING\\n') }
+  const ds = await loadSFTDataset(file, tok, { allowedRoot: require('node:path').dirname(file), completionOnly: true, cache: dir, onProgress })
   const h = crypto.createHash('sha256')
   for (const epoch of [0, 1]) {
     ds.shuffleForEpoch(epoch)
@@ -290,11 +292,83 @@ describe('processes and permissions', () => {
       expect(got.warnings).toEqual([])
       expect(['stored', 'hit']).toContain(got.status)
     }
-    // One entry, no temporary file left, and it is valid: a third process maps it.
-    expect(readdirSync(dir)).toEqual(entriesIn(dir))
+    // One entry (and its build lock), no temporary file left, and it is valid: a third process
+    // maps it.
+    expect(readdirSync(dir).filter((n) => !n.endsWith('.lock'))).toEqual(entriesIn(dir))
     expect(entriesIn(dir)).toHaveLength(1)
     const c = JSON.parse((await run(args)).out)
     expect(c).toEqual({ status: 'hit', digest: want, warnings: [] })
+  })
+
+  it('four processes started together build once: one stores the entry, the others wait and map it', async () => {
+    const dir = freshDir()
+    const want = await digestOf(await loadSFTDataset(file, tokenizer('qwen3'), { allowedRoot: dirname(file), completionOnly: true }))
+    const args = [childScript(), file, dir, tokenizerDir('qwen3')]
+    const results = await Promise.all([0, 1, 2, 3].map(() => run(args)))
+    const got = results.map((r) => {
+      expect(r.code, r.err).toBe(0)
+      return JSON.parse(r.out)
+    })
+    expect(got.map((g) => g.digest)).toEqual([want, want, want, want])
+    expect(got.map((g) => g.status).sort()).toEqual(['hit', 'hit', 'hit', 'stored'])
+  })
+
+  /** Holds the build lock of `lockFile` from another process (flock, as the library takes it). */
+  function holdLock(lockFile: string) {
+    const holder = spawn('python3', ['-c', 'import fcntl,sys,time\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\ntime.sleep(600)', lockFile])
+    const locked = new Promise<void>((resolve) => holder.stdout.on('data', (d) => String(d).includes('locked') && resolve()))
+    return { holder, locked }
+  }
+
+  /** Runs the child script, resolving `waiting` when it says it waits for another build. */
+  function runWaiting(args: string[]) {
+    const child = spawn(process.execPath, args, { cwd: repoRoot })
+    let out = ''
+    let err = ''
+    let said: () => void = () => {}
+    const waiting = new Promise<void>((resolve) => (said = resolve))
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => {
+      err += d
+      if (err.includes('WAITING')) said()
+    })
+    const done = new Promise<{ code: number; out: string; err: string }>((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, out, err })))
+    return { waiting, done }
+  }
+
+  it('a load waits while another process builds the entry, and maps what it wrote', async () => {
+    const dir = freshDir()
+    const ds = await loadSFTDataset(file, tokenizer('qwen3'), { allowedRoot: dirname(file), completionOnly: true, cache: join(dir, 'other') })
+    const want = await digestOf(ds)
+    const { mkdirSync } = await import('node:fs')
+    mkdirSync(dir, { recursive: true })
+    const { holder, locked } = holdLock(join(dir, `${ds.cache!.key}.lock`))
+    await locked
+    const child = runWaiting([childScript(), file, dir, tokenizerDir('qwen3')])
+    await child.waiting
+    // The "builder" writes the entry, then releases the lock.
+    copyFileSync(ds.cache!.file!, join(dir, basename(ds.cache!.file!)))
+    holder.kill('SIGKILL')
+    const r = await child.done
+    expect(r.code, r.err).toBe(0)
+    expect(JSON.parse(r.out)).toMatchObject({ status: 'hit', digest: want })
+  })
+
+  it('a waiting load whose builder dies without an entry builds it itself', async () => {
+    const dir = freshDir()
+    const ds = await loadSFTDataset(file, tokenizer('qwen3'), { allowedRoot: dirname(file), completionOnly: true, cache: join(dir, 'other') })
+    const want = await digestOf(ds)
+    const { mkdirSync } = await import('node:fs')
+    mkdirSync(dir, { recursive: true })
+    const { holder, locked } = holdLock(join(dir, `${ds.cache!.key}.lock`))
+    await locked
+    const child = runWaiting([childScript(), file, dir, tokenizerDir('qwen3')])
+    await child.waiting
+    holder.kill('SIGKILL')
+    const r = await child.done
+    expect(r.code, r.err).toBe(0)
+    expect(JSON.parse(r.out)).toMatchObject({ status: 'stored', digest: want })
+    expect(entriesIn(dir)).toHaveLength(1)
   })
 
   it('a read-only cache directory still loads: its entry is read, a missing one is built uncached', async () => {

@@ -50,6 +50,8 @@ const PACK: BlockBound = BlockBound {
 pub struct LoadProgress {
     pub records: usize,
     pub bytes: u64,
+    /// Another process builds the same token cache entry: the load waits for it, then maps it.
+    pub waiting: bool,
 }
 
 #[derive(Default)]
@@ -669,6 +671,7 @@ impl Merge {
             .sum();
         if let Some(report) = &options.on_progress {
             report(LoadProgress {
+                waiting: false,
                 records: self.rows.len(),
                 bytes,
             });

@@ -825,6 +825,7 @@ mod tests {
             turn_end_tokens: 0,
             bos_tokens: 0,
             losses: 0,
+            render_error: None,
         }
     }
 

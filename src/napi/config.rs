@@ -217,6 +217,9 @@ pub struct LoadProgressJs {
     pub records: f64,
     /// Bytes of the file read.
     pub bytes: f64,
+    /// Another process is building the same token cache entry (same data, tokenizer and
+    /// settings, same cache directory): this load waits for it and maps its rows.
+    pub waiting: bool,
 }
 
 /// A JS function the loader's threads call through the event loop; weak, so that it never
@@ -231,6 +234,7 @@ pub(crate) fn progress_hook(callback: ProgressCallback) -> Box<dyn Fn(LoadProgre
             LoadProgressJs {
                 records: p.records as f64,
                 bytes: p.bytes as f64,
+                waiting: p.waiting,
             },
             ThreadsafeFunctionCallMode::NonBlocking,
         );

@@ -15,7 +15,9 @@
 //!
 //! Entries are written to a temporary name in the same directory, synced and renamed, so a reader
 //! never sees a partial one, and never changed in place, so a mapping stays valid while other
-//! processes replace the entry. A file that fails any check of its header or its checksum is
+//! processes replace the entry. One process builds an entry at a time (`build_lock`): loads of
+//! the same entry by other processes of the machine wait for it and map its rows, and take over
+//! when the builder dies (the OS releases its lock). A file that fails any check of its header or its checksum is
 //! reported and rebuilt, never read as rows; an entry that cannot be written leaves an uncached
 //! load and a warning.
 
@@ -133,25 +135,43 @@ pub fn load(
     };
     let key = cache_key(&stamp, &tokenizer, &config, options.limit);
     let file = cache.dir.join(key.file_name());
+    let hit = |entry: Entry, tokenizer, config, warnings| -> SftResult<CachedLoad> {
+        // Least recently used entries go first when pruning by size.
+        let _ = File::open(&file).and_then(|f| f.set_modified(SystemTime::now()));
+        Ok(CachedLoad {
+            dataset: Dataset::from_packed(entry.rows, entry.format, tokenizer, config)?,
+            status: Some(CacheStatus::Hit),
+            entry: Some(file.clone()),
+            key: Some(key.hex()),
+            warnings,
+        })
+    };
+    let unusable = |reason: String| {
+        warning(format_args!(
+            "{} is not a usable entry ({reason}); rebuilding it",
+            file.display()
+        ))
+    };
     if cache.mode != CacheMode::Refresh {
         match open_entry(&file, &key.digest) {
-            Ok(Some(entry)) => {
-                // Least recently used entries go first when pruning by size.
-                let _ = File::open(&file).and_then(|f| f.set_modified(SystemTime::now()));
-                let dataset = Dataset::from_packed(entry.rows, entry.format, tokenizer, config)?;
-                return Ok(CachedLoad {
-                    dataset,
-                    status: Some(CacheStatus::Hit),
-                    entry: Some(file),
-                    key: Some(key.hex()),
-                    warnings,
-                });
-            }
+            Ok(Some(entry)) => return hit(entry, tokenizer, config, warnings),
             Ok(None) => {}
-            Err(reason) => warnings.push(warning(format_args!(
-                "{} is not a usable entry ({reason}); rebuilding it",
-                file.display()
-            ))),
+            Err(reason) => warnings.push(unusable(reason.to_string())),
+        }
+    }
+    // Held while this process builds and writes the entry, so that the other processes of the
+    // machine that load the same entry wait and map it; `None` when no lock can be had (a
+    // directory that cannot be written): each process then builds on its own.
+    let building = match cache.mode {
+        CacheMode::Read => None,
+        CacheMode::ReadWrite | CacheMode::Refresh => build_lock(&cache.dir, &key, options),
+    };
+    // Another process may have written the entry since the first look: the one we waited for,
+    // or one that finished between that look and the lock. It did not when it died or failed;
+    // then this process builds it.
+    if building.is_some() && cache.mode == CacheMode::ReadWrite {
+        if let Ok(Some(entry)) = open_entry(&file, &key.digest) {
+            return hit(entry, tokenizer, config, warnings);
         }
     }
     let dataset = Dataset::load(path, tokenizer.clone(), config, options)?;
@@ -180,6 +200,37 @@ pub fn load(
         key: Some(key.hex()),
         warnings,
     })
+}
+
+/// The lock file of an entry being built: `<key>.lock` beside it.
+pub const LOCK_EXTENSION: &str = "lock";
+
+/// Takes the machine-wide lock on building `key`'s entry, waiting while another process holds
+/// it (reporting the wait through `on_progress`). The lock is released when the file is
+/// dropped, or by the OS when the process dies, so that a waiting process takes over.
+fn build_lock(dir: &Path, key: &CacheKey, options: &LoadOptions) -> Option<File> {
+    std::fs::create_dir_all(dir).ok()?;
+    let path = dir.join(format!("{}.{LOCK_EXTENSION}", key.hex()));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .ok()?;
+    match lock.try_lock() {
+        Ok(()) => return Some(lock),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+        Err(std::fs::TryLockError::Error(_)) => return None,
+    }
+    if let Some(report) = &options.on_progress {
+        report(crate::dataset::loader::LoadProgress {
+            records: 0,
+            bytes: 0,
+            waiting: true,
+        });
+    }
+    lock.lock().ok()?;
+    Some(lock)
 }
 
 fn unix_seconds(t: SystemTime) -> u64 {
