@@ -364,15 +364,25 @@ mod tests {
         fs::write(&data, lines.join("\n")).unwrap();
         let cache = settings(&dir.join("c"), CacheMode::ReadWrite);
         let opts = LoadOptions::default();
+        // The failing row stays in the dataset (and the entry) only when it is left out of
+        // training; without the setting, the load fails on it.
         let config = DatasetConfig {
             completion_only: true,
+            drop_unrenderable: true,
             ..Default::default()
         };
+        let strict = DatasetConfig {
+            drop_unrenderable: false,
+            ..config.clone()
+        };
+        assert!(Dataset::load(&data, tok.clone(), strict.clone(), &opts).is_err());
         let cold = Dataset::load(&data, tok.clone(), config.clone(), &opts).unwrap();
         assert!(cold.row(0).is_err() || cold.row(0).unwrap().distill().is_some());
         load(&data, tok.clone(), config.clone(), &opts, &cache).unwrap();
         let hit = load(&data, tok.clone(), config, &opts, &cache).unwrap();
         assert_eq!(hit.status, Some(CacheStatus::Hit));
+        // A hit checks the rows as a cold load does.
+        assert!(load(&data, tok.clone(), strict, &opts, &cache).is_err());
         for i in 0..3 {
             match (cold.row(i), hit.dataset.row(i)) {
                 (Ok(x), Ok(y)) => assert_eq!(x.to_row(), y.to_row()),
