@@ -58,6 +58,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
                 continue_final_message: false,
                 template_kwargs: case.get("templateKwargs").and_then(Value::as_object),
                 reasoning_effort: None,
+                render_as: None,
             };
             tokenizer.render(&messages, &opts)
         });

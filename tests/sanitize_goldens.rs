@@ -54,6 +54,7 @@ fn run(tokenizer: &ChatTokenizer, family: &str, case: &Value) -> Outcome {
         continue_final_message: false,
         template_kwargs: case.get("templateKwargs").and_then(Value::as_object),
         reasoning_effort: None,
+        render_as: None,
     };
     let dataset_opts = RenderOptions {
         enable_thinking: (family == "qwen3").then_some(false),

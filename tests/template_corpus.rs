@@ -117,6 +117,7 @@ fn check_case(
         continue_final_message: false,
         template_kwargs: (!kwargs.is_empty()).then_some(&kwargs),
         reasoning_effort: case["reasoningEffort"].as_str(),
+        render_as: None,
     };
     let rendered =
         normalize_messages(&mut messages).and_then(|_| tokenizer.render(&messages, &opts));
