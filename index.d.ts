@@ -248,6 +248,8 @@ export declare class SFTDataset {
    * checked now, the rows arrive with `_supplyForeign`.
    */
   static _forForeign(examples: any[], answers: any, config: LoadSFTDatasetOptions | undefined | null, caller: string): SFTDataset
+  /** `_forForeign` over the records `_foreignExamples` read and kept under `handle`. */
+  static _forForeignRead(handle: number, answers: any, config: LoadSFTDatasetOptions | undefined | null): SFTDataset
   /** Whether the rows come from a foreign tokenizer and have not arrived yet. */
   _awaitsForeignRows(): boolean
   /**
@@ -354,7 +356,7 @@ export type JsTokenizer = Tokenizer
  * render (`loadSFTDataset` with such a tokenizer): `format`, `columns`, `roles` and `limit`
  * apply; errors name the file and line.
  */
-export declare function _foreignExamples(path: string, config?: LoadSFTDatasetOptions | undefined | null): Promise<any[]>
+export declare function _foreignExamples(path: string, config?: LoadSFTDatasetOptions | undefined | null): Promise<ForeignRead>
 
 /**
  * *(diagnostic)* How `createSFTDataset` reads `examples`, each on its own: from V8's
@@ -587,6 +589,15 @@ export interface FlatIds {
    * `ids.subarray(offsets[k], offsets[k + 1])`.
    */
   offsets: Uint32Array
+}
+
+/**
+ * `_foreignExamples`' answer: the records as JS values, and the number `_forForeignRead` takes
+ * them by.
+ */
+export interface ForeignRead {
+  examples: any[]
+  handle: number
 }
 
 export declare function getAllowedRoot(options?: PathValidationOptions | undefined | null): string

@@ -336,7 +336,11 @@ describe('processes and permissions', () => {
     return { waiting, done }
   }
 
-  it('a load waits while another process builds the entry, and maps what it wrote', async () => {
+  /**
+   * A child load of `file` through a fresh cache directory, waiting on the build lock of its
+   * entry that another process holds; `ds`: the same rows loaded through another directory.
+   */
+  async function waitingOnAnotherBuild() {
     const dir = freshDir()
     const ds = await loadSFTDataset(file, tokenizer('qwen3'), { allowedRoot: dirname(file), completionOnly: true, cache: join(dir, 'other') })
     const want = await digestOf(ds)
@@ -346,6 +350,11 @@ describe('processes and permissions', () => {
     await locked
     const child = runWaiting([childScript(), file, dir, tokenizerDir('qwen3')])
     await child.waiting
+    return { dir, ds, want, holder, child }
+  }
+
+  it('a load waits while another process builds the entry, and maps what it wrote', async () => {
+    const { dir, ds, want, holder, child } = await waitingOnAnotherBuild()
     // The "builder" writes the entry, then releases the lock.
     copyFileSync(ds.cache!.file!, join(dir, basename(ds.cache!.file!)))
     holder.kill('SIGKILL')
@@ -355,15 +364,7 @@ describe('processes and permissions', () => {
   })
 
   it('a waiting load whose builder dies without an entry builds it itself', async () => {
-    const dir = freshDir()
-    const ds = await loadSFTDataset(file, tokenizer('qwen3'), { allowedRoot: dirname(file), completionOnly: true, cache: join(dir, 'other') })
-    const want = await digestOf(ds)
-    const { mkdirSync } = await import('node:fs')
-    mkdirSync(dir, { recursive: true })
-    const { holder, locked } = holdLock(join(dir, `${ds.cache!.key}.lock`))
-    await locked
-    const child = runWaiting([childScript(), file, dir, tokenizerDir('qwen3')])
-    await child.waiting
+    const { dir, ds, want, holder, child } = await waitingOnAnotherBuild()
     holder.kill('SIGKILL')
     const r = await child.done
     expect(r.code, r.err).toBe(0)

@@ -107,7 +107,11 @@ function createForeignDataset(examples, tokenizer, config, caller) {
     throw invalidArgument(`${caller}: examples is not an array of examples: got ${describe(examples)}`)
   }
   const answers = answersOf(tokenizer, caller)
-  const dataset = native.SFTDataset._forForeign(examples, answers, config ?? null, caller)
+  return track(native.SFTDataset._forForeign(examples, answers, config ?? null, caller), tokenizer, examples, config)
+}
+
+/** Keeps what the renders of `dataset` need. */
+function track(dataset, tokenizer, examples, config) {
   states.set(dataset, {
     tokenizer,
     examples,
@@ -202,8 +206,11 @@ function ensureRows(dataset) {
 async function loadForeignDataset(absolute, tokenizer, config) {
   checkMethods(tokenizer, 'loadSFTDataset')
   checkConfig(config, 'loadSFTDataset')
-  const examples = await native._foreignExamples(absolute, config)
-  const dataset = createForeignDataset(examples, tokenizer, config, 'loadSFTDataset')
+  // Asked before the file is read: the records `_foreignExamples` keeps natively (so that they
+  // cross from JS no second time) are taken at once by `_forForeignRead`.
+  const answers = answersOf(tokenizer, 'loadSFTDataset')
+  const { examples, handle } = await native._foreignExamples(absolute, config)
+  const dataset = track(native.SFTDataset._forForeignRead(handle, answers, config ?? null), tokenizer, examples, config)
   const rendered = await ensureRows(dataset)
   const failed = rendered.flatMap((r, i) => (typeof r === 'string' ? [i] : []))
   if (failed.length > 0) {

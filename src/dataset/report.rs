@@ -4,7 +4,7 @@ use crate::mask::trained_count;
 use crate::mask::truncation::{kept_window, Truncation};
 use crate::rows::{DropReason, RowView};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExampleReport {
     /// Tokens of the whole example.
     pub tokens: u32,
@@ -38,21 +38,9 @@ impl ExampleReport {
     /// `dropUnrenderable`; otherwise its batch fails).
     pub fn unrenderable(error: &crate::error::SftError, dropped: bool) -> Self {
         ExampleReport {
-            tokens: 0,
-            kept_tokens: 0,
-            trained_tokens: 0,
-            untruncated_trained_tokens: 0,
-            truncated: false,
             dropped: dropped.then_some(DropReason::Unrenderable),
-            messages_dropped: 0,
-            prefix_mismatches: 0,
-            content_mismatches: Vec::new(),
-            straddling_tokens: 0,
-            turn_end_tokens_trained: 0,
-            turn_end_tokens: 0,
-            bos_tokens: 0,
-            losses: 0,
             render_error: Some(error.message.clone()),
+            ..Default::default()
         }
     }
 }

@@ -813,19 +813,7 @@ mod tests {
         ExampleReport {
             tokens,
             kept_tokens: tokens,
-            trained_tokens: 0,
-            untruncated_trained_tokens: 0,
-            truncated: false,
-            dropped: None,
-            messages_dropped: 0,
-            prefix_mismatches: 0,
-            content_mismatches: Vec::new(),
-            straddling_tokens: 0,
-            turn_end_tokens_trained: 0,
-            turn_end_tokens: 0,
-            bos_tokens: 0,
-            losses: 0,
-            render_error: None,
+            ..Default::default()
         }
     }
 

@@ -1,7 +1,8 @@
 //! The native half of datasets over a foreign tokenizer (`dataset::foreign`); lib/foreign.js
 //! makes the tokenizer's calls and hands their answers here.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{AsyncTask, Either, Uint32Array, Unknown};
 use napi_derive::napi;
@@ -63,18 +64,32 @@ fn answers_of(answers: Json) -> SftResult<ForeignTokenizer> {
     })
 }
 
+/// Records read by `_foreignExamples`, kept here until `_forForeignRead` takes them, so that they
+/// cross from JS to Rust no second time.
+static READ: Mutex<Vec<(u32, Vec<Json>)>> = Mutex::new(Vec::new());
+static NEXT_READ: AtomicU32 = AtomicU32::new(1);
+
+/// `_foreignExamples`' answer: the records as JS values, and the number `_forForeignRead` takes
+/// them by.
+#[napi(object, object_from_js = false)]
+pub struct ForeignRead {
+    #[napi(ts_type = "any[]")]
+    pub examples: Vec<JsJson>,
+    pub handle: u32,
+}
+
 /// The records of a data file in the reference's shape, validated, for a foreign tokenizer to
 /// render (`loadSFTDataset` with such a tokenizer): `format`, `columns`, `roles` and `limit`
 /// apply; errors name the file and line.
 #[napi(
     js_name = "_foreignExamples",
     ts_args_type = "path: string, config?: LoadSFTDatasetOptions | undefined | null",
-    ts_return_type = "Promise<any[]>"
+    ts_return_type = "Promise<ForeignRead>"
 )]
 pub fn foreign_examples(
     path: String,
     config: Option<LoadSftDatasetOptions>,
-) -> AsyncTask<Job<Vec<Json>, Vec<JsJson>>> {
+) -> AsyncTask<Job<Vec<Json>, ForeignRead>> {
     AsyncTask::new(Job::new(
         move || {
             let (config, limit, opts) = match config {
@@ -89,8 +104,30 @@ pub fn foreign_examples(
             let converter = Converter::new(config.input.clone())?;
             read_examples(&file, &converter, limit)
         },
-        |_, examples| Ok(examples.into_iter().map(JsJson).collect()),
+        |_, examples| {
+            let handle = NEXT_READ.fetch_add(1, Ordering::Relaxed);
+            let js = examples.iter().cloned().map(JsJson).collect();
+            READ.lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push((handle, examples));
+            Ok(ForeignRead {
+                examples: js,
+                handle,
+            })
+        },
     ))
+}
+
+/// The records `_foreignExamples` kept under `handle`, taken.
+fn take_read(handle: u32) -> SftResult<Vec<Json>> {
+    let mut read = READ.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let at = read.iter().position(|(h, _)| *h == handle).ok_or_else(|| {
+        SftError::new(
+            ErrorCode::Internal,
+            format!("no records were read under {handle}"),
+        )
+    })?;
+    Ok(read.swap_remove(at).1)
 }
 
 #[napi]
@@ -116,6 +153,29 @@ impl JsSftDataset {
             let config = settings_of(config)?;
             let dataset =
                 Dataset::for_foreign(JsJson::list(examples), answers_of(answers.0)?, config)?;
+            Ok(JsSftDataset {
+                inner: Arc::new(dataset),
+                cache: None,
+                source: None,
+            })
+        })
+    }
+
+    /// `_forForeign` over the records `_foreignExamples` read and kept under `handle`.
+    #[napi(
+        factory,
+        js_name = "_forForeignRead",
+        ts_args_type = "handle: number, answers: any, config: LoadSFTDatasetOptions | undefined | null"
+    )]
+    pub fn for_foreign_read(
+        handle: u32,
+        answers: JsJson,
+        config: Option<LoadSftDatasetOptions>,
+    ) -> Result<Self> {
+        run_sync(|| {
+            let examples = take_read(handle)?;
+            let dataset =
+                Dataset::for_foreign(examples, answers_of(answers.0)?, settings_of(config)?)?;
             Ok(JsSftDataset {
                 inner: Arc::new(dataset),
                 cache: None,
