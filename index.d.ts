@@ -479,7 +479,7 @@ export interface ExampleReport {
   /** Longer than `maxSeqLength` (cut, or turns removed). */
   truncated: boolean
   /** Why the row takes no part in training, if it does not. */
-  dropped?: 'tooLong' | 'untrainable' | 'unrenderable' | null
+  dropped?: 'tooLong' | 'untrainable' | 'unrenderable' | 'duplicate' | null
   /** Messages removed by `truncation: 'turns'`. */
   messagesDropped: number
   /**
@@ -694,6 +694,12 @@ export interface LoadSFTDatasetOptions {
    * `summary()`). Default false.
    */
   dropUnrenderable?: boolean
+  /**
+   * Leave out exact copies of an earlier example (what `DUPLICATE_EXAMPLE` reports: the
+   * same messages, tools and shape); the first stays. Counted in a warning
+   * (`DROPPED_DUPLICATES`) and in `report()` (`dropped: 'duplicate'`). Default false.
+   */
+  dropDuplicates?: boolean
   /**
    * How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
    * the reference reads them), `'auto'` (detected from record 0's keys; every record must
@@ -947,6 +953,8 @@ export interface ReportTotals {
   droppedUntrainable: number
   /** Examples the chat template (or the tokenizer) fails on. */
   unrenderable: number
+  /** Copies of earlier examples left out (`dropDuplicates`). */
+  droppedDuplicates: number
   prefixMismatches: number
   /** Examples with at least one content mismatch. */
   contentMismatchExamples: number
@@ -1054,6 +1062,12 @@ export interface SFTDatasetConfig {
    * `summary()`). Default false.
    */
   dropUnrenderable?: boolean
+  /**
+   * Leave out exact copies of an earlier example (what `DUPLICATE_EXAMPLE` reports: the
+   * same messages, tools and shape); the first stays. Counted in a warning
+   * (`DROPPED_DUPLICATES`) and in `report()` (`dropped: 'duplicate'`). Default false.
+   */
+  dropDuplicates?: boolean
   /**
    * How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
    * the reference reads them), `'auto'` (detected from record 0's keys; every record must

@@ -20,6 +20,7 @@ const DATASET_OPTIONS = {
   truncation: ['string'],
   dropUntrainable: ['boolean'],
   dropUnrenderable: ['boolean'],
+  dropDuplicates: ['boolean'],
   format: ['string'],
   columns: ['object'],
   roles: ['object'],

@@ -41,6 +41,7 @@ Options:
   --reasoning <mode>      spans: <think> blocks train, mask or lastTurnOnly (default train)
   --truncation <mode>     keepEnd (default), keepStart, or turns (drop whole oldest turns)
   --drop-untrainable      skip rows left with no trained token
+  --drop-duplicates       leave out exact copies of earlier examples (the first stays)
   --drop-unrenderable     leave out the examples the chat template fails on (a load fails on
                           them otherwise; stats and report always list them)
   --batch-size <n>        rows per batch for padding figures and preview (default 8)
@@ -101,6 +102,7 @@ const OPTIONS = {
   truncation: { type: 'string' },
   'drop-untrainable': { type: 'boolean' },
   'drop-unrenderable': { type: 'boolean' },
+  'drop-duplicates': { type: 'boolean' },
   'batch-size': { type: 'string' },
   batching: { type: 'string' },
   'max-batch-tokens': { type: 'string' },
@@ -240,6 +242,7 @@ function parseCommandLine(argv) {
       truncation: choice('truncation', values.truncation, ['keepEnd', 'keepStart', 'turns']),
       dropUntrainable: values['drop-untrainable'],
       dropUnrenderable: values['drop-unrenderable'],
+      dropDuplicates: values['drop-duplicates'],
       batchSize: integer('batch-size', values['batch-size'], 1) ?? 8,
       batching,
       maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1, MAX_TOKENS),

@@ -85,6 +85,7 @@ const OPTIONAL_SETTINGS = [
   ['truncation', 'truncation'],
   ['dropUntrainable', 'drop-untrainable'],
   ['dropUnrenderable', 'drop-unrenderable'],
+  ['dropDuplicates', 'drop-duplicates'],
 ]
 
 function datasetConfig(o) {

@@ -77,6 +77,9 @@ pub struct DatasetConfig {
     /// `dropUnrenderable`: a load leaves out the examples the template fails on, instead of
     /// failing.
     pub drop_unrenderable: bool,
+    /// `dropDuplicates`: exact copies of an earlier example (what `DUPLICATE_EXAMPLE` reports)
+    /// leave training; the first stays.
+    pub drop_duplicates: bool,
 }
 
 impl Default for DatasetConfig {
@@ -104,6 +107,7 @@ impl Default for DatasetConfig {
             reasoning_effort: None,
             render_as: None,
             drop_unrenderable: false,
+            drop_duplicates: false,
         }
     }
 }
@@ -156,6 +160,7 @@ impl DatasetConfig {
             render_as: _,
             // Which rows take part, never what a row holds.
             drop_unrenderable: _,
+            drop_duplicates: _,
         } = self;
         let mut settings = serde_json::json!({
             "format": input.format.name(),
@@ -195,7 +200,7 @@ impl DatasetConfig {
 
     /// Rows can leave the dataset, so all of them are built before `length` is known.
     pub(super) fn may_drop(&self) -> bool {
-        self.drop_untrainable || self.truncation == Truncation::Turns
+        self.drop_untrainable || self.truncation == Truncation::Turns || self.drop_duplicates
     }
 
     /// Batches come from a plan rather than from consecutive positions.

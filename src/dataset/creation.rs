@@ -12,7 +12,7 @@ use crate::dataset::loader::{load_rows, LoadOptions};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{detect_format, format_from_keys, Format};
 use crate::input::dataset_format::Converter;
-use crate::mask::silent_loss::{LossChecker, LossSummary};
+use crate::mask::silent_loss::{LossChecker, LossKind, LossSummary};
 use crate::mask::spans::TurnEnd;
 use crate::rows::packed_rows::PackedRows;
 use crate::rows::repeats::Repeats;
@@ -163,6 +163,22 @@ impl Dataset {
         Ok(dataset)
     }
 
+    /// With `dropDuplicates`, which examples are copies of an earlier one (empty without it).
+    pub(super) fn duplicates(&self) -> Vec<bool> {
+        if !self.config.drop_duplicates {
+            return Vec::new();
+        }
+        let bit = LossKind::DuplicateExample.bit();
+        match &self.repeats {
+            Some(repeats) => repeats.repeated(),
+            None => (0..self.rows.len())
+                .map(|i| {
+                    matches!(self.rows.built(i), Some(Ok(row)) if row.stats().losses & bit != 0)
+                })
+                .collect(),
+        }
+    }
+
     /// The examples whose row failed to build, with their errors.
     pub fn unrenderable(&self) -> Vec<(usize, &SftError)> {
         (0..self.rows.len())
@@ -260,10 +276,14 @@ impl Dataset {
     pub(super) fn apply_drops(&mut self) {
         let rows = &self.rows;
         let unrenderable = self.config.drop_unrenderable;
-        let dropped = |i: usize| match rows.built(i) {
-            Some(Ok(row)) => row.stats().dropped.is_some(),
-            Some(Err(_)) => unrenderable,
-            None => false,
+        let duplicates = self.duplicates();
+        let dropped = |i: usize| {
+            duplicates.get(i).copied().unwrap_or(false)
+                || match rows.built(i) {
+                    Some(Ok(row)) => row.stats().dropped.is_some(),
+                    Some(Err(_)) => unrenderable,
+                    None => false,
+                }
         };
         if (0..rows.len()).any(dropped) {
             let kept: Vec<u32> = (0..rows.len() as u32)

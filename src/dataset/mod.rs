@@ -39,7 +39,7 @@ use crate::mask::spans::TurnEnd;
 use crate::rows::packed_rows::PackedRows;
 use crate::rows::repeats::Repeats;
 use crate::rows::row_cache::RowCache;
-use crate::rows::{build_row, Masking, RowSettings, RowView, TokenizedRow};
+use crate::rows::{build_row, DropReason, Masking, RowSettings, RowView, TokenizedRow};
 use crate::tokenize::foreign::RowTokenizer;
 use crate::tokenize::ChatTokenizer;
 
@@ -127,6 +127,17 @@ impl Dataset {
         } else {
             Vec::new()
         };
+        let duplicates = self.duplicates().into_iter().filter(|d| *d).count();
+        if duplicates > 0 {
+            warnings.push((
+                "DROPPED_DUPLICATES",
+                format!(
+                    "[SFT Dataset] DROPPED_DUPLICATES: {duplicates} exact cop{} of earlier examples in {file} {} left out (dropDuplicates); the first of each stays",
+                    if duplicates == 1 { "y" } else { "ies" },
+                    if duplicates == 1 { "is" } else { "are" },
+                ),
+            ));
+        }
         if let Some((first, error)) = failed.first() {
             let n = failed.len();
             warnings.push((
@@ -331,6 +342,13 @@ impl Dataset {
                 if repeated {
                     example.losses |= LossKind::DuplicateExample.bit();
                 }
+            }
+        }
+        for (example, duplicate) in examples.iter_mut().zip(self.duplicates()) {
+            if duplicate && example.dropped.is_none() && example.render_error.is_none() {
+                example.dropped = Some(DropReason::Duplicate);
+                example.kept_tokens = 0;
+                example.trained_tokens = 0;
             }
         }
         Ok(DatasetReport::new(

@@ -98,6 +98,8 @@ pub struct ReportTotals {
     pub dropped_untrainable: u32,
     /// Examples the template fails on (left out with `dropUnrenderable`).
     pub unrenderable: u32,
+    /// Copies of earlier examples left out (`dropDuplicates`).
+    pub dropped_duplicates: u32,
     pub prefix_mismatches: u32,
     /// Examples with at least one content mismatch.
     pub content_mismatch_examples: u32,
@@ -132,6 +134,7 @@ impl DatasetReport {
             t.dropped_too_long += (e.dropped == Some(DropReason::TooLong)) as u32;
             t.dropped_untrainable += (e.dropped == Some(DropReason::Untrainable)) as u32;
             t.unrenderable += e.render_error.is_some() as u32;
+            t.dropped_duplicates += (e.dropped == Some(DropReason::Duplicate)) as u32;
             t.prefix_mismatches += e.prefix_mismatches;
             t.content_mismatch_examples += !e.content_mismatches.is_empty() as u32;
             t.straddling_tokens += e.straddling_tokens as u64;

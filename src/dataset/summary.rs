@@ -391,7 +391,11 @@ impl Dataset {
         Ok(Summary {
             source: source_file,
             examples: t.examples,
-            rows: t.examples - t.dropped_too_long - t.dropped_untrainable - t.unrenderable,
+            rows: t.examples
+                - t.dropped_too_long
+                - t.dropped_untrainable
+                - t.unrenderable
+                - t.dropped_duplicates,
             format: match self.format {
                 Format::PromptCompletion => "prompt-completion",
                 Format::Conversation => "conversation",

@@ -94,6 +94,10 @@ macro_rules! with_dataset_settings {
             /// leaves such examples out instead (counted in a warning, `report()` and
             /// `summary()`). Default false.
             pub drop_unrenderable: Option<bool>,
+            /// Leave out exact copies of an earlier example (what `DUPLICATE_EXAMPLE` reports: the
+            /// same messages, tools and shape); the first stays. Counted in a warning
+            /// (`DROPPED_DUPLICATES`) and in `report()` (`dropped: 'duplicate'`). Default false.
+            pub drop_duplicates: Option<bool>,
             /// How records are read: `'reference'` (default: `{messages}` or `{prompt, completion}` as
             /// the reference reads them), `'auto'` (detected from record 0's keys; every record must
             /// agree), `'messages'`, `'prompt-completion'` (message lists or TRL's plain strings),
@@ -178,6 +182,7 @@ macro_rules! with_dataset_settings {
                     truncation: self.truncation.take(),
                     drop_untrainable: self.drop_untrainable.take(),
                     drop_unrenderable: self.drop_unrenderable.take(),
+                    drop_duplicates: self.drop_duplicates.take(),
                     format: self.format.take(),
                     columns: self.columns.take(),
                     roles: self.roles.take(),
@@ -335,6 +340,7 @@ pub(crate) struct Fields {
     pub(crate) truncation: Option<String>,
     pub(crate) drop_untrainable: Option<bool>,
     pub(crate) drop_unrenderable: Option<bool>,
+    pub(crate) drop_duplicates: Option<bool>,
     pub(crate) batching: Option<String>,
     pub(crate) max_batch_tokens: Option<f64>,
     pub(crate) pad_to_multiple_of: Option<f64>,
@@ -497,6 +503,7 @@ pub(crate) fn core_config(f: Fields) -> SftResult<DatasetConfig> {
         .unwrap_or(defaults.truncation),
         drop_untrainable: f.drop_untrainable.unwrap_or(defaults.drop_untrainable),
         drop_unrenderable: f.drop_unrenderable.unwrap_or(defaults.drop_unrenderable),
+        drop_duplicates: f.drop_duplicates.unwrap_or(defaults.drop_duplicates),
         batching: choice(
             "batching",
             f.batching,

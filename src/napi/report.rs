@@ -38,7 +38,7 @@ pub struct ExampleReport {
     /// Longer than `maxSeqLength` (cut, or turns removed).
     pub truncated: bool,
     /// Why the row takes no part in training, if it does not.
-    #[napi(ts_type = "'tooLong' | 'untrainable' | 'unrenderable' | null")]
+    #[napi(ts_type = "'tooLong' | 'untrainable' | 'unrenderable' | 'duplicate' | null")]
     pub dropped: Option<String>,
     /// Messages removed by `truncation: 'turns'`.
     pub messages_dropped: u32,
@@ -78,6 +78,8 @@ pub struct ReportTotals {
     pub dropped_untrainable: u32,
     /// Examples the chat template (or the tokenizer) fails on.
     pub unrenderable: u32,
+    /// Copies of earlier examples left out (`dropDuplicates`).
+    pub dropped_duplicates: u32,
     pub prefix_mismatches: u32,
     /// Examples with at least one content mismatch.
     pub content_mismatch_examples: u32,
@@ -115,6 +117,7 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
                         DropReason::TooLong => "tooLong",
                         DropReason::Untrainable => "untrainable",
                         DropReason::Unrenderable => "unrenderable",
+                        DropReason::Duplicate => "duplicate",
                     }
                     .to_string()
                 }),
@@ -140,6 +143,7 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
             dropped_too_long: t.dropped_too_long,
             dropped_untrainable: t.dropped_untrainable,
             unrenderable: t.unrenderable,
+            dropped_duplicates: t.dropped_duplicates,
             prefix_mismatches: t.prefix_mismatches,
             content_mismatch_examples: t.content_mismatch_examples,
             straddling_tokens: t.straddling_tokens as f64,

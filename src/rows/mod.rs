@@ -149,6 +149,8 @@ pub enum DropReason {
     Untrainable,
     /// `dropUnrenderable`: the template (or the tokenizer) fails on the example.
     Unrenderable,
+    /// `dropDuplicates`: an exact copy of an earlier example.
+    Duplicate,
 }
 
 /// What building the row found, for `SFTDataset.report()`.

@@ -464,6 +464,8 @@ fn encode_rare(rare: &RareRows) -> Vec<u8> {
             Some(DropReason::Untrainable) => 2,
             // An unrenderable example has no row: it is stored as a failure.
             Some(DropReason::Unrenderable) => 3,
+            // Duplicates are dropped by the dataset, never in a stored row.
+            Some(DropReason::Duplicate) => 4,
         });
         e.0.push(*losses);
         match distill {
@@ -545,6 +547,7 @@ fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
             1 => Some(DropReason::TooLong),
             2 => Some(DropReason::Untrainable),
             3 => Some(DropReason::Unrenderable),
+            4 => Some(DropReason::Duplicate),
             other => return Err(format!("unknown drop reason {other}")),
         };
         let losses = d.u8()?;
