@@ -167,6 +167,6 @@ describe('loadSFTDataset onProgress', () => {
       expect(seen[k].records).toBeGreaterThanOrEqual(seen[k - 1].records)
       expect(seen[k].bytes).toBeGreaterThanOrEqual(seen[k - 1].bytes)
     }
-    expect(seen.at(-1)).toEqual({ records: ds.length, bytes: statSync(path).size })
+    expect(seen.at(-1)).toEqual({ records: ds.length, bytes: statSync(path).size, waiting: false })
   })
 })
