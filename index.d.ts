@@ -278,10 +278,10 @@ export declare class Tokenizer {
   static fromPretrained(path: string, options?: TokenizerLoadOptions | undefined | null): Promise<Tokenizer>
   static fromPretrainedSync(path: string, options?: TokenizerLoadOptions | undefined | null): Tokenizer
   /**
-   * The chat-template renderer in use: `'compiled'` (a direct renderer of a known template)
-   * or `'interpreter'`.
+   * The chat-template renderer in use: `'compiled'` (a direct renderer of a known template),
+   * `'plan'` (the template's render plan) or `'interpreter'`.
    */
-  get renderer(): 'compiled' | 'interpreter'
+  get renderer(): 'compiled' | 'plan' | 'interpreter'
   /** The active encoder: `'fast'` or `'hf'`. */
   get engine(): 'fast' | 'hf'
   encode(text: string, addSpecialTokens?: boolean | undefined | null): Promise<Uint32Array>
@@ -1277,11 +1277,13 @@ export interface TokenizerLoadOptions {
   /**
    * `'auto'` (default): a direct renderer when the chat template is one of the known
    * templates (Qwen3, Llama 3.x, Gemma 3, DeepSeek V3, ChatML; matched byte for byte), the
-   * minijinja interpreter otherwise. `'interpreter'`: always the interpreter. `'compiled'`: the
-   * direct renderer or an error. Both write the same text; the direct renderer hands what it
-   * does not cover (tools, tool calls, non-string contents) to the interpreter.
+   * template's render plan otherwise (any template built from the constructs plans
+   * implement), the minijinja interpreter for the rest. `'plan'`: the render plan, never a
+   * direct renderer. `'interpreter'`: always the interpreter. `'compiled'`: the direct renderer
+   * or an error. All write the same text; the direct renderer and the plan hand what they do
+   * not cover to the interpreter.
    */
-  renderer?: 'auto' | 'interpreter' | 'compiled'
+  renderer?: 'auto' | 'plan' | 'interpreter' | 'compiled'
   /**
    * How chat templates render: `'transformers'` (default), as
    * `transformers.apply_chat_template`; `'mlx-node'`, as MLX Node's own tokenizer

@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,17 @@ use sft_dataset::example::message::normalize_messages;
 use sft_dataset::render::generation::trained_tokens;
 use sft_dataset::render::RenderOptions;
 use sft_dataset::tokenize::{ChatTokenizer, EngineChoice};
+
+thread_local! {
+    /// Cases rendered, and those of them the render plan rendered (the rest it handed to the
+    /// interpreter), by the carrier checked on this thread.
+    static RENDERED: Cell<usize> = const { Cell::new(0) };
+    static PLANNED: Cell<usize> = const { Cell::new(0) };
+}
+
+fn bump(counter: &'static std::thread::LocalKey<Cell<usize>>, by: isize) {
+    counter.with(|c| c.set(c.get().wrapping_add_signed(by)));
+}
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -121,6 +133,33 @@ fn check_case(
     };
     let rendered =
         normalize_messages(&mut messages).and_then(|_| tokenizer.render(&messages, &opts));
+    // The render plan writes the interpreter's bytes wherever it renders, and never renders
+    // where the interpreter raises.
+    let template = tokenizer.chat_template().unwrap();
+    if rendered.is_ok() {
+        bump(&PLANNED, 1);
+        match (
+            template.render_planned(&messages, &opts),
+            template.render_interpreted(&messages, &opts),
+        ) {
+            (Some(Ok(planned)), Ok(interpreted)) if planned != interpreted => {
+                return Some(format!(
+                    "the plan's render differs from the interpreter's: {planned:?}"
+                ));
+            }
+            (Some(Ok(_)), Err(e)) => {
+                return Some(format!(
+                    "the plan rendered where the interpreter raised {:?}",
+                    e.message
+                ));
+            }
+            (None, _) => {
+                bump(&PLANNED, -1);
+            }
+            _ => {}
+        }
+        bump(&RENDERED, 1);
+    }
     let text = match (rendered, case.get("error")) {
         (Err(ours), Some(theirs)) => {
             let same = theirs["type"] != "TemplateError" || theirs["message"] == ours.message;
@@ -212,6 +251,14 @@ fn check_carrier(name: &str) -> BTreeMap<String, Vec<String>> {
         }
     }
     assert!(checked > 0, "no golden for carrier {name}");
+    let (rendered, planned) = (RENDERED.with(Cell::get), PLANNED.with(Cell::get));
+    eprintln!("{name}: the plan rendered {planned} of {rendered} rendered cases");
+    // What the plan hands to the interpreter is rare: values it does not handle (floats in
+    // tool arguments, wide integers, ...).
+    assert!(
+        planned * 100 >= rendered * 90,
+        "{name}: the plan rendered only {planned} of {rendered} cases"
+    );
     failures
 }
 

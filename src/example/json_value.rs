@@ -89,6 +89,11 @@ fn wide_integer(digits: String) -> Json {
     Json::Object(map)
 }
 
+/// Whether `map` is a wide-integer carrier (see [`WIDE_INT_KEY`]).
+pub fn is_wide_integer(map: &Map<String, Json>) -> bool {
+    wide_integer_value(map).is_some()
+}
+
 /// The 128-bit integer a wide-integer carrier holds, or `None` for any other value.
 fn wide_integer_value(map: &Map<String, Json>) -> Option<Value> {
     if map.len() != 1 {

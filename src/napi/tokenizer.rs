@@ -80,10 +80,12 @@ pub struct TokenizerLoadOptions {
     pub engine: Option<String>,
     /// `'auto'` (default): a direct renderer when the chat template is one of the known
     /// templates (Qwen3, Llama 3.x, Gemma 3, DeepSeek V3, ChatML; matched byte for byte), the
-    /// minijinja interpreter otherwise. `'interpreter'`: always the interpreter. `'compiled'`: the
-    /// direct renderer or an error. Both write the same text; the direct renderer hands what it
-    /// does not cover (tools, tool calls, non-string contents) to the interpreter.
-    #[napi(ts_type = "'auto' | 'interpreter' | 'compiled'")]
+    /// template's render plan otherwise (any template built from the constructs plans
+    /// implement), the minijinja interpreter for the rest. `'plan'`: the render plan, never a
+    /// direct renderer. `'interpreter'`: always the interpreter. `'compiled'`: the direct renderer
+    /// or an error. All write the same text; the direct renderer and the plan hand what they do
+    /// not cover to the interpreter.
+    #[napi(ts_type = "'auto' | 'plan' | 'interpreter' | 'compiled'")]
     pub renderer: Option<String>,
     /// How chat templates render: `'transformers'` (default), as
     /// `transformers.apply_chat_template`; `'mlx-node'`, as MLX Node's own tokenizer
@@ -118,9 +120,10 @@ fn renderer_choice(options: Option<&TokenizerLoadOptions>) -> SftResult<Renderer
         None | Some("auto") => Ok(RendererChoice::Auto),
         Some("interpreter") => Ok(RendererChoice::Interpreter),
         Some("compiled") => Ok(RendererChoice::Compiled),
+        Some("plan") => Ok(RendererChoice::Plan),
         Some(other) => Err(SftError::new(
             ErrorCode::InvalidArgument,
-            format!("renderer must be 'auto', 'interpreter' or 'compiled', got {other:?}"),
+            format!("renderer must be 'auto', 'plan', 'interpreter' or 'compiled', got {other:?}"),
         )),
     }
 }
@@ -379,9 +382,9 @@ impl JsTokenizer {
         run_sync(|| Ok(JsTokenizer::new(load(path, options)?)))
     }
 
-    /// The chat-template renderer in use: `'compiled'` (a direct renderer of a known template)
-    /// or `'interpreter'`.
-    #[napi(getter, ts_return_type = "'compiled' | 'interpreter'")]
+    /// The chat-template renderer in use: `'compiled'` (a direct renderer of a known template),
+    /// `'plan'` (the template's render plan) or `'interpreter'`.
+    #[napi(getter, ts_return_type = "'compiled' | 'plan' | 'interpreter'")]
     pub fn renderer(&self) -> String {
         self.inner.renderer().name().to_string()
     }

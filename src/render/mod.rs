@@ -25,6 +25,9 @@ pub mod compiled;
 mod compiled_tests;
 pub mod generation;
 pub mod mlx_node;
+pub mod plan;
+#[cfg(test)]
+mod plan_tests;
 pub mod python_str;
 pub mod python_value;
 
@@ -53,6 +56,10 @@ pub struct ChatTemplate {
     direct: Option<Compiled>,
     /// The direct renderer the source has, in use or not.
     available: Option<Compiled>,
+    /// The render plan of the template, when it has one (see `plan`).
+    plan: Option<plan::Plan>,
+    /// Whether renders go through the plan (not with the `'interpreter'` renderer).
+    use_plan: bool,
     /// Whether the template has `{% generation %}` blocks.
     has_generation: bool,
     /// The engine rules this template renders by.
@@ -66,6 +73,8 @@ pub enum Renderer {
     Interpreter,
     /// A direct renderer of a known template, with the interpreter for what it declines.
     Compiled,
+    /// The template's render plan, with the interpreter for what it declines.
+    Plan,
 }
 
 impl Renderer {
@@ -73,6 +82,7 @@ impl Renderer {
         match self {
             Renderer::Interpreter => "interpreter",
             Renderer::Compiled => "compiled",
+            Renderer::Plan => "plan",
         }
     }
 }
@@ -80,11 +90,14 @@ impl Renderer {
 /// The renderer a caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RendererChoice {
-    /// `Compiled` when the template has a direct renderer, `Interpreter` otherwise.
+    /// `Compiled` when the template has a direct renderer, `Plan` when it has a render plan,
+    /// `Interpreter` otherwise.
     #[default]
     Auto,
     Interpreter,
     Compiled,
+    /// The render plan, never a direct renderer; the interpreter where the template has no plan.
+    Plan,
 }
 
 /// What a single render needs besides the template.
@@ -151,7 +164,7 @@ impl ChatTemplate {
             .keep_trailing_newline(false)
             .build()
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
-        env.set_syntax(syntax);
+        env.set_syntax(syntax.clone());
         env.set_undefined_behavior(UndefinedBehavior::Lenient);
         // Error messages are the same in every build (minijinja adds debug details by default
         // only where debug assertions are on).
@@ -176,11 +189,11 @@ impl ChatTemplate {
                 format!("chat template does not compile: {}", describe(&e)),
             )
         };
-        env.add_template_owned(
-            TEMPLATE_NAME,
-            generation::rewrite_generation_tags(source, generation::Rewrite::Transparent),
-        )
-        .map_err(syntax_error)?;
+        let transparent =
+            generation::rewrite_generation_tags(source, generation::Rewrite::Transparent);
+        let plan = plan::Plan::compile(&transparent, syntax, &special_tokens, mlx);
+        env.add_template_owned(TEMPLATE_NAME, transparent)
+            .map_err(syntax_error)?;
         let has_generation = generation::has_generation_tags(source);
         if has_generation {
             env.add_template_owned(
@@ -203,6 +216,8 @@ impl ChatTemplate {
             special_tokens,
             direct: available.clone(),
             available,
+            plan,
+            use_plan: true,
             has_generation,
             render_as,
         })
@@ -210,8 +225,9 @@ impl ChatTemplate {
 
     /// Chooses the renderer. `Compiled` fails for a template without a direct renderer.
     pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
+        self.use_plan = choice != RendererChoice::Interpreter;
         self.direct = match choice {
-            RendererChoice::Interpreter => None,
+            RendererChoice::Interpreter | RendererChoice::Plan => None,
             RendererChoice::Auto => self.available.clone(),
             RendererChoice::Compiled => Some(self.available.clone().ok_or_else(|| {
                 SftError::new(
@@ -225,10 +241,16 @@ impl ChatTemplate {
 
     /// The renderer in use.
     pub fn renderer(&self) -> Renderer {
-        match self.direct {
-            Some(_) => Renderer::Compiled,
-            None => Renderer::Interpreter,
+        match (&self.direct, &self.plan) {
+            (Some(_), _) => Renderer::Compiled,
+            (None, Some(_)) if self.use_plan => Renderer::Plan,
+            _ => Renderer::Interpreter,
         }
+    }
+
+    /// How many renders the plan handed to the interpreter, `None` without a plan.
+    pub fn plan_declined(&self) -> Option<u64> {
+        self.plan.as_ref().map(plan::Plan::declined)
     }
 
     /// The family of the direct renderer in use.
@@ -268,7 +290,33 @@ impl ChatTemplate {
         if let Some(text) = self.direct.as_ref().and_then(|d| d.render(messages, opts)) {
             return self.finish(text, messages, opts);
         }
+        if let Some(plan) = self.plan.as_ref().filter(|_| self.use_plan) {
+            let text = if self.render_as == RenderAs::MlxNode {
+                plan.render(&mlx_node::sanitized_messages(messages), opts)
+            } else {
+                plan.render(messages, opts)
+            };
+            if let Some(text) = text {
+                return self.finish(text, messages, opts);
+            }
+        }
         self.interpret(TEMPLATE_NAME, messages, opts)
+    }
+
+    /// Renders with the plan alone: `None` where the template has no plan or the plan declines.
+    pub fn render_planned(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> Option<SftResult<String>> {
+        check_options(opts).ok()?;
+        let plan = self.plan.as_ref()?;
+        let text = if self.render_as == RenderAs::MlxNode {
+            plan.render(&mlx_node::sanitized_messages(messages), opts)
+        } else {
+            plan.render(messages, opts)
+        }?;
+        Some(self.finish(text, messages, opts))
     }
 
     /// Renders with the interpreter, whatever renderer is chosen.
@@ -572,7 +620,7 @@ fn raise_exception(message: String) -> Result<Value, Error> {
 /// `strftime_now`: the local time, or the time `SOURCE_DATE_EPOCH` names (seconds since 1970,
 /// the reproducible-builds convention, printed as UTC) so that templates that print today's
 /// date (GPT-OSS, Llama 3.1) render the same text on every day.
-fn strftime_now(format: String) -> Result<Value, Error> {
+pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
     use std::fmt::Write;
     let fixed = std::env::var("SOURCE_DATE_EPOCH")
         .ok()

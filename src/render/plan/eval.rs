@@ -1,0 +1,443 @@
+//! Running a plan: statements write into one string, expressions give [`V`]s, variables live in
+//! frames as minijinja scopes them (a `for` or `with` body and a macro call each get one; `if`
+//! does not).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use super::builtins;
+use super::ir::{Arg, BinOp, CmpOp, Const, Expr, ForLoop, Stmt, Target};
+use super::value::{compare, contains, equals, slice, Bail, LoopState, Res, Sym, V};
+use super::Plan;
+
+/// More steps than this and the interpreter takes over (and applies its own limit).
+const MAX_STEPS: u64 = 2_000_000;
+/// Deeper macro recursion than this and the interpreter takes over.
+const MAX_DEPTH: usize = 64;
+
+enum Flow {
+    Next,
+    Break,
+    Continue,
+}
+
+type Frame<'a> = Vec<(Sym, V<'a>)>;
+
+pub struct Run<'a> {
+    pub plan: &'a Plan,
+    /// Frame 0: the render's variables; frame 1: the template's top level.
+    frames: Vec<Frame<'a>>,
+    /// The first frame of the macro call running, or 1.
+    base: usize,
+    pub out: String,
+    steps: u64,
+    depth: usize,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(plan: &'a Plan, context: Frame<'a>, capacity: usize) -> Self {
+        Run {
+            plan,
+            frames: vec![context, Vec::new()],
+            base: 1,
+            out: String::with_capacity(capacity),
+            steps: 0,
+            depth: 0,
+        }
+    }
+
+    fn lookup(&self, sym: Sym) -> Option<&V<'a>> {
+        for frame in self.frames[self.base..].iter().rev() {
+            if let Some((_, v)) = frame.iter().rev().find(|(s, _)| *s == sym) {
+                return Some(v);
+            }
+        }
+        for frame in self.frames[..self.base.min(2)].iter().rev() {
+            if let Some((_, v)) = frame.iter().rev().find(|(s, _)| *s == sym) {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn set(&mut self, sym: Sym, value: V<'a>) {
+        let frame = self.frames.last_mut().expect("a frame");
+        match frame.iter_mut().find(|(s, _)| *s == sym) {
+            Some(slot) => slot.1 = value,
+            None => frame.push((sym, value)),
+        }
+    }
+
+    fn assign(&mut self, target: &Target, value: V<'a>) -> Res<()> {
+        match target {
+            Target::Name(sym) => self.set(*sym, value),
+            Target::Tuple(names) => {
+                let items = value.seq_items().ok_or(Bail)?;
+                if items.len() != names.len() {
+                    return Err(Bail);
+                }
+                for (sym, item) in names.iter().zip(items) {
+                    self.set(*sym, item);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, stmts: &'a [Stmt]) -> Res<Flow> {
+        for stmt in stmts {
+            match self.stmt(stmt)? {
+                Flow::Next => {}
+                flow => return Ok(flow),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Runs the template's top level.
+    pub fn top(&mut self, stmts: &'a [Stmt]) -> Res<()> {
+        match self.block(stmts)? {
+            Flow::Next => Ok(()),
+            _ => Err(Bail),
+        }
+    }
+
+    fn step(&mut self) -> Res<()> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(Bail);
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, stmt: &'a Stmt) -> Res<Flow> {
+        self.step()?;
+        match stmt {
+            Stmt::Raw(text) => self.out.push_str(text),
+            Stmt::Emit(e) => {
+                let v = self.expr(e)?;
+                v.print(&mut self.out)?;
+            }
+            Stmt::EmitJoined(parts) => self.emit_joined(parts)?,
+            Stmt::For(f) => self.for_loop(f)?,
+            Stmt::If(cond, then, otherwise) => {
+                let branch = if self.expr(cond)?.truthy()? {
+                    then
+                } else {
+                    otherwise
+                };
+                return self.block(branch);
+            }
+            Stmt::Set(target, e) => {
+                let v = self.expr(e)?;
+                self.assign(target, v)?;
+            }
+            Stmt::SetAttr(object, attr, e) => {
+                let v = self.expr(e)?;
+                let Some(V::Ns(ns)) = self.lookup(*object) else {
+                    return Err(Bail);
+                };
+                let mut fields = ns.borrow_mut();
+                match fields.iter_mut().find(|(s, _)| s == attr) {
+                    Some(slot) => slot.1 = v,
+                    None => fields.push((*attr, v)),
+                }
+            }
+            Stmt::SetBlock(sym, body) => {
+                let text = self.capture(|run| run.scoped(body))?;
+                self.set(*sym, V::Owned(Rc::from(text)));
+            }
+            Stmt::With(assigns, body) => {
+                let mut values = Vec::new();
+                for (target, e) in assigns {
+                    values.push((target, self.expr(e)?));
+                }
+                self.frames.push(Vec::new());
+                let flow = values
+                    .into_iter()
+                    .try_for_each(|(t, v)| self.assign(t, v))
+                    .and_then(|()| self.block(body));
+                self.frames.pop();
+                return flow;
+            }
+            Stmt::DefineMacro(sym, index) => self.set(*sym, V::Macro(*index)),
+            Stmt::Do(e) => {
+                self.expr(e)?;
+            }
+            Stmt::Break => return Ok(Flow::Break),
+            Stmt::Continue => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// A body in a frame of its own.
+    fn scoped(&mut self, body: &'a [Stmt]) -> Res<()> {
+        self.frames.push(Vec::new());
+        let flow = self.block(body);
+        self.frames.pop();
+        match flow? {
+            Flow::Next => Ok(()),
+            _ => Err(Bail),
+        }
+    }
+
+    /// What `f` writes, kept apart from the output.
+    fn capture(&mut self, f: impl FnOnce(&mut Self) -> Res<()>) -> Res<String> {
+        let saved = std::mem::take(&mut self.out);
+        let result = f(self);
+        let text = std::mem::replace(&mut self.out, saved);
+        result.map(|()| text)
+    }
+
+    fn emit_joined(&mut self, parts: &'a [Expr]) -> Res<()> {
+        let values = parts
+            .iter()
+            .map(|e| self.expr(e))
+            .collect::<Res<Vec<_>>>()?;
+        if values.iter().all(|v| v.as_str().is_some()) {
+            for v in &values {
+                self.out.push_str(v.as_str().unwrap_or_default());
+            }
+            return Ok(());
+        }
+        let mut acc = values[0].clone();
+        for v in &values[1..] {
+            acc = builtins::binop(BinOp::Add, &acc, v)?;
+        }
+        acc.print(&mut self.out)
+    }
+
+    fn for_loop(&mut self, f: &'a ForLoop) -> Res<()> {
+        let iterable = self.expr(&f.iter)?;
+        let mut items = builtins::iterate(&iterable)?;
+        self.frames.push(Vec::new());
+        let result = (|| {
+            if let Some(cond) = &f.filter {
+                let mut kept = Vec::with_capacity(items.len());
+                for item in items {
+                    self.assign(&f.target, item.clone())?;
+                    if self.expr(cond)?.truthy()? {
+                        kept.push(item);
+                    }
+                }
+                items = kept;
+            }
+            if items.is_empty() {
+                return self.block(&f.else_body).map(|_| ());
+            }
+            let state = Rc::new(LoopState {
+                items: Rc::new(items),
+                index: Cell::new(0),
+            });
+            self.set(self.plan.loop_sym, V::Loop(state.clone()));
+            for i in 0..state.items.len() {
+                self.step()?;
+                state.index.set(i);
+                self.assign(&f.target, state.items[i].clone())?;
+                match self.block(&f.body)? {
+                    Flow::Break => break,
+                    Flow::Next | Flow::Continue => {}
+                }
+            }
+            Ok(())
+        })();
+        self.frames.pop();
+        result
+    }
+
+    pub fn expr(&mut self, e: &'a Expr) -> Res<V<'a>> {
+        Ok(match e {
+            Expr::Var(sym) => match self.lookup(*sym) {
+                Some(v) => v.clone(),
+                None if self.plan.globals.contains(sym) => V::Function,
+                None => V::Undef,
+            },
+            Expr::Const(c) => match c {
+                Const::Undef => V::Undef,
+                Const::None => V::None,
+                Const::Bool(b) => V::Bool(*b),
+                Const::Int(i) => V::Int(*i),
+                Const::Float(f) => V::Float(*f),
+                Const::Str(s) => V::Str(s),
+            },
+            Expr::List(items) => V::List(Rc::new(
+                items.iter().map(|e| self.expr(e)).collect::<Res<_>>()?,
+            )),
+            Expr::Map(pairs) => {
+                let mut out = Vec::with_capacity(pairs.len());
+                for (k, e) in pairs {
+                    out.push((Rc::from(k.as_ref()), self.expr(e)?));
+                }
+                V::Map(Rc::new(out))
+            }
+            Expr::Not(e) => V::Bool(!self.expr(e)?.truthy()?),
+            Expr::Neg(e) => match self.expr(e)? {
+                V::Int(i) => V::Int(i.checked_neg().ok_or(Bail)?),
+                V::Float(f) => V::Float(-f),
+                _ => return Err(Bail),
+            },
+            Expr::Bin(op, l, r) => {
+                let (l, r) = (self.expr(l)?, self.expr(r)?);
+                builtins::binop(*op, &l, &r)?
+            }
+            Expr::And(l, r) => {
+                let l = self.expr(l)?;
+                if l.truthy()? {
+                    self.expr(r)?
+                } else {
+                    l
+                }
+            }
+            Expr::Or(l, r) => {
+                let l = self.expr(l)?;
+                if l.truthy()? {
+                    l
+                } else {
+                    self.expr(r)?
+                }
+            }
+            Expr::Compare(first, ops) => {
+                let mut left = self.expr(first)?;
+                for (op, e) in ops {
+                    let right = self.expr(e)?;
+                    if !compare_op(*op, &left, &right)? {
+                        return Ok(V::Bool(false));
+                    }
+                    left = right;
+                }
+                V::Bool(true)
+            }
+            Expr::IfElse(test, yes, no) => {
+                if self.expr(test)?.truthy()? {
+                    self.expr(yes)?
+                } else {
+                    match no {
+                        Some(no) => self.expr(no)?,
+                        None => V::Undef,
+                    }
+                }
+            }
+            Expr::Attr(object, sym, name) => {
+                let object = self.expr(object)?;
+                builtins::attr(&object, *sym, name)?
+            }
+            Expr::Item(object, key) => {
+                let (object, key) = (self.expr(object)?, self.expr(key)?);
+                builtins::item(&object, &key)?
+            }
+            Expr::Slice(object, parts) => {
+                let object = self.expr(object)?;
+                let mut bounds = [None; 3];
+                for (bound, part) in bounds.iter_mut().zip(parts.iter()) {
+                    *bound = match part {
+                        None => None,
+                        Some(e) => match self.expr(e)? {
+                            V::Int(i) => Some(i),
+                            V::None => None,
+                            _ => return Err(Bail),
+                        },
+                    };
+                }
+                slice(&object, bounds[0], bounds[1], bounds[2])?
+            }
+            Expr::Filter(filter, value, args) => {
+                let value = self.expr(value)?;
+                let args = args.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
+                builtins::filter(self.plan, *filter, value, &args)?
+            }
+            Expr::Test(test, value, args) => {
+                let value = self.expr(value)?;
+                let args = args.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
+                V::Bool(builtins::test(*test, &value, &args)?)
+            }
+            Expr::Method(method, object, args) => {
+                let object = self.expr(object)?;
+                let args = args.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
+                builtins::method(*method, &object, &args)?
+            }
+            Expr::Call(sym, name, args) => self.call(*sym, name, args)?,
+        })
+    }
+
+    fn call(&mut self, sym: Sym, name: &str, args: &'a [Arg]) -> Res<V<'a>> {
+        match self.lookup(sym) {
+            Some(V::Macro(index)) => {
+                let index = *index;
+                self.call_macro(index, args)
+            }
+            Some(_) => Err(Bail),
+            None => {
+                let mut values = Vec::with_capacity(args.len());
+                for arg in args {
+                    values.push((arg.name, self.expr(&arg.value)?));
+                }
+                builtins::function(name, values)
+            }
+        }
+    }
+
+    fn call_macro(&mut self, index: usize, args: &'a [Arg]) -> Res<V<'a>> {
+        let plan = self.plan;
+        let m = &plan.macros[index];
+        if self.depth >= MAX_DEPTH {
+            return Err(Bail);
+        }
+        let mut bound: Vec<Option<V<'a>>> = vec![None; m.params.len()];
+        let mut positional = 0;
+        for arg in args {
+            let value = self.expr(&arg.value)?;
+            let slot = match arg.name {
+                None => {
+                    positional += 1;
+                    positional - 1
+                }
+                Some(name) => m.params.iter().position(|p| *p == name).ok_or(Bail)?,
+            };
+            match bound.get_mut(slot) {
+                Some(s @ None) => *s = Some(value),
+                _ => return Err(Bail),
+            }
+        }
+        let saved_base = self.base;
+        self.frames.push(Vec::new());
+        self.base = self.frames.len() - 1;
+        self.depth += 1;
+        let result = (|| {
+            for (i, value) in bound.into_iter().enumerate() {
+                let value = match (value, &m.defaults[i]) {
+                    (Some(v), _) => v,
+                    (None, Some(default)) => self.expr(default)?,
+                    (None, None) => V::Undef,
+                };
+                self.set(m.params[i], value);
+            }
+            self.capture(|run| match run.block(&m.body)? {
+                Flow::Next => Ok(()),
+                _ => Err(Bail),
+            })
+        })();
+        self.depth -= 1;
+        self.base = saved_base;
+        self.frames.pop();
+        Ok(V::Owned(Rc::from(result?)))
+    }
+}
+
+fn compare_op<'a>(op: CmpOp, l: &V<'a>, r: &V<'a>) -> Res<bool> {
+    use std::cmp::Ordering::*;
+    Ok(match op {
+        CmpOp::Eq => equals(l, r)?,
+        CmpOp::Ne => !equals(l, r)?,
+        CmpOp::Lt => compare(l, r)? == Less,
+        CmpOp::Lte => compare(l, r)? != Greater,
+        CmpOp::Gt => compare(l, r)? == Greater,
+        CmpOp::Gte => compare(l, r)? != Less,
+        CmpOp::In => contains(r, l)?,
+        CmpOp::NotIn => !contains(r, l)?,
+    })
+}
+
+/// A namespace object made by `namespace(...)`.
+pub fn namespace<'a>(fields: Vec<(Sym, V<'a>)>) -> V<'a> {
+    V::Ns(Rc::new(RefCell::new(fields)))
+}
