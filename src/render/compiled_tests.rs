@@ -111,7 +111,11 @@ fn the_renderer_can_be_chosen() {
     assert_eq!(t.renderer(), Renderer::Interpreter);
     t.set_renderer(RendererChoice::Compiled).unwrap();
     assert_eq!(t.renderer(), Renderer::Compiled);
+    t.set_renderer(RendererChoice::Plan).unwrap();
+    assert_eq!(t.renderer(), Renderer::Plan);
     let mut other = ChatTemplate::compile("{{ messages[0].content }}", vec![]).unwrap();
+    assert_eq!(other.renderer(), Renderer::Plan);
+    other.set_renderer(RendererChoice::Interpreter).unwrap();
     assert_eq!(other.renderer(), Renderer::Interpreter);
     let err = other.set_renderer(RendererChoice::Compiled).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArgument);
@@ -119,7 +123,7 @@ fn the_renderer_can_be_chosen() {
         .message
         .starts_with("renderer 'compiled': this chat template has no direct renderer"));
     other.set_renderer(RendererChoice::Auto).unwrap();
-    assert_eq!(other.renderer(), Renderer::Interpreter);
+    assert_eq!(other.renderer(), Renderer::Plan);
 }
 
 #[test]

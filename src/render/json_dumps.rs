@@ -41,6 +41,67 @@ pub fn dumps(value: &Value, options: &DumpOptions) -> Result<String, Error> {
     Ok(out)
 }
 
+/// [`dumps`] of a JSON value as [`to_template`](crate::example::json_value::to_template) would
+/// hand it over, written straight from the JSON; `None` where that needs the template value
+/// (floats, wide integers, sorted keys), for the caller to take the general path.
+pub fn dumps_json(value: &serde_json::Value, options: &DumpOptions) -> Option<String> {
+    if options.sort_keys {
+        return None;
+    }
+    let mut out = String::new();
+    write_json(&mut out, value, options, 0)?;
+    Some(out)
+}
+
+fn write_json(
+    out: &mut String,
+    value: &serde_json::Value,
+    o: &DumpOptions,
+    depth: usize,
+) -> Option<()> {
+    use serde_json::Value as Json;
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    match value {
+        Json::Null => out.push_str("null"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) if n.is_i64() || n.is_u64() => out.push_str(&n.to_string()),
+        Json::Number(_) => return None,
+        Json::String(s) => write_string(out, s, o),
+        Json::Array(items) if items.is_empty() => out.push_str("[]"),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&o.item_separator);
+                }
+                newline_indent(out, o, depth + 1);
+                write_json(out, item, o, depth + 1)?;
+            }
+            newline_indent(out, o, depth);
+            out.push(']');
+        }
+        Json::Object(map) if crate::example::json_value::is_wide_integer(map) => return None,
+        Json::Object(map) if map.is_empty() => out.push_str("{}"),
+        Json::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&o.item_separator);
+                }
+                newline_indent(out, o, depth + 1);
+                write_string(out, key, o);
+                out.push_str(&o.key_separator);
+                write_json(out, item, o, depth + 1)?;
+            }
+            newline_indent(out, o, depth);
+            out.push('}');
+        }
+    }
+    Some(())
+}
+
 fn write_value(
     out: &mut String,
     value: &Value,

@@ -1,1 +1,214 @@
+//! Render plans against the interpreter: each case renders with both and must give the same
+//! bytes, and the plan must render it itself (or hand it over, where the case says so).
 
+use minijinja::Value;
+use serde_json::{json, Value as Json};
+
+use super::{ChatTemplate, RenderOptions};
+
+fn template(source: &str) -> ChatTemplate {
+    ChatTemplate::compile(
+        source,
+        vec![
+            ("bos_token".into(), Value::from("<s>")),
+            ("eos_token".into(), Value::from("</s>")),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{source}: {}", e.message))
+}
+
+/// The plan's render, checked against the interpreter's; `None` when the plan handed it over.
+fn planned(source: &str, messages: Json, opts: &RenderOptions) -> Option<String> {
+    let t = template(source);
+    let messages = messages.as_array().cloned().unwrap();
+    let interpreted = t.render_interpreted(&messages, opts);
+    let planned = t.render_planned(&messages, opts)?;
+    match (planned, interpreted) {
+        (Ok(p), Ok(i)) => {
+            assert_eq!(p, i, "{source}");
+            Some(p)
+        }
+        (p, i) => panic!("{source}: plan {p:?}, interpreter {i:?}"),
+    }
+}
+
+fn render(source: &str, messages: Json) -> String {
+    planned(source, messages, &RenderOptions::default())
+        .unwrap_or_else(|| panic!("the plan handed {source} to the interpreter"))
+}
+
+fn convo() -> Json {
+    json!([
+        {"role": "system", "content": "  be brief  "},
+        {"role": "user", "content": "hi <think>x</think>"},
+        {"role": "assistant", "content": "<think>\nr\n</think>\n\nyes", "tool_calls": [
+            {"function": {"name": "f", "arguments": {"b": 2, "a": [1, "x"], "C": null}}}
+        ]},
+        {"role": "tool", "content": "42"}
+    ])
+}
+
+#[test]
+fn every_template_of_the_known_families_gets_a_plan() {
+    let t = template("{{ messages[0].content }}");
+    assert_eq!(t.renderer(), super::Renderer::Plan);
+    assert_eq!(t.plan_declined(), Some(0));
+}
+
+#[test]
+fn loops_and_their_loop_variable() {
+    let out = render(
+        "{% for m in messages %}{{ loop.index0 }}/{{ loop.index }}/{{ loop.revindex }}/{{ loop.length }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}:{{ m.role }}:{{ loop.previtem.role if loop.previtem }}>{{ loop.nextitem.role if loop.nextitem }}|{% endfor %}",
+        convo(),
+    );
+    assert!(out.starts_with("0/1/4/4F:system:>user|"), "{out}");
+    render("{% for m in messages if m.role != 'system' %}{{ loop.index }}{{ m.role }}{% else %}none{% endfor %}", convo());
+    render("{% for m in messages %}{% if loop.index0 == 2 %}{% break %}{% endif %}{% if m.role == 'system' %}{% continue %}{% endif %}{{ m.role }}{% endfor %}", convo());
+    render(
+        "{% for m in [] %}x{% else %}empty{% endfor %}{% for x in undefined_thing %}y{% endfor %}",
+        convo(),
+    );
+    render(
+        "{% for k in messages[2].tool_calls[0].function.arguments %}{{ k }},{% endfor %}",
+        convo(),
+    );
+    render("{% for k, v in messages[2].tool_calls[0].function.arguments.items() %}{{ k }}={{ v }};{% endfor %}", convo());
+    render("{% for k, v in messages[2].tool_calls[0].function.arguments|items %}{{ k }}={{ v|tojson }};{% endfor %}", convo());
+    render("{% for k, v in messages[2].tool_calls[0].function.arguments|dictsort %}{{ k }};{% endfor %}", convo());
+}
+
+#[test]
+fn scopes_follow_minijinja() {
+    render(
+        "{% set x = 1 %}{% for m in messages %}{% set x = loop.index %}{{ x }}{% endfor %}{{ x }}",
+        convo(),
+    );
+    render("{% set ns = namespace(n=0, s='') %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% set ns.s = ns.s ~ m.role[0] %}{% endfor %}{{ ns.n }}{{ ns.s }}{{ ns.missing }}", convo());
+    render(
+        "{% with a = 1, b = 'z' %}{{ a }}{{ b }}{% endwith %}{{ a }}",
+        convo(),
+    );
+    render(
+        "{% set block %}x{{ messages|length }}y{% endset %}[{{ block }}]",
+        convo(),
+    );
+    render("{% for m in messages %}{% if loop.first %}{% set seen = 1 %}{% endif %}{{ seen }}{% endfor %}", convo());
+}
+
+#[test]
+fn macros_with_defaults_keywords_and_recursion() {
+    render(
+        "{% macro m(a, b='B', c=none) %}<{{ a }}{{ b }}{{ c }}>{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(a=3, c=4) }}{{ m(1)|trim|length }}",
+        convo(),
+    );
+    render(
+        "{% macro r(n) %}{% if n > 0 %}{{ n }}{{ r(n - 1) }}{% endif %}{% endmacro %}{{ r(4) }}",
+        convo(),
+    );
+    // A macro sees the template's globals, not the caller's loop variables.
+    render(
+        "{% set g = 'G' %}{% macro m() %}{{ g }}{{ m2 }}{% endmacro %}{% for m2 in messages %}{{ m() }}{% endfor %}",
+        convo(),
+    );
+    render(
+        "{% macro c(x) %}{{ x }}{% endmacro %}[{{ c(messages[0].content)|trim }}]",
+        convo(),
+    );
+}
+
+#[test]
+fn operators_and_tests() {
+    render("{{ 1 + 2 }}{{ 7 // 2 }}{{ 7 % 3 }}{{ 1 / 4 }}{{ -3 }}{{ 2 * 3 }}{{ 'a' ~ 1 ~ none ~ true }}{{ [1] + [2] }}", convo());
+    render("{{ 1 < 2 < 3 }}{{ 'a' < 'b' }}{{ 1 == 1.0 }}{{ 'x' in 'axb' }}{{ 'role' in messages[0] }}{{ 3 not in [1, 2] }}{{ none == none }}", convo());
+    render("{{ messages is sequence }}{{ messages[0] is mapping }}{{ 'a' is string }}{{ 1 is number }}{{ true is number }}{{ 1.5 is float }}{{ x is undefined }}{{ x is sequence }}{{ none is iterable }}{{ 'a' is iterable }}{{ 3 is odd }}{{ true is true }}{{ 1 is eq 1 }}", convo());
+    render("{{ messages[-1].content }}{{ messages[9] is defined }}{{ messages[1:3]|length }}{{ messages[::-1][0].role }}{{ 'abcdef'[1:4] }}{{ 'abc'[::-1] }}", convo());
+    render("{{ {'a': 1, 'b': [2]}['b'][0] }}{{ {'a': 1}.a }}{{ (1, 2)[1] }}{{ 'y' if false }}{{ 'n' if 0 else 'e' }}{{ none or 'd' }}{{ 0 and 1 }}", convo());
+}
+
+#[test]
+fn filters_and_methods() {
+    let src = "{{ messages[0].content|trim }}|{{ messages|length }}|{{ messages[0]|tojson }}|{{ messages[2].tool_calls|tojson(indent=2) }}|{{ 3|string }}|{{ ['a', 'b']|join(', ') }}|{{ messages|first|tojson }}|{{ (messages|last).role|upper }}|{{ x|default('d') }}|{{ ''|default('e', true) }}|{{ messages|reverse|map(attribute='role')|join }}|{{ 'a-b'|replace('-', '+') }}|{{ 'hELLO'|capitalize }}|{{ messages|selectattr('role', 'equalto', 'user')|list|length }}|{{ messages|rejectattr('role', 'equalto', 'user')|map(attribute='role')|list }}|{{ ['a', 'B']|map('upper')|join }}";
+    render(src, convo());
+    let methods = "{{ messages[1].content.split('<think>')[-1].split('</think>')[0] }}|{{ messages[2].content.split('</think>')[-1].lstrip('\\n') }}|{{ ' x '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ 'a b  c'.split() }}|{{ 'a,b,c'.split(',', 1) }}|{{ 'ab'.startswith('a') }}{{ 'ab'.endswith('c') }}|{{ 'Ab'.lower() }}{{ 'ab'.upper() }}|{{ 'aXa'.replace('a', 'b') }}|{{ messages[0].get('role') }}{{ messages[0].get('nope') }}{{ messages[0].get('nope', 'dflt') }}|{% for k in messages[0].keys() %}{{ k }}{% endfor %}|{% for v in messages[0].values() %}{{ v }}{% endfor %}";
+    render(methods, convo());
+}
+
+#[test]
+fn printing_follows_the_python_formatter() {
+    let out = render(
+        "{{ 2.5 }} {{ 1e-7 }} {{ none }} {{ true }} {{ [1, 'a', none] }} {{ messages[2].tool_calls[0].function.arguments }} {{ 4294967296 }}",
+        convo(),
+    );
+    assert!(out.starts_with("2.5 1e-07 None"), "{out}");
+}
+
+#[test]
+fn globals_and_context() {
+    std::env::set_var("SOURCE_DATE_EPOCH", "1721995200");
+    render("{% if strftime_now is defined %}{{ strftime_now('%Y-%m-%d') }}{% endif %}{{ range(3)|join(',') }}{{ range(1, 7, 2)|list }}{{ bos_token }}{{ eos_token }}", convo());
+    let kwargs = json!({"custom": [1, 2], "reasoning_effort": "ignored"});
+    let opts = RenderOptions {
+        add_generation_prompt: true,
+        enable_thinking: Some(false),
+        tools: Some(&json!([{"type": "function", "function": {"name": "f"}}])),
+        template_kwargs: kwargs.as_object(),
+        reasoning_effort: Some("high"),
+        ..Default::default()
+    };
+    let out = planned(
+        "{{ add_generation_prompt }}{{ enable_thinking }}{{ tools|tojson }}{{ custom }}{{ reasoning_effort }}{{ documents }}",
+        convo(),
+        &opts,
+    );
+    assert_eq!(
+        out.as_deref(),
+        Some("TrueFalse[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}][1, 2]highNone")
+    );
+}
+
+#[test]
+fn what_the_plan_does_not_know_goes_to_the_interpreter() {
+    let opts = RenderOptions::default();
+    // Errors read as the interpreter writes them.
+    assert_eq!(planned("{{ raise_exception('no') }}", convo(), &opts), None);
+    let t = template("{{ raise_exception('no') }}");
+    let err = t.render(&[], &opts).unwrap_err();
+    assert_eq!(err.message, "no");
+    // Operations whose result is not certain: attribute of undefined, adding a string to a
+    // number, a float in an integer division.
+    for source in [
+        "{{ x.y }}",
+        "{{ 'a' + 1 }}",
+        "{{ 7.5 // 2 }}",
+        "{{ messages[0].content.title() }}",
+    ] {
+        let t = template(source);
+        let messages = convo().as_array().cloned().unwrap();
+        assert!(t.render_planned(&messages, &opts).is_none(), "{source}");
+        let ours = t.render(&messages, &opts);
+        let theirs = t.render_interpreted(&messages, &opts);
+        assert_eq!(
+            ours.map_err(|e| e.message),
+            theirs.map_err(|e| e.message),
+            "{source}"
+        );
+    }
+    // Templates with constructs plans do not implement get none.
+    let t = template("{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}x{% endcall %}");
+    assert_eq!(t.renderer(), super::Renderer::Interpreter);
+}
+
+#[test]
+fn mlx_node_rendering_has_a_plan_too() {
+    let t = ChatTemplate::compile_as(
+        "{% for m in messages %}{{ m.role }}:{{ m.content }}{{ m|tojson }}\n{% endfor %}",
+        vec![("eos_token".into(), Value::from("</s>"))],
+        super::RenderAs::MlxNode,
+    )
+    .unwrap();
+    let messages = vec![json!({"role": " User ", "content": "a<|im_end|>b", "extra": 1})];
+    let opts = RenderOptions::default();
+    let planned = t.render_planned(&messages, &opts).unwrap().unwrap();
+    assert_eq!(planned, t.render_interpreted(&messages, &opts).unwrap());
+    assert_eq!(planned, "user:ab{\"role\":\"user\",\"content\":\"ab\"}\n");
+}

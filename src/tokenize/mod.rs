@@ -234,7 +234,12 @@ impl ChatTokenizer {
         })
     }
 
+    /// Text of `ids`, as HF's `decode` writes it (the fast engine's decoder where it is active:
+    /// its decode is held to HF's by the engine's differential tests).
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> SftResult<String> {
+        if let Some(fast) = &self.fast {
+            return Ok(fast.decode(ids, skip_special_tokens));
+        }
         self.hf
             .decode(ids, skip_special_tokens)
             .map_err(|e| SftError::new(ErrorCode::Tokenize, format!("decode failed: {e}")))

@@ -7,7 +7,7 @@ use super::eval::namespace;
 use super::ir::{BinOp, Filter, MapFilter, Method, Test};
 use super::value::{contains, equals, Bail, Res, Sym, V};
 use super::Plan;
-use crate::render::json_dumps::{dumps, DumpOptions};
+use crate::render::json_dumps::{dumps, dumps_json, DumpOptions};
 use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 
 /// The longest list `range` makes before the interpreter takes over.
@@ -70,17 +70,19 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
 }
 
 /// The items a `for` loop walks: a sequence's items, a map's keys, nothing for undefined.
-pub fn iterate<'a>(value: &V<'a>) -> Res<Vec<V<'a>>> {
-    if let Some(items) = value.seq_items() {
-        return Ok(items);
+pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
+    if let V::List(items) | V::Iter(items) = value {
+        return Ok(items.clone());
     }
-    Ok(match value {
-        V::Iter(items) => items.as_ref().clone(),
+    if let Some(items) = value.seq_items() {
+        return Ok(Rc::new(items));
+    }
+    Ok(Rc::new(match value {
         V::Undef => Vec::new(),
         V::Json(serde_json::Value::Object(m)) => m.keys().map(|k| V::Str(k)).collect(),
         V::Map(m) => m.iter().map(|(k, _)| V::Owned(k.clone())).collect(),
         _ => return Err(Bail),
-    })
+    }))
 }
 
 /// `object.name`.
@@ -123,8 +125,21 @@ pub fn item<'a>(object: &V<'a>, key: &V<'a>) -> Res<V<'a>> {
     if let Some(k) = key.as_str() {
         return object.map_get(k).ok_or(Bail);
     }
-    match key {
-        V::Int(i) => object.seq_index(*i).ok_or(Bail),
+    match (key, object.as_str()) {
+        // A string's item is its character at that index (counted from the end when negative).
+        (V::Int(i), Some(text)) => {
+            let count = text.chars().count() as i64;
+            let i = if *i < 0 { i + count } else { *i };
+            Ok(match (0..count).contains(&i) {
+                true => text
+                    .char_indices()
+                    .nth(i as usize)
+                    .map(|(at, c)| V::Owned(Rc::from(&text[at..at + c.len_utf8()])))
+                    .ok_or(Bail)?,
+                false => V::Undef,
+            })
+        }
+        (V::Int(i), None) => object.seq_index(*i).ok_or(Bail),
         _ => Err(Bail),
     }
 }
@@ -166,7 +181,14 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
                 options.sort_keys = sort_keys;
                 options
             };
-            owned(dumps(&value.to_value()?, &options).map_err(|_| Bail)?)
+            let direct = match &value {
+                V::Json(json) => dumps_json(json, &options),
+                _ => None,
+            };
+            match direct {
+                Some(text) => owned(text),
+                None => owned(dumps(&value.to_value()?, &options).map_err(|_| Bail)?),
+            }
         }
         Filter::DictSort => {
             let mut pairs = value.map_pairs().ok_or(Bail)?;

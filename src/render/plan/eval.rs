@@ -27,9 +27,16 @@ pub struct Run<'a> {
     pub plan: &'a Plan,
     /// Frame 0: the render's variables; frame 1: the template's top level.
     frames: Vec<Frame<'a>>,
+    /// How many of `frames` are live (the rest are kept for reuse).
+    live: usize,
     /// The first frame of the macro call running, or 1.
     base: usize,
-    pub out: String,
+    out: String,
+    /// The first piece written since `out` was last empty, not yet copied: a macro or a block
+    /// whose whole output is one borrowed string gives that string without a copy.
+    pending: Option<&'a str>,
+    /// Macro arguments being evaluated, before their frame exists.
+    scratch: Vec<(Sym, V<'a>)>,
     steps: u64,
     depth: usize,
 }
@@ -39,15 +46,18 @@ impl<'a> Run<'a> {
         Run {
             plan,
             frames: vec![context, Vec::new()],
+            live: 2,
             base: 1,
             out: String::with_capacity(capacity),
+            pending: None,
+            scratch: Vec::new(),
             steps: 0,
             depth: 0,
         }
     }
 
     fn lookup(&self, sym: Sym) -> Option<&V<'a>> {
-        for frame in self.frames[self.base..].iter().rev() {
+        for frame in self.frames[self.base..self.live].iter().rev() {
             if let Some((_, v)) = frame.iter().rev().find(|(s, _)| *s == sym) {
                 return Some(v);
             }
@@ -61,7 +71,7 @@ impl<'a> Run<'a> {
     }
 
     fn set(&mut self, sym: Sym, value: V<'a>) {
-        let frame = self.frames.last_mut().expect("a frame");
+        let frame = &mut self.frames[self.live - 1];
         match frame.iter_mut().find(|(s, _)| *s == sym) {
             Some(slot) => slot.1 = value,
             None => frame.push((sym, value)),
@@ -113,11 +123,14 @@ impl<'a> Run<'a> {
     fn stmt(&mut self, stmt: &'a Stmt) -> Res<Flow> {
         self.step()?;
         match stmt {
-            Stmt::Raw(text) => self.out.push_str(text),
-            Stmt::Emit(e) => {
-                let v = self.expr(e)?;
-                v.print(&mut self.out)?;
-            }
+            Stmt::Raw(text) => self.write(text),
+            Stmt::Emit(e) => match self.expr(e)? {
+                V::Str(s) => self.write(s),
+                v => {
+                    self.flush();
+                    v.print(&mut self.out)?;
+                }
+            },
             Stmt::EmitJoined(parts) => self.emit_joined(parts)?,
             Stmt::For(f) => self.for_loop(f)?,
             Stmt::If(cond, then, otherwise) => {
@@ -145,19 +158,19 @@ impl<'a> Run<'a> {
             }
             Stmt::SetBlock(sym, body) => {
                 let text = self.capture(|run| run.scoped(body))?;
-                self.set(*sym, V::Owned(Rc::from(text)));
+                self.set(*sym, text);
             }
             Stmt::With(assigns, body) => {
                 let mut values = Vec::new();
                 for (target, e) in assigns {
                     values.push((target, self.expr(e)?));
                 }
-                self.frames.push(Vec::new());
+                self.push_frame();
                 let flow = values
                     .into_iter()
                     .try_for_each(|(t, v)| self.assign(t, v))
                     .and_then(|()| self.block(body));
-                self.frames.pop();
+                self.pop_frame();
                 return flow;
             }
             Stmt::DefineMacro(sym, index) => self.set(*sym, V::Macro(*index)),
@@ -172,66 +185,131 @@ impl<'a> Run<'a> {
 
     /// A body in a frame of its own.
     fn scoped(&mut self, body: &'a [Stmt]) -> Res<()> {
-        self.frames.push(Vec::new());
+        self.push_frame();
         let flow = self.block(body);
-        self.frames.pop();
+        self.pop_frame();
         match flow? {
             Flow::Next => Ok(()),
             _ => Err(Bail),
         }
     }
 
-    /// What `f` writes, kept apart from the output.
-    fn capture(&mut self, f: impl FnOnce(&mut Self) -> Res<()>) -> Res<String> {
-        let saved = std::mem::take(&mut self.out);
+    fn push_frame(&mut self) {
+        if self.frames.len() > self.live {
+            self.frames[self.live].clear();
+        } else {
+            self.frames.push(Vec::new());
+        }
+        self.live += 1;
+    }
+
+    fn pop_frame(&mut self) {
+        self.live -= 1;
+        self.frames[self.live].clear();
+    }
+
+    /// Writes a string that lives as long as the render.
+    fn write(&mut self, s: &'a str) {
+        if self.out.is_empty() && self.pending.is_none() {
+            self.pending = Some(s);
+        } else {
+            self.flush();
+            self.out.push_str(s);
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(piece) = self.pending.take() {
+            self.out.push_str(piece);
+        }
+    }
+
+    /// The whole output.
+    pub fn finish(mut self) -> String {
+        self.flush();
+        self.out
+    }
+
+    /// What `f` writes, kept apart from the output: borrowed when it is one borrowed piece.
+    fn capture(&mut self, f: impl FnOnce(&mut Self) -> Res<()>) -> Res<V<'a>> {
+        let saved = (std::mem::take(&mut self.out), self.pending.take());
         let result = f(self);
-        let text = std::mem::replace(&mut self.out, saved);
+        let text = match (self.out.is_empty(), self.pending.take()) {
+            (true, Some(piece)) => V::Str(piece),
+            (true, None) => V::Str(""),
+            (false, piece) => {
+                if let Some(piece) = piece {
+                    self.out.push_str(piece);
+                }
+                V::Owned(Rc::from(self.out.as_str()))
+            }
+        };
+        self.out = saved.0;
+        self.pending = saved.1;
         result.map(|()| text)
     }
 
     fn emit_joined(&mut self, parts: &'a [Expr]) -> Res<()> {
-        let values = parts
-            .iter()
-            .map(|e| self.expr(e))
-            .collect::<Res<Vec<_>>>()?;
-        if values.iter().all(|v| v.as_str().is_some()) {
-            for v in &values {
-                self.out.push_str(v.as_str().unwrap_or_default());
+        let first = self.expr(&parts[0])?;
+        if first.as_str().is_none() {
+            let mut acc = first;
+            for part in &parts[1..] {
+                let v = self.expr(part)?;
+                acc = builtins::binop(BinOp::Add, &acc, &v)?;
             }
-            return Ok(());
+            self.flush();
+            return acc.print(&mut self.out);
         }
-        let mut acc = values[0].clone();
-        for v in &values[1..] {
-            acc = builtins::binop(BinOp::Add, &acc, v)?;
+        // A string plus anything but a string fails in the interpreter, so the parts are
+        // written as they come (a render that gives up discards what it wrote).
+        self.write_value(first)?;
+        for part in &parts[1..] {
+            let v = self.expr(part)?;
+            self.write_value(v)?;
         }
-        acc.print(&mut self.out)
+        Ok(())
+    }
+
+    /// Writes a string value; anything else gives up.
+    fn write_value(&mut self, v: V<'a>) -> Res<()> {
+        match v {
+            V::Str(s) => self.write(s),
+            V::Owned(s) => {
+                self.flush();
+                self.out.push_str(&s);
+            }
+            _ => return Err(Bail),
+        }
+        Ok(())
     }
 
     fn for_loop(&mut self, f: &'a ForLoop) -> Res<()> {
         let iterable = self.expr(&f.iter)?;
         let mut items = builtins::iterate(&iterable)?;
-        self.frames.push(Vec::new());
+        self.push_frame();
         let result = (|| {
             if let Some(cond) = &f.filter {
                 let mut kept = Vec::with_capacity(items.len());
-                for item in items {
+                for item in items.iter() {
                     self.assign(&f.target, item.clone())?;
                     if self.expr(cond)?.truthy()? {
-                        kept.push(item);
+                        kept.push(item.clone());
                     }
                 }
-                items = kept;
+                items = Rc::new(kept);
             }
             if items.is_empty() {
                 return self.block(&f.else_body).map(|_| ());
             }
             let state = Rc::new(LoopState {
-                items: Rc::new(items),
+                items,
                 index: Cell::new(0),
             });
-            self.set(self.plan.loop_sym, V::Loop(state.clone()));
             for i in 0..state.items.len() {
                 self.step()?;
+                // Each iteration starts with a fresh scope: what one sets, the next does not see.
+                self.frames[self.live - 1].clear();
+                self.set(self.plan.loop_sym, V::Loop(state.clone()));
                 state.index.set(i);
                 self.assign(&f.target, state.items[i].clone())?;
                 match self.block(&f.body)? {
@@ -241,7 +319,7 @@ impl<'a> Run<'a> {
             }
             Ok(())
         })();
-        self.frames.pop();
+        self.pop_frame();
         result
     }
 
@@ -342,21 +420,38 @@ impl<'a> Run<'a> {
             }
             Expr::Filter(filter, value, args) => {
                 let value = self.expr(value)?;
-                let args = args.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
-                builtins::filter(self.plan, *filter, value, &args)?
+                let plan = self.plan;
+                self.with_args(args, |args| builtins::filter(plan, *filter, value, args))?
             }
             Expr::Test(test, value, args) => {
                 let value = self.expr(value)?;
-                let args = args.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
-                V::Bool(builtins::test(*test, &value, &args)?)
+                V::Bool(self.with_args(args, |args| builtins::test(*test, &value, args))?)
             }
             Expr::Method(method, object, args) => {
                 let object = self.expr(object)?;
-                let args = args.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
-                builtins::method(*method, &object, &args)?
+                self.with_args(args, |args| builtins::method(*method, &object, args))?
             }
             Expr::Call(sym, name, args) => self.call(*sym, name, args)?,
         })
+    }
+
+    /// `f` of the values of `args`, without a heap allocation for up to two of them.
+    fn with_args<T>(&mut self, args: &'a [Expr], f: impl FnOnce(&[V<'a>]) -> Res<T>) -> Res<T> {
+        match args {
+            [] => f(&[]),
+            [a] => {
+                let a = self.expr(a)?;
+                f(std::slice::from_ref(&a))
+            }
+            [a, b] => {
+                let values = [self.expr(a)?, self.expr(b)?];
+                f(&values)
+            }
+            more => {
+                let values = more.iter().map(|e| self.expr(e)).collect::<Res<Vec<_>>>()?;
+                f(&values)
+            }
+        }
     }
 
     fn call(&mut self, sym: Sym, name: &str, args: &'a [Arg]) -> Res<V<'a>> {
@@ -379,10 +474,13 @@ impl<'a> Run<'a> {
     fn call_macro(&mut self, index: usize, args: &'a [Arg]) -> Res<V<'a>> {
         let plan = self.plan;
         let m = &plan.macros[index];
-        if self.depth >= MAX_DEPTH {
+        if self.depth >= MAX_DEPTH || m.params.len() > 64 {
             return Err(Bail);
         }
-        let mut bound: Vec<Option<V<'a>>> = vec![None; m.params.len()];
+        // The arguments are evaluated in the caller's scope onto the scratch stack (nested
+        // calls stack above), then bound in the macro's frame; `bound` has a bit per parameter.
+        let mark = self.scratch.len();
+        let mut bound = 0u64;
         let mut positional = 0;
         for arg in args {
             let value = self.expr(&arg.value)?;
@@ -393,23 +491,28 @@ impl<'a> Run<'a> {
                 }
                 Some(name) => m.params.iter().position(|p| *p == name).ok_or(Bail)?,
             };
-            match bound.get_mut(slot) {
-                Some(s @ None) => *s = Some(value),
-                _ => return Err(Bail),
+            if slot >= m.params.len() || bound & (1 << slot) != 0 {
+                return Err(Bail);
             }
+            bound |= 1 << slot;
+            self.scratch.push((m.params[slot], value));
         }
+        self.push_frame();
+        let frame = self.live - 1;
+        let given = self.scratch.drain(mark..);
+        self.frames[frame].extend(given);
         let saved_base = self.base;
-        self.frames.push(Vec::new());
-        self.base = self.frames.len() - 1;
         self.depth += 1;
         let result = (|| {
-            for (i, value) in bound.into_iter().enumerate() {
-                let value = match (value, &m.defaults[i]) {
-                    (Some(v), _) => v,
-                    (None, Some(default)) => self.expr(default)?,
-                    (None, None) => V::Undef,
-                };
-                self.set(m.params[i], value);
+            self.base = frame;
+            for (i, param) in m.params.iter().enumerate() {
+                if bound & (1 << i) == 0 {
+                    let value = match &m.defaults[i] {
+                        Some(default) => self.expr(default)?,
+                        None => V::Undef,
+                    };
+                    self.set(*param, value);
+                }
             }
             self.capture(|run| match run.block(&m.body)? {
                 Flow::Next => Ok(()),
@@ -418,8 +521,8 @@ impl<'a> Run<'a> {
         })();
         self.depth -= 1;
         self.base = saved_base;
-        self.frames.pop();
-        Ok(V::Owned(Rc::from(result?)))
+        self.pop_frame();
+        result
     }
 }
 

@@ -48,6 +48,8 @@ pub struct Plan {
     /// Every name the template reads or writes.
     names: HashMap<Box<str>, Sym>,
     loop_sym: Sym,
+    /// The symbols of the render's own variables, where the template reads them.
+    context_syms: ContextSyms,
     /// The names of the environment's global functions that the template reads.
     globals: Vec<Sym>,
     /// The special-token variables, in the order the render context sets them.
@@ -59,6 +61,15 @@ pub struct Plan {
     last_len: AtomicUsize,
     /// Renders handed to the interpreter.
     declined: AtomicU64,
+}
+
+struct ContextSyms {
+    messages: Option<Sym>,
+    tools: Option<Sym>,
+    documents: Option<Sym>,
+    add_generation_prompt: Option<Sym>,
+    enable_thinking: Option<Sym>,
+    reasoning_effort: Option<Sym>,
 }
 
 enum Special {
@@ -100,7 +111,17 @@ impl Plan {
                 Some((sym, stored))
             })
             .collect();
+        let sym = |name: &str| names.get(name).copied();
+        let context_syms = ContextSyms {
+            messages: sym("messages"),
+            tools: sym("tools"),
+            documents: sym("documents"),
+            add_generation_prompt: sym("add_generation_prompt"),
+            enable_thinking: sym("enable_thinking"),
+            reasoning_effort: sym("reasoning_effort"),
+        };
         Some(Plan {
+            context_syms,
             body,
             macros: compiler.macros,
             names,
@@ -127,8 +148,9 @@ impl Plan {
         let mut run = eval::Run::new(self, context, capacity);
         match run.top(&self.body) {
             Ok(()) => {
-                self.last_len.store(run.out.len(), Ordering::Relaxed);
-                Some(run.out)
+                let text = run.finish();
+                self.last_len.store(text.len(), Ordering::Relaxed);
+                Some(text)
             }
             Err(_) => {
                 self.declined.fetch_add(1, Ordering::Relaxed);
@@ -154,30 +176,34 @@ impl Plan {
                 },
             ));
         }
-        let mut put = |name: &str, value: V<'a>| {
-            if let Some(&sym) = self.names.get(name) {
+        let syms = &self.context_syms;
+        let mut put = |sym: Option<Sym>, value: V<'a>| {
+            if let Some(sym) = sym {
                 frame.push((sym, value));
             }
         };
         put(
-            "messages",
+            syms.messages,
             V::List(Rc::new(messages.iter().map(V::lift).collect())),
         );
-        put("tools", opts.tools.map(V::lift).unwrap_or(V::None));
+        put(syms.tools, opts.tools.map(V::lift).unwrap_or(V::None));
         if !self.mlx {
-            put("documents", V::None);
+            put(syms.documents, V::None);
         }
-        put("add_generation_prompt", V::Bool(opts.add_generation_prompt));
+        put(
+            syms.add_generation_prompt,
+            V::Bool(opts.add_generation_prompt),
+        );
         if let Some(thinking) = opts.enable_thinking {
-            put("enable_thinking", V::Bool(thinking));
+            put(syms.enable_thinking, V::Bool(thinking));
         }
         if let Some(kwargs) = opts.template_kwargs {
             for (key, value) in kwargs {
-                put(key, V::lift(value));
+                put(self.names.get(key.as_str()).copied(), V::lift(value));
             }
         }
         if let Some(effort) = opts.reasoning_effort {
-            put("reasoning_effort", V::Str(effort));
+            put(syms.reasoning_effort, V::Str(effort));
         }
         frame
     }
