@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(jsonl_example masking_collate render_template render_compiled engines_agree template_corpus)
+all_targets=(jsonl_example masking_collate render_template render_compiled engines_agree template_corpus plan_agrees)
 
 mode=fuzz
 seconds=60

@@ -98,7 +98,7 @@ fn scopes_follow_minijinja() {
 #[test]
 fn macros_with_defaults_keywords_and_recursion() {
     render(
-        "{% macro m(a, b='B', c=none) %}<{{ a }}{{ b }}{{ c }}>{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(a=3, c=4) }}{{ m(1)|trim|length }}",
+        "{% macro m(a, b='B', c=none) %}<{{ a }}{{ b }}{{ c }}>{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(a=3, c=4) }}{{ m(1)|trim|length }}{{ m(x, b=y) }}{{ m(1, nope) }}",
         convo(),
     );
     render(

@@ -480,7 +480,7 @@ impl<'a> Run<'a> {
         // The arguments are evaluated in the caller's scope onto the scratch stack (nested
         // calls stack above), then bound in the macro's frame; `bound` has a bit per parameter.
         let mark = self.scratch.len();
-        let mut bound = 0u64;
+        let (mut given, mut bound) = (0u64, 0u64);
         let mut positional = 0;
         for arg in args {
             let value = self.expr(&arg.value)?;
@@ -491,11 +491,15 @@ impl<'a> Run<'a> {
                 }
                 Some(name) => m.params.iter().position(|p| *p == name).ok_or(Bail)?,
             };
-            if slot >= m.params.len() || bound & (1 << slot) != 0 {
+            if slot >= m.params.len() || given & (1 << slot) != 0 {
                 return Err(Bail);
             }
-            bound |= 1 << slot;
-            self.scratch.push((m.params[slot], value));
+            given |= 1 << slot;
+            // An undefined argument counts as not given: the parameter takes its default.
+            if !value.is_undef() {
+                bound |= 1 << slot;
+                self.scratch.push((m.params[slot], value));
+            }
         }
         self.push_frame();
         let frame = self.live - 1;
