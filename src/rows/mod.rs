@@ -6,6 +6,7 @@
 
 pub mod attribution;
 pub mod packed_rows;
+pub mod rare_rows;
 pub mod repeats;
 pub mod row_cache;
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use crate::error::{SftError, SftResult};
-use crate::rows::packed_rows::PackedRows;
+use crate::rows::packed_rows::{PackedRows, RowBytes};
 use crate::rows::{RowView, TokenizedRow};
 
 pub enum RowCache {
@@ -76,6 +76,24 @@ impl RowCache {
                 cells[index].get().map(|r| r.as_ref().map(|r| r.view()))
             }
             RowCache::Packed(rows) => Some(rows.get(index)),
+        }
+    }
+
+    /// What the rows built so far take, in memory and mapped.
+    pub fn bytes(&self) -> RowBytes {
+        match self {
+            RowCache::Lazy { cells, .. } => RowBytes {
+                resident: cells
+                    .iter()
+                    .filter_map(|cell| cell.get()?.as_ref().ok())
+                    .map(|row| {
+                        std::mem::size_of_val::<[u32]>(&row.ids)
+                            + std::mem::size_of_val::<[std::ops::Range<u32>]>(&row.spans)
+                    })
+                    .sum(),
+                mapped: 0,
+            },
+            RowCache::Packed(rows) => rows.bytes(),
         }
     }
 
