@@ -12,6 +12,8 @@ mod config;
 mod creation;
 pub mod foreign;
 pub mod loader;
+#[cfg(test)]
+mod loader_tests;
 pub mod report;
 mod row_sink;
 pub mod summary;
