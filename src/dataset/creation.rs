@@ -195,7 +195,7 @@ impl Dataset {
             Some(repeats) => repeats.repeated(),
             None => (0..self.rows.len())
                 .map(|i| {
-                    matches!(self.rows.built(i), Some(Ok(row)) if row.stats().losses & bit != 0)
+                    matches!(self.rows.built_stats(i), Some(Ok(stats)) if stats.losses & bit != 0)
                 })
                 .collect(),
         }
@@ -204,7 +204,7 @@ impl Dataset {
     /// The examples whose row failed to build, with their errors.
     pub fn unrenderable(&self) -> Vec<(usize, &SftError)> {
         (0..self.rows.len())
-            .filter_map(|i| match self.rows.built(i) {
+            .filter_map(|i| match self.rows.built_stats(i) {
                 Some(Err(e)) => Some((i, e)),
                 _ => None,
             })
@@ -302,8 +302,8 @@ impl Dataset {
         let duplicates = self.duplicates();
         let dropped = |i: usize| {
             duplicates.get(i).copied().unwrap_or(false)
-                || match rows.built(i) {
-                    Some(Ok(row)) => row.stats().dropped.is_some(),
+                || match rows.built_stats(i) {
+                    Some(Ok(stats)) => stats.dropped.is_some(),
                     Some(Err(_)) => unrenderable,
                     None => false,
                 }

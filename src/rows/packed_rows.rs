@@ -16,7 +16,7 @@ use memmap2::Mmap;
 
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::rows::rare_rows::{decode_rare, encode_rare, RareRows};
-use crate::rows::{RowView, TokenizedRow};
+use crate::rows::{RowExtra, RowView, TokenizedRow};
 
 /// Offsets inside a block are `u32`: a block closes before its ids would overflow them.
 const BLOCK_LIMIT: usize = u32::MAX as usize;
@@ -128,6 +128,14 @@ impl<T: Plain> Deref for Slab<T> {
     }
 }
 
+/// Bytes of the encoding of a block without rare rows.
+const EMPTY_RARE_LEN: usize = 16;
+
+fn empty_rare() -> &'static RareRows {
+    static EMPTY: OnceLock<RareRows> = OnceLock::new();
+    EMPTY.get_or_init(RareRows::default)
+}
+
 enum Rare {
     Built(RareRows),
     /// Encoded bytes of a cache entry, decoded on the block's first read.
@@ -140,6 +148,10 @@ enum Rare {
 struct RowBlock {
     /// Index of the block's first row in the dataset.
     first: usize,
+    /// Whether the ends of a mapped block are ordered and end where their arrays do, checked on
+    /// the first read of one of its rows (not when the entry is opened, which would read every
+    /// block's ends and make most of the file resident).
+    checked: OnceLock<Result<(), SftError>>,
     ids: Slab<u32>,
     /// End of row k's ids in `ids` (its start is the previous end).
     id_ends: Slab<u32>,
@@ -181,6 +193,9 @@ impl RowBlock {
     fn rare(&self) -> Result<&RareRows, &SftError> {
         match &self.rare {
             Rare::Built(rare) => Ok(rare),
+            // The encoding of no rare row is its two counts, zero: any rare row makes it longer.
+            // Blocks without one are never read.
+            Rare::Mapped { bytes, .. } if bytes.len() == EMPTY_RARE_LEN => Ok(empty_rare()),
             Rare::Mapped { bytes, decoded } => decoded
                 .get_or_init(|| {
                     decode_rare(bytes).map_err(|e| {
@@ -194,12 +209,47 @@ impl RowBlock {
         }
     }
 
+    fn check(&self) -> Result<(), &SftError> {
+        let ends_fit = |ends: &[u32], len: usize| {
+            ends.windows(2).all(|w| w[0] <= w[1]) && ends.last().map_or(0, |&e| e as usize) == len
+        };
+        self.checked
+            .get_or_init(|| {
+                if ends_fit(&self.id_ends, self.ids.len())
+                    && ends_fit(&self.span_ends, self.spans.len())
+                {
+                    Ok(())
+                } else {
+                    Err(SftError::new(
+                        ErrorCode::Internal,
+                        format!(
+                            "token cache entry: rows {}..: inconsistent offsets",
+                            self.first
+                        ),
+                    ))
+                }
+            })
+            .as_ref()
+            .map(|_| ())
+    }
+
+    /// Row `local`'s extra part, or why it failed to build, without reading its ids or ends.
+    fn outcome(&self, local: usize) -> Result<Option<&RowExtra>, &SftError> {
+        let key = local as u32;
+        let rare = self.rare()?;
+        match rare.failure(key) {
+            Some(e) => Err(e),
+            None => Ok(rare.extra(key)),
+        }
+    }
+
     fn get(&self, local: usize) -> Result<RowView<'_>, &SftError> {
         let key = local as u32;
         let rare = self.rare()?;
         if let Some(e) = rare.failure(key) {
             return Err(e);
         }
+        self.check()?;
         let range = |ends: &[u32]| {
             let start = if local == 0 { 0 } else { ends[local - 1] };
             start as usize..ends[local] as usize
@@ -319,6 +369,7 @@ impl PackedRows {
         }
         let block = RowBlock {
             first: self.len,
+            checked: OnceLock::from(Ok(())),
             ids: Slab::Owned(block_ids.into()),
             id_ends: Slab::Owned(id_ends.into()),
             spans: Slab::Owned(block_spans.into()),
@@ -331,9 +382,21 @@ impl PackedRows {
 
     /// Row `index`; `index` must be below `len()`.
     pub fn get(&self, index: usize) -> Result<RowView<'_>, &SftError> {
-        let b = self.blocks.partition_point(|b| b.first <= index) - 1;
-        let block = &self.blocks[b];
+        let block = self.block_of(index);
         block.get(index - block.first)
+    }
+
+    /// Row `index`'s extra part, or why it failed to build (`index` below `len()`): what
+    /// `get(index)` gives but its ids and trained ranges, read without them, so that a pass over
+    /// every row's outcome reads only the blocks that have rare rows.
+    pub fn outcome(&self, index: usize) -> Result<Option<&RowExtra>, &SftError> {
+        let block = self.block_of(index);
+        block.outcome(index - block.first)
+    }
+
+    fn block_of(&self, index: usize) -> &RowBlock {
+        let b = self.blocks.partition_point(|b| b.first <= index) - 1;
+        &self.blocks[b]
     }
 }
 
@@ -359,6 +422,7 @@ impl PackedRows {
     /// Each block's arrays, for writing a cache entry.
     pub fn block_parts(&self) -> impl Iterator<Item = SftResult<BlockParts<'_>>> {
         self.blocks.iter().map(|b| {
+            b.check().map_err(Clone::clone)?;
             Ok(BlockParts {
                 ids: &b.ids,
                 id_ends: &b.id_ends,
@@ -369,23 +433,18 @@ impl PackedRows {
         })
     }
 
-    /// Rows read in place from a cache entry. The ends are checked here, so that a row's ids and
-    /// ranges always slice within their block (the entry's checksum vouches for the rest).
+    /// Rows read in place from a cache entry. A block's ends are checked when one of its rows is
+    /// first read, so that a row's ids and ranges always slice within their block (the entry's
+    /// checksum vouches for the rest).
     pub fn from_mapped(blocks: Vec<MappedBlock>) -> Result<Self, String> {
         let mut rows = PackedRows::default();
         for (k, b) in blocks.into_iter().enumerate() {
-            let ends_fit = |ends: &[u32], len: usize| {
-                ends.windows(2).all(|w| w[0] <= w[1])
-                    && ends.last().map_or(0, |&e| e as usize) == len
-            };
-            if b.id_ends.len() != b.span_ends.len()
-                || !ends_fit(&b.id_ends, b.ids.len())
-                || !ends_fit(&b.span_ends, b.spans.len())
-            {
+            if b.id_ends.len() != b.span_ends.len() {
                 return Err(format!("block {k} has inconsistent offsets"));
             }
             let block = RowBlock {
                 first: rows.len,
+                checked: OnceLock::new(),
                 ids: b.ids,
                 id_ends: b.id_ends,
                 spans: b.spans,

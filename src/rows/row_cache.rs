@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use crate::error::{SftError, SftResult};
 use crate::rows::packed_rows::{PackedRows, RowBytes};
-use crate::rows::{RowView, TokenizedRow};
+use crate::rows::{RowStats, RowView, TokenizedRow};
 
 pub enum RowCache {
     /// One cell per example, built on first use by whichever thread needs it first, and
@@ -76,6 +76,15 @@ impl RowCache {
                 cells[index].get().map(|r| r.as_ref().map(|r| r.view()))
             }
             RowCache::Packed(rows) => Some(rows.get(index)),
+        }
+    }
+
+    /// The statistics of row `index` if it was built, or why it failed, without reading its ids
+    /// (a pass over every row of mapped rows reads only the blocks with rare rows).
+    pub fn built_stats(&self, index: usize) -> Option<Result<&RowStats, &SftError>> {
+        match self {
+            RowCache::Lazy { .. } => self.built(index).map(|row| row.map(|row| row.stats())),
+            RowCache::Packed(rows) => Some(rows.outcome(index).map(RowStats::of)),
         }
     }
 

@@ -270,3 +270,83 @@ pub(super) fn publish(file: &File, temp: &Path, name: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+// One trained range per row is the common case, not a mistaken array of a range.
+#[allow(clippy::single_range_in_vec_init)]
+mod tests {
+    use super::*;
+    use crate::error::{ErrorCode, SftError};
+    use crate::rows::packed_rows::BlockBound;
+    use crate::rows::RowStats;
+
+    fn rows() -> PackedRows {
+        let mut built: Vec<SftResult<TokenizedRow>> = (0..40u32)
+            .map(|i| {
+                if i == 30 {
+                    return Err(SftError::new(ErrorCode::TemplateRender, "row 30"));
+                }
+                let ids: Vec<u32> = (0..i % 7 + 1).map(|k| i * 10 + k).collect();
+                let n = ids.len() as u32;
+                let row = TokenizedRow::new(ids.into(), [0..n].into(), None, RowStats::NONE);
+                Ok(row)
+            })
+            .collect();
+        let mut packed = PackedRows::default();
+        packed.push_blocks(&mut built, BlockBound { ids: 40, rows: 10 }, true);
+        packed
+    }
+
+    #[test]
+    fn a_written_block_with_bad_offsets_fails_its_own_rows_when_first_read() {
+        let dir = std::env::temp_dir().join(format!("sft-writer-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.sftrows");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        let source = rows();
+        let mut writer = EntryWriter::new(file).unwrap();
+        writer.push(&source).unwrap();
+        for i in [0, 9, 10, 29, 31, 39] {
+            let back = writer.read_row(i).unwrap().unwrap();
+            assert_eq!(back, source.get(i).unwrap().to_row(), "row {i}");
+        }
+        assert_eq!(writer.read_row(30).unwrap().unwrap_err().message, "row 30");
+        let written = writer.finish(&[0; 32], &serde_json::json!({})).unwrap();
+        // The second block's last id end, past its ids.
+        let at = written.table[1][2] + 4 * (written.table[1][3] - 1);
+        let mut file = &written.file;
+        file.seek(SeekFrom::Start(at)).unwrap();
+        file.write_all(&u32::MAX.to_le_bytes()).unwrap();
+        let mapped = written.map().unwrap();
+        assert_eq!(mapped.len(), 40);
+        let broken: Vec<usize> = (0..40)
+            .filter(|&i| mapped.get(i).is_err_and(|e| e.code == ErrorCode::Internal))
+            .collect();
+        // Exactly the second block's rows, each with the block's error.
+        let (first, last) = (broken[0], broken[broken.len() - 1]);
+        assert!(
+            first > 0 && last - first + 1 == broken.len() && last < 39,
+            "{broken:?}"
+        );
+        let e = mapped.get(first).unwrap_err();
+        assert!(e.message.ends_with("inconsistent offsets"), "{e:?}");
+        for i in 0..40 {
+            // Outcomes read without ids or ends: those of the broken block too.
+            assert_eq!(mapped.outcome(i), source.outcome(i), "row {i}");
+            if broken.contains(&i) {
+                continue;
+            }
+            match (mapped.get(i), source.get(i)) {
+                (Ok(a), Ok(b)) => assert_eq!(a.to_row(), b.to_row(), "row {i}"),
+                (Err(a), Err(b)) => assert_eq!(a, b, "row {i}"),
+                (a, b) => panic!("row {i}: {a:?} / {b:?}"),
+            }
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
