@@ -5,7 +5,8 @@
 // budget and a token cache (the rows then go to the entry as they are built): the load's wall
 // seconds, the process's peak resident size, the peak growth of its anonymous memory during the
 // load (Linux `RssAnon`; the rows of a bounded load are file pages instead) and where the rows
-// ended. Median of the rounds; the data is written once and removed at the end.
+// ended. Median of the rounds, each round running every load in turn; the data is written once
+// and removed at the end.
 //
 //   npm run bench -- --memory [--mb 1024] [--budget 256] [--rounds 3]
 //   node bench/memory.js [--mb 1024] [--budget 256] [--rounds 3]
@@ -103,18 +104,21 @@ async function main() {
     console.log(`Peak RSS of a process that loads the tokenizer alone: ${(base / MB).toFixed(0)} MB.\n`)
     console.log('| load | seconds | peak RSS, MB | peak anonymous growth, MB | rows in memory, MB | rows mapped, MB |')
     console.log('|---|---:|---:|---:|---:|---:|')
-    for (const [name, run] of Object.entries(runs)) {
-      const got = []
-      for (let r = 0; r < rounds; r++) {
+    // Round after round of every load in turn, so that a noisy host weighs on each alike.
+    const got = Object.fromEntries(Object.keys(runs).map((name) => [name, []]))
+    for (let r = 0; r < rounds; r++) {
+      for (const [name, run] of Object.entries(runs)) {
         // A fresh cache directory each round: every load builds and writes its entry.
         const cache = run.cache ? { cache: mkdtempSync(path.join(work, 'cache-')) } : {}
         const result = loadOnce(file, { ...run.options, ...cache }, run.env)
         if (run.cache && result.cache !== 'stored') throw new Error(`${name}: the cache says ${result.cache}`)
-        got.push(result)
+        got[name].push(result)
         if (cache.cache) rmSync(cache.cache, { recursive: true, force: true })
       }
-      const m = (f) => (median(got.map(f)) / MB).toFixed(0)
-      const seconds = median(got.map((g) => g.seconds)).toFixed(2)
+    }
+    for (const [name, results] of Object.entries(got)) {
+      const m = (f) => (median(results.map(f)) / MB).toFixed(0)
+      const seconds = median(results.map((g) => g.seconds)).toFixed(2)
       console.log(`| ${name} | ${seconds} | ${m((g) => g.maxRss)} | ${m((g) => g.anon)} | ${m((g) => g.memory.residentBytes)} | ${m((g) => g.memory.mappedBytes)} |`)
     }
   } finally {

@@ -1,6 +1,7 @@
 //! `loadSFTDataset`'s file pass: stream the records (`input`), parse and validate every one, and
-//! build every row on all cores while the next records are read. Nothing but the rows is kept, so peak
-//! memory stays near the token cache whatever the file size.
+//! build every row on all cores while the next records are read. Nothing but the rows is kept, in
+//! memory up to the load's budget and in a mapped file beyond it (`row_sink`), so memory stays
+//! flat whatever the file size.
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
