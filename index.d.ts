@@ -171,6 +171,8 @@ export declare class SFTDataset {
   get format(): 'prompt-completion' | 'conversation'
   /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */
   get cache(): TokenCacheUse | null
+  /** *(addition)* Where the token rows live and what they take (see docs/memory.md). */
+  get memory(): RowMemory
   /** Number of examples. */
   get length(): number
   /**
@@ -783,6 +785,14 @@ export interface LoadSFTDatasetOptions {
   /** Read at most this many records; absent, 0 or negative reads all. */
   limit?: number
   /**
+   * *(addition)* Bytes of token rows a load keeps in the process's memory. Rows that
+   * would exceed it are all written to a file as they are built (the token cache entry
+   * with `cache`, else a file of the OS's temporary directory that is gone with the dataset
+   * and the process) and mapped: same batches, a load's memory bounded whatever the data
+   * size. `0` always maps. Not part of the cache key. Default 1 GiB (1073741824).
+   */
+  memoryBudget?: number
+  /**
    * *(addition)* Called on the JS thread while the file streams by, with the records read
    * and rows built so far and the bytes read (of the file as stored, compressed or not).
    * Calls are queued and never block the load; the last one may arrive after the Promise
@@ -965,6 +975,30 @@ export interface ReportTotals {
   multipleBos: number
   /** Examples per silent-loss code (codes with none are left out). */
   silentLosses: Record<string, number>
+}
+
+/** Where a dataset's token rows live (`SFTDataset.memory`). */
+export interface RowMemory {
+  /**
+   * `'mapped'`: read in place from a mapped file (a token cache entry, or the rows of a load
+   * beyond its `memoryBudget`), paged in as batches read them and shared with other processes
+   * mapping the same entry. `'memory'`: in the process's own memory.
+   */
+  rows: 'memory' | 'mapped'
+  /**
+   * Bytes of rows (token ids, trained ranges, their offsets, rare rows) in the process's own
+   * memory: those built so far for a dataset made from examples.
+   */
+  residentBytes: number
+  /** Bytes of rows in the mapped file. */
+  mappedBytes: number
+  /** The `memoryBudget` of the load; absent for a dataset made from examples. */
+  budget?: number
+  /**
+   * The most bytes of rows the load held in memory at once (0 for a token cache hit, which
+   * builds none); absent for a dataset made from examples.
+   */
+  peakBytes?: number
 }
 
 export interface SFTBatch {

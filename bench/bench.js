@@ -16,6 +16,8 @@
 //                                        interpreter: bench/templates.js)
 //   npm run bench -- --foreign           (a foreign tokenizer object: epochs 1 and 2 against the
 //                                        reference-style epoch with the same object)
+//   npm run bench -- --memory [--mb 1024] [--budget 256]   (a generated file loaded with and
+//                                        without memoryBudget: seconds and peak memory)
 //   node bench/plan.js                   (only the planning time of a million examples)
 
 const { execFileSync } = require('node:child_process')
@@ -284,6 +286,7 @@ async function main() {
   if (process.argv.includes('--spans')) return require('./spans.js')
   if (process.argv.includes('--peers')) return require('./peers.js')
   if (process.argv.includes('--report')) return require('./report.js')
+  if (process.argv.includes('--memory')) return require('./memory.js')
   if (process.argv.includes('--foreign')) return require('./foreign.js').run()
   if (process.argv.includes('--templates')) return require('./templates.js').run(process.argv.slice(2).filter((a) => a !== '--templates'))
   const { values } = parseArgs({

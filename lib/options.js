@@ -39,6 +39,7 @@ const DATASET_OPTIONS = {
 const LOAD_OPTIONS = {
   ...DATASET_OPTIONS,
   limit: ['number'],
+  memoryBudget: ['number'],
   onProgress: ['function'],
   allowedRoot: ['string'],
   followSymlinks: ['boolean'],

@@ -121,6 +121,7 @@ fn stages(file: &Path, tokenizer: &Arc<ChatTokenizer>) -> Stages {
     let t0 = Instant::now();
     let options = LoadOptions {
         limit: None,
+        memory_budget: None,
         on_progress: None,
     };
     let dataset = Dataset::load(file, tokenizer.clone(), config, &options).unwrap();

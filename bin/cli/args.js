@@ -53,6 +53,8 @@ Options:
   --limit <n>             read at most n records (default all)
   --cache <dir>           token cache: a later run with the same data, tokenizer and settings
                           maps the rows instead of tokenizing again (created if missing)
+  --memory-budget <size>  bytes of token rows kept in memory, like 512M or 2G; beyond it the rows
+                          go to a file as they are built and are mapped (default 1G)
   --out <file>            export: where to write the rows (Parquet); report: the HTML page
   --sample <n>            report: examples rendered again for the breakdown by kind (default
                           10000; 0: all)
@@ -109,6 +111,7 @@ const OPTIONS = {
   'pad-to-multiple-of': { type: 'string' },
   limit: { type: 'string' },
   cache: { type: 'string' },
+  'memory-budget': { type: 'string' },
   out: { type: 'string' },
   sample: { type: 'string' },
   batches: { type: 'boolean' },
@@ -216,7 +219,7 @@ function parseCommandLine(argv) {
   if (!BATCHINGS.includes(batching)) {
     throw new UsageError(`--batching must be one of ${BATCHINGS.join(', ')}, got "${batching}"`)
   }
-  for (const name of ['batching', 'max-batch-tokens', 'pad-to-multiple-of']) {
+  for (const name of ['batching', 'max-batch-tokens', 'pad-to-multiple-of', 'memory-budget']) {
     if (values[name] !== undefined && command === 'validate') throw new UsageError(`--${name} applies only to preview, stats, export and report`)
   }
   if (batching !== 'reference' && values.index !== undefined) {
@@ -249,6 +252,7 @@ function parseCommandLine(argv) {
       padToMultipleOf: integer('pad-to-multiple-of', values['pad-to-multiple-of'], 1, MAX_TOKENS) ?? 1,
       limit: integer('limit', values.limit, 1),
       cache: values.cache,
+      memoryBudget: size('memory-budget', values['memory-budget']),
       out: values.out,
       sample: integer('sample', values.sample, 0) ?? 10000,
       batches: values.batches ?? false,
@@ -281,11 +285,11 @@ function age(text) {
   return Number(m[1]) * AGE_UNITS[m[2] || 's']
 }
 
-/** `--max-size`: bytes, or a number with K, M, G or T (powers of 1024). */
-function size(text) {
+/** `--max-size`, `--memory-budget`: bytes, or a number with K, M, G or T (powers of 1024). */
+function size(name, text) {
   if (text === undefined) return undefined
   const m = /^(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?$/i.exec(text.trim())
-  if (!m) throw new UsageError(`--max-size must be a number of bytes or like 500M, 20G, got "${text}"`)
+  if (!m) throw new UsageError(`--${name} must be a number of bytes or like 500M, 20G, got "${text}"`)
   return Math.floor(Number(m[1]) * SIZE_UNITS[m[2].toLowerCase()])
 }
 
@@ -295,7 +299,7 @@ function cacheCommand(action, extra, values) {
   if (dir === undefined) throw new UsageError(`cache ${action}: missing <dir>`)
   if (rest.length > 0) throw new UsageError(`cache ${action}: unexpected argument "${rest[0]}"`)
   const maxAge = age(values['max-age'])
-  const maxSize = size(values['max-size'])
+  const maxSize = size('max-size', values['max-size'])
   if (action === 'ls' && (maxAge !== undefined || maxSize !== undefined)) {
     throw new UsageError('--max-age and --max-size apply only to cache prune')
   }

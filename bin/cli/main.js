@@ -133,6 +133,7 @@ async function loadDataset(abs, tokenizer, o, progress, extra = {}) {
     ...batchingConfig(o),
     limit: o.limit,
     ...(o.cache === undefined ? {} : { cache: o.cache }),
+    ...(o.memoryBudget === undefined ? {} : { memoryBudget: o.memoryBudget }),
     ...(progress.enabled ? { onProgress: loadProgress(abs, progress) } : {}),
     ...extra,
   })

@@ -18,6 +18,7 @@ use crate::rows::packed_rows::PackedRows;
 use crate::rows::repeats::Repeats;
 use crate::rows::row_cache::RowCache;
 use crate::rows::{Masking, RowSettings};
+use crate::store::token_cache::{PendingEntry, SpillTarget};
 use crate::tokenize::foreign::RowTokenizer;
 use crate::tokenize::ChatTokenizer;
 
@@ -92,13 +93,26 @@ impl Dataset {
         Ok(creation)
     }
 
-    /// `loadSFTDataset`: streams the file, validating every record and building every row.
+    /// `loadSFTDataset`: streams the file, validating every record and building every row; rows
+    /// beyond the memory budget go to a file of the OS's temporary directory.
     pub fn load(
         path: &Path,
         tokenizer: Arc<ChatTokenizer>,
         config: DatasetConfig,
         options: &LoadOptions,
     ) -> SftResult<Self> {
+        Self::load_to(path, tokenizer, config, options, &SpillTarget::temp()).map(|(d, _)| d)
+    }
+
+    /// `load`, with rows beyond the memory budget written to `spill`; when that is a token cache
+    /// entry, the entry to publish.
+    pub fn load_to(
+        path: &Path,
+        tokenizer: Arc<ChatTokenizer>,
+        config: DatasetConfig,
+        options: &LoadOptions,
+        spill: &SpillTarget,
+    ) -> SftResult<(Self, Option<PendingEntry>)> {
         config.check_batching()?;
         let converter = Converter::new(config.input.clone())?;
         let masking = resolve_masking(&tokenizer, &config);
@@ -108,7 +122,14 @@ impl Dataset {
             loss: Some(&checker),
             ..row_settings(&config, m, turn_end.as_ref())
         });
-        let loaded = load_rows(path, &tokenizer, settings.as_ref(), &converter, options)?;
+        let loaded = load_rows(
+            path,
+            &tokenizer,
+            settings.as_ref(),
+            &converter,
+            options,
+            spill,
+        )?;
         if loaded.rows.is_empty() {
             return Err(SftError::new(
                 ErrorCode::InvalidExample,
@@ -134,9 +155,10 @@ impl Dataset {
             RowCache::Packed(loaded.rows),
         );
         dataset.losses = loaded.losses;
+        dataset.load_memory = Some(loaded.memory);
         dataset.check_renders(&path.display().to_string())?;
         dataset.apply_drops();
-        Ok(dataset)
+        Ok((dataset, loaded.entry))
     }
 
     /// A dataset over rows a successful `load` built before (a token cache entry): nothing is
@@ -173,7 +195,7 @@ impl Dataset {
             Some(repeats) => repeats.repeated(),
             None => (0..self.rows.len())
                 .map(|i| {
-                    matches!(self.rows.built(i), Some(Ok(row)) if row.stats().losses & bit != 0)
+                    matches!(self.rows.built_stats(i), Some(Ok(stats)) if stats.losses & bit != 0)
                 })
                 .collect(),
         }
@@ -182,7 +204,7 @@ impl Dataset {
     /// The examples whose row failed to build, with their errors.
     pub fn unrenderable(&self) -> Vec<(usize, &SftError)> {
         (0..self.rows.len())
-            .filter_map(|i| match self.rows.built(i) {
+            .filter_map(|i| match self.rows.built_stats(i) {
                 Some(Err(e)) => Some((i, e)),
                 _ => None,
             })
@@ -266,6 +288,7 @@ impl Dataset {
             loss,
             losses: LossSummary::default(),
             repeats: None,
+            load_memory: None,
         }
     }
 
@@ -279,8 +302,8 @@ impl Dataset {
         let duplicates = self.duplicates();
         let dropped = |i: usize| {
             duplicates.get(i).copied().unwrap_or(false)
-                || match rows.built(i) {
-                    Some(Ok(row)) => row.stats().dropped.is_some(),
+                || match rows.built_stats(i) {
+                    Some(Ok(stats)) => stats.dropped.is_some(),
                     Some(Err(_)) => unrenderable,
                     None => false,
                 }

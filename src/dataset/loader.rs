@@ -1,6 +1,7 @@
 //! `loadSFTDataset`'s file pass: stream the records (`input`), parse and validate every one, and
-//! build every row on all cores while the next records are read. Nothing but the rows is kept, so peak
-//! memory stays near the token cache whatever the file size.
+//! build every row on all cores while the next records are read. Nothing but the rows is kept, in
+//! memory up to the load's budget and in a mapped file beyond it (`row_sink`), so memory stays
+//! flat whatever the file size.
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use rayon::Yield;
 use rustc_hash::FxHashMap;
 
+use crate::dataset::row_sink::{LoadMemory, RowSink, DEFAULT_MEMORY_BUDGET};
 use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::{validate_record, Format, SftExample};
@@ -20,6 +22,7 @@ use crate::input::{RawRecord, RecordReader};
 use crate::mask::silent_loss::{duplicate_key, ExampleKey, LossKind, LossSummary};
 use crate::rows::packed_rows::{BlockBound, PackedRows};
 use crate::rows::{build_row, RowSettings, TokenizedRow};
+use crate::store::token_cache::{PendingEntry, SpillTarget};
 use crate::tokenize::ChatTokenizer;
 
 /// Records are read in pieces of a few records; each piece is parsed, validated and built as one
@@ -28,9 +31,11 @@ use crate::tokenize::ChatTokenizer;
 /// with no barrier between chunks. The job that ends the next piece in file order merges it into
 /// the rows (and every piece after it that is ready), so the merge follows the cores closely and
 /// no thread wakes up only to merge. At most `READ_AHEAD_RECORDS` records and `READ_AHEAD_BYTES`
-/// bytes are read ahead of the merge, which keeps memory flat however large the file.
+/// bytes are read ahead of the merge, which keeps memory flat however large the file; a small
+/// memory budget reads less ahead (a quarter of it, at least `MIN_READ_AHEAD_BYTES`).
 const READ_AHEAD_RECORDS: usize = 4096;
 const READ_AHEAD_BYTES: usize = 32 << 20;
+const MIN_READ_AHEAD_BYTES: usize = 1 << 20;
 /// Records per unit of parallel work: a piece holds at least this many. Small enough that no core
 /// waits long on the other's last piece, large enough that a piece costs what its records cost.
 pub const PARALLEL_GRAIN: usize = 4;
@@ -58,6 +63,9 @@ pub struct LoadProgress {
 pub struct LoadOptions {
     /// Read at most this many records (the reference's `limit`; `None` reads all).
     pub limit: Option<usize>,
+    /// Bytes of packed rows the load keeps in memory; beyond it, every row goes to a file that
+    /// is mapped (`memoryBudget`; `None`: `DEFAULT_MEMORY_BUDGET`).
+    pub memory_budget: Option<usize>,
     pub on_progress: Option<Box<dyn Fn(LoadProgress) + Send + Sync>>,
 }
 
@@ -122,8 +130,12 @@ fn not_built() -> SftError {
 }
 
 pub struct LoadedRows {
-    /// Every row, packed as the merge goes.
+    /// Every row, packed as the merge goes: in memory, or mapped from the file they went to
+    /// beyond the memory budget.
     pub rows: PackedRows,
+    /// The token cache entry the rows went to, to publish.
+    pub entry: Option<PendingEntry>,
+    pub memory: LoadMemory,
     pub format: Format,
     /// The first record whose format differs from record 0's: its index, format and line or
     /// row.
@@ -137,12 +149,14 @@ pub struct LoadedRows {
 /// only while no error has been seen and `settings` is given. A record that repeats an earlier one
 /// (same duplicate key, neither with distillation targets) is not rendered or tokenized again
 /// (two jobs racing for a key may both build it, rarely): its row is a copy of the earlier row.
+/// Rows beyond the memory budget go to a file at `spill`.
 pub fn load_rows(
     path: &Path,
     tokenizer: &ChatTokenizer,
     settings: Option<&RowSettings>,
     converter: &Converter,
     options: &LoadOptions,
+    spill: &SpillTarget,
 ) -> SftResult<LoadedRows> {
     let mut reader = RecordReader::open(path, &converter.top_level_keys())?;
     let shown = reader.path().to_string();
@@ -156,7 +170,8 @@ pub fn load_rows(
         stop: AtomicBool::new(false),
     };
     let limit = options.limit.unwrap_or(usize::MAX);
-    let board = Board::new(&context, options);
+    let budget = options.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET);
+    let board = Board::new(&context, options, RowSink::new(budget, spill));
 
     let read = rayon::in_place_scope_fifo(|scope| {
         let (mut launched, mut taken, mut read_bytes) = (0usize, 0usize, 0usize);
@@ -201,13 +216,17 @@ pub fn load_rows(
     // failure there (a parse error, in file order) wins over a read error after those pieces.
     let mut merge = board.finish()?;
     read?;
-    merge.pack(options, reader.bytes_read(), true);
+    merge.pack(options, reader.bytes_read(), true)?;
     if let Some(e) = merge.first_invalid {
         return Err(e);
     }
+    let format = merge.format.unwrap_or(Format::Conversation);
+    let sunk = merge.rows.finish(format)?;
     Ok(LoadedRows {
-        rows: merge.rows,
-        format: merge.format.unwrap_or(Format::Conversation),
+        rows: sunk.rows,
+        entry: sunk.entry,
+        memory: sunk.memory,
+        format,
         first_inconsistent: merge.first_inconsistent,
         losses: merge.losses,
     })
@@ -232,9 +251,11 @@ enum Failure {
 struct Board<'a> {
     context: &'a PieceContext<'a>,
     options: &'a LoadOptions,
+    /// Bytes of records read ahead of the merge at most.
+    read_ahead: usize,
     state: Mutex<BoardState>,
     /// Touched only by the one thread merging at a time (`BoardState::merging`).
-    merge: Mutex<Merge>,
+    merge: Mutex<Merge<'a>>,
     /// The merge moved on or stopped; the reader waits for it when it is far enough ahead.
     moved: Condvar,
     /// Some record merged so far is invalid: the pieces read from now on are not built.
@@ -256,12 +277,14 @@ struct BoardState {
 }
 
 impl<'a> Board<'a> {
-    fn new(context: &'a PieceContext<'a>, options: &'a LoadOptions) -> Self {
+    fn new(context: &'a PieceContext<'a>, options: &'a LoadOptions, rows: RowSink<'a>) -> Self {
+        let budget = options.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET);
         Board {
             context,
             options,
+            read_ahead: (budget / 4).clamp(MIN_READ_AHEAD_BYTES, READ_AHEAD_BYTES),
             state: Mutex::default(),
-            merge: Mutex::default(),
+            merge: Mutex::new(Merge::new(rows)),
             moved: Condvar::new(),
             invalid: AtomicBool::new(false),
         }
@@ -340,13 +363,13 @@ impl<'a> Board<'a> {
                 self.invalid.store(true, Ordering::Relaxed);
             }
             if merge.pending_ids >= PACK.ids || merge.pending.len() >= PACK.rows {
-                merge.pack(self.options, posted.progress, false);
+                merge.pack(self.options, posted.progress, false)?;
             }
         }
         Ok((records, bytes))
     }
 
-    /// Waits until fewer than `READ_AHEAD_RECORDS` records and `READ_AHEAD_BYTES` bytes of the
+    /// Waits until fewer than `READ_AHEAD_RECORDS` records and `read_ahead` bytes of the
     /// `taken` records (`read_bytes` bytes) read are not merged yet; false once the merge has
     /// failed. On a thread of a rayon pool (a load run inside `install`), queued jobs, this
     /// load's among them, run here while it waits: blocking would take a thread from the pool
@@ -359,7 +382,7 @@ impl<'a> Board<'a> {
                 return false;
             }
             if taken - state.merged_records < READ_AHEAD_RECORDS
-                && read_bytes - state.merged_bytes < READ_AHEAD_BYTES
+                && read_bytes - state.merged_bytes < self.read_ahead
             {
                 state.waiting = false;
                 return true;
@@ -386,7 +409,7 @@ impl<'a> Board<'a> {
     }
 
     /// The merge, once every job has ended; the failure that stopped it, if one did.
-    fn finish(self) -> SftResult<Merge> {
+    fn finish(self) -> SftResult<Merge<'a>> {
         let state = self
             .state
             .into_inner()
@@ -532,10 +555,9 @@ impl PieceContext<'_> {
 }
 
 /// The rows merged so far, in file order, and what the merge has learned about the file.
-#[derive(Default)]
-struct Merge {
+struct Merge<'a> {
     /// The rows packed so far, then the merged rows not packed yet.
-    rows: PackedRows,
+    rows: RowSink<'a>,
     pending: Vec<SftResult<TokenizedRow>>,
     /// The token ids of the pending rows.
     pending_ids: usize,
@@ -546,7 +568,20 @@ struct Merge {
     losses: LossSummary,
 }
 
-impl Merge {
+impl<'a> Merge<'a> {
+    fn new(rows: RowSink<'a>) -> Self {
+        Merge {
+            rows,
+            pending: Vec::new(),
+            pending_ids: 0,
+            first_invalid: None,
+            format: None,
+            first_inconsistent: None,
+            read_as_first: None,
+            losses: LossSummary::default(),
+        }
+    }
+
     /// Appends a piece's rows: the first invalid record and the first of another format are
     /// noted, a repeat gets a copy of its source's row (built here if that row failed), and
     /// every row's silent losses are counted.
@@ -600,7 +635,7 @@ impl Merge {
             // with its own index (unless its job built it already, having claimed the key before
             // its source did).
             let copied = match sources.get(k) {
-                Some(&Source::Copy(from)) => self.row(from),
+                Some(&Source::Copy(from)) => self.row(from)?,
                 _ => None,
             };
             let row = match (copied, fresh[k].take(), example) {
@@ -649,20 +684,23 @@ impl Merge {
     }
 
     /// A copy of merged row `index` when it came out whole.
-    fn row(&self, index: usize) -> Option<TokenizedRow> {
+    fn row(&mut self, index: usize) -> SftResult<Option<TokenizedRow>> {
         match index.checked_sub(self.rows.len()) {
-            Some(k) => self.pending.get(k)?.as_ref().ok().cloned(),
-            None => self.rows.get(index).ok().map(|row| row.to_row()),
+            Some(k) => Ok(self
+                .pending
+                .get(k)
+                .and_then(|row| row.as_ref().ok().cloned())),
+            None => self.rows.row(index),
         }
     }
 
     /// Packs the pending rows that fill a block (all of them when `all`) and reports the
     /// progress.
-    fn pack(&mut self, options: &LoadOptions, bytes: u64, all: bool) {
+    fn pack(&mut self, options: &LoadOptions, bytes: u64, all: bool) -> SftResult<()> {
         let before = self.rows.len();
-        self.rows.push_blocks(&mut self.pending, PACK, all);
+        self.rows.push_blocks(&mut self.pending, PACK, all)?;
         if self.rows.len() == before {
-            return;
+            return Ok(());
         }
         self.pending_ids = self
             .pending
@@ -676,6 +714,7 @@ impl Merge {
                 bytes,
             });
         }
+        Ok(())
     }
 }
 
@@ -797,144 +836,4 @@ pub fn mixed_formats(first: DatasetFormat, index: usize, other: DatasetFormat) -
             other.name()
         ),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::dataset::{resolve_masking, row_settings, turn_end_of, DatasetConfig};
-    use crate::mask::silent_loss::LossChecker;
-    use serde_json::{json, Value as Json};
-
-    /// Records cycling over a few conversations and prompt-completion pairs, so that repeats fall
-    /// inside one piece and across pieces (every eleventh record repeats the one before it); some
-    /// carry distillation targets that do not fit
-    /// their rows (their rows fail), one conversation's row fails whatever its targets, and some
-    /// carry tools (ignored, a silent loss).
-    fn records() -> Vec<Json> {
-        (0..400)
-            .map(|i| {
-                let v = if i % 11 == 10 { (i - 1) * 7 } else { i * 7 } % 23;
-                let mut record = if v % 3 == 0 {
-                    json!({"prompt": [{"role": "user", "content": format!("question {v}")}],
-                           "completion": {"role": "assistant", "content": format!("answer {v}")}})
-                } else {
-                    json!({"messages": [
-                        {"role": "system", "content": "be brief"},
-                        {"role": "user", "content": format!("hello {v}")},
-                        {"role": "assistant", "content": format!("hi {v}")}]})
-                };
-                if v == 5 {
-                    record["tools"] = json!([{"type": "function", "function": {"name": "f"}}]);
-                }
-                if v == 7 && i % 2 == 0 {
-                    record["distill"] = json!({"tokenIds": [[1]], "logprobs": [[0.0]]});
-                }
-                // Valid as a record, but its row fails: no source for its repeats.
-                if v == 13 {
-                    record["messages"][2]["tool_calls"] = json!("not a list");
-                }
-                record
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_repeated_record_gets_the_row_its_own_build_would_give() {
-        let tokenizer = crate::test_support::load_family("qwen3");
-        let records = records();
-        let dir = std::env::temp_dir().join(format!("sft-loader-dup-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("repeats.jsonl");
-        let text: String = records.iter().map(|r| format!("{r}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-
-        let config = DatasetConfig {
-            completion_only: true,
-            ..Default::default()
-        };
-        let converter = Converter::new(config.input.clone()).unwrap();
-        let masking = resolve_masking(&tokenizer, &config).unwrap();
-        let turn_end = turn_end_of(&tokenizer, &config);
-        let checker = LossChecker::new(&tokenizer, config.tools, false);
-        let settings = RowSettings {
-            loss: Some(&checker),
-            ..row_settings(&config, &masking, turn_end.as_ref())
-        };
-        let load = || {
-            load_rows(
-                &path,
-                &tokenizer,
-                Some(&settings),
-                &converter,
-                &LoadOptions::default(),
-            )
-        };
-        // Which record of a key is built first depends on the threads' timing: any number of
-        // threads, run after run, gives the rows of the file's order.
-        let mut runs = Vec::new();
-        for threads in [1, 2, 8, 8, 8] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            runs.push(pool.install(load).unwrap());
-        }
-        // As `loadSFTDataset` runs it: from a thread outside any pool, on the global one.
-        let outside = std::thread::scope(|scope| scope.spawn(load).join());
-        runs.push(outside.unwrap().unwrap());
-        std::fs::remove_dir_all(&dir).unwrap();
-
-        for loaded in &runs {
-            check_rows(loaded, &records, &tokenizer, &converter, &settings);
-        }
-    }
-
-    /// Compares every row of `loaded` with its record's own build, a repeat marked as one.
-    fn check_rows(
-        loaded: &LoadedRows,
-        records: &[Json],
-        tokenizer: &ChatTokenizer,
-        converter: &Converter,
-        settings: &RowSettings,
-    ) {
-        assert_eq!(loaded.rows.len(), records.len());
-        // Each record built on its own; a duplicate is one whose key an earlier whole row had.
-        let mut seen = std::collections::HashSet::new();
-        let (mut copies, mut failed) = (0, 0);
-        for (i, record) in records.iter().cloned().enumerate() {
-            let (record, _) = converter.convert(record, i).unwrap();
-            let example = validate_record(record, i).unwrap();
-            let key = duplicate_key(&example);
-            let expected = build_row(tokenizer, settings, example);
-            match (loaded.rows.get(i), expected) {
-                (Ok(got), Ok(mut want)) => {
-                    if !seen.insert(key) {
-                        want.mark_loss(LossKind::DuplicateExample);
-                        copies += 1;
-                    }
-                    assert_eq!(got.to_row(), want, "record {i}");
-                }
-                (Err(got), Err(want)) => {
-                    assert!(
-                        got.to_string().contains(&format!("SFT example {i}")),
-                        "{got}"
-                    );
-                    assert!(
-                        got.to_string().contains(&want.to_string()),
-                        "{got} / {want}"
-                    );
-                    failed += 1;
-                }
-                (got, want) => panic!("record {i}: {:?} / {:?}", got.err(), want.err()),
-            }
-        }
-        assert!(copies > 300, "{copies} repeats");
-        assert!(failed > 5, "{failed} failed rows");
-        let classes: Vec<_> = loaded.losses.classes.iter().map(|c| (c.0, c.1)).collect();
-        assert!(
-            classes.contains(&(LossKind::DuplicateExample, copies)),
-            "{classes:?}"
-        );
-    }
 }

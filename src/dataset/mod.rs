@@ -12,7 +12,10 @@ mod config;
 mod creation;
 pub mod foreign;
 pub mod loader;
+#[cfg(test)]
+mod loader_tests;
 pub mod report;
+mod row_sink;
 pub mod summary;
 pub mod validate;
 
@@ -23,6 +26,7 @@ pub use config::{
     SpecialTokenOverrides, StrategyName,
 };
 pub use creation::{Creation, DeferredExample, Pending};
+pub use row_sink::{LoadMemory, DEFAULT_MEMORY_BUDGET};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -36,7 +40,7 @@ use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{from_created, Format};
 use crate::mask::silent_loss::{duplicate_key, ExampleKey, LossChecker, LossKind, LossSummary};
 use crate::mask::spans::TurnEnd;
-use crate::rows::packed_rows::PackedRows;
+use crate::rows::packed_rows::{PackedRows, RowBytes};
 use crate::rows::repeats::Repeats;
 use crate::rows::row_cache::RowCache;
 use crate::rows::{build_row, DropReason, Masking, RowSettings, RowView, TokenizedRow};
@@ -78,6 +82,8 @@ pub struct Dataset {
     /// For a dataset built from JS examples: their keys, for `report()`'s repeats, and the rows
     /// repeats copy. `None` for a loaded dataset, whose loader did both.
     repeats: Option<Repeats>,
+    /// How a load held its rows; `None` for a dataset made from examples.
+    load_memory: Option<LoadMemory>,
 }
 
 impl Dataset {
@@ -87,6 +93,17 @@ impl Dataset {
             RowCache::Packed(rows) => Some(rows),
             RowCache::Lazy { .. } => None,
         }
+    }
+
+    /// What the rows take, in memory and mapped, and how the load that built them held them.
+    pub fn row_memory(&self) -> (RowBytes, Option<LoadMemory>) {
+        (self.rows.bytes(), self.load_memory)
+    }
+
+    /// Records how the rows were held: a dataset over rows a token cache entry holds gets the
+    /// budget of the load that mapped them, no rows having been built.
+    pub fn set_load_memory(&mut self, memory: LoadMemory) {
+        self.load_memory = Some(memory);
     }
 
     /// The example indices that take part in training, in example order.

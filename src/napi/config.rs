@@ -253,6 +253,12 @@ with_dataset_settings! {
     pub struct LoadSftDatasetOptions {
         #[doc = "Read at most this many records; absent, 0 or negative reads all."]
         pub limit: Option<f64>,
+        #[doc = "*(addition)* Bytes of token rows a load keeps in the process's memory. Rows that"]
+        #[doc = "would exceed it are all written to a file as they are built (the token cache entry"]
+        #[doc = "with `cache`, else a file of the OS's temporary directory that is gone with the dataset"]
+        #[doc = "and the process) and mapped: same batches, a load's memory bounded whatever the data"]
+        #[doc = "size. `0` always maps. Not part of the cache key. Default 1 GiB (1073741824)."]
+        pub memory_budget: Option<f64>,
         #[doc = "*(addition)* Called on the JS thread while the file streams by, with the records read"]
         #[doc = "and rows built so far and the bytes read (of the file as stored, compressed or not)."]
         #[doc = "Calls are queued and never block the load; the last one may arrive after the Promise"]
@@ -353,6 +359,20 @@ pub(crate) struct Fields {
     pub(crate) parse_tool_arguments: Option<bool>,
     pub(crate) reasoning_effort: Option<String>,
     pub(crate) render_as: Option<String>,
+}
+
+/// `memoryBudget`: a whole number of bytes.
+pub(crate) fn memory_budget(value: f64) -> SftResult<usize> {
+    const MAX: f64 = 9_007_199_254_740_991.0;
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= MAX {
+        Ok(value as usize)
+    } else {
+        Err(SftError::invalid_argument(format!(
+            "memoryBudget must be an integer number of bytes from 0 to {}, got {}",
+            MAX as u64,
+            js_number(value)
+        )))
+    }
 }
 
 /// A positive integer setting.

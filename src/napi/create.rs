@@ -8,7 +8,7 @@ use napi::{Env, JsValue};
 use napi_derive::napi;
 
 use super::config::{
-    cache_settings, core_config, progress_hook, LoadSftDatasetOptions, TokenCacheUse,
+    cache_settings, core_config, memory_budget, progress_hook, LoadSftDatasetOptions, TokenCacheUse,
 };
 use super::dataset::JsSftDataset;
 use super::error::{arg_error, run_sync, JsResult as Result};
@@ -253,9 +253,10 @@ pub fn load_sft_dataset_native(
                 .as_mut()
                 .and_then(|c| c.on_progress.take())
                 .map(progress_hook);
-            let (config, limit, opts, cache) = match config {
+            let (config, limit, memory_budget, opts, cache) = match config {
                 None => (
                     DatasetConfig::default(),
+                    None,
                     None,
                     path_options(None, None),
                     None,
@@ -263,12 +264,17 @@ pub fn load_sft_dataset_native(
                 Some(mut c) => (
                     core_config(c.settings())?,
                     c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
+                    c.memory_budget.map(memory_budget).transpose()?,
                     path_options(c.allowed_root, c.follow_symlinks),
                     c.cache.map(cache_settings).transpose()?,
                 ),
             };
             let file = resolve_dataset_path(&path, &opts)?;
-            let options = LoadOptions { limit, on_progress };
+            let options = LoadOptions {
+                limit,
+                memory_budget,
+                on_progress,
+            };
             let loaded = match cache {
                 Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache)?,
                 None => CachedLoad {

@@ -87,6 +87,26 @@ pub struct ParquetExport {
     pub trained_tokens: f64,
 }
 
+/// Where a dataset's token rows live (`SFTDataset.memory`).
+#[napi(object)]
+pub struct RowMemory {
+    /// `'mapped'`: read in place from a mapped file (a token cache entry, or the rows of a load
+    /// beyond its `memoryBudget`), paged in as batches read them and shared with other processes
+    /// mapping the same entry. `'memory'`: in the process's own memory.
+    #[napi(ts_type = "'memory' | 'mapped'")]
+    pub rows: String,
+    /// Bytes of rows (token ids, trained ranges, their offsets, rare rows) in the process's own
+    /// memory: those built so far for a dataset made from examples.
+    pub resident_bytes: f64,
+    /// Bytes of rows in the mapped file.
+    pub mapped_bytes: f64,
+    /// The `memoryBudget` of the load; absent for a dataset made from examples.
+    pub budget: Option<f64>,
+    /// The most bytes of rows the load held in memory at once (0 for a token cache hit, which
+    /// builds none); absent for a dataset made from examples.
+    pub peak_bytes: Option<f64>,
+}
+
 #[napi(js_name = "SFTDataset")]
 pub struct JsSftDataset {
     pub(crate) inner: Arc<Dataset>,
@@ -168,6 +188,19 @@ impl JsSftDataset {
     #[napi(getter)]
     pub fn cache(&self) -> Option<TokenCacheUse> {
         self.cache.clone()
+    }
+
+    /// *(addition)* Where the token rows live and what they take (see docs/memory.md).
+    #[napi(getter)]
+    pub fn memory(&self) -> RowMemory {
+        let (bytes, load) = self.inner.row_memory();
+        RowMemory {
+            rows: if bytes.mapped > 0 { "mapped" } else { "memory" }.to_string(),
+            resident_bytes: bytes.resident as f64,
+            mapped_bytes: bytes.mapped as f64,
+            budget: load.map(|l| l.budget as f64),
+            peak_bytes: load.map(|l| l.peak as f64),
+        }
     }
 
     /// Number of examples.

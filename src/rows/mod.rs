@@ -6,6 +6,7 @@
 
 pub mod attribution;
 pub mod packed_rows;
+pub mod rare_rows;
 pub mod repeats;
 pub mod row_cache;
 
@@ -124,7 +125,7 @@ impl<'a> RowView<'a> {
     }
 
     pub fn stats(&self) -> &'a RowStats {
-        self.extra.map_or(&NO_STATS, |e| &e.stats)
+        RowStats::of(self.extra)
     }
 
     pub fn distill(&self) -> Option<&'a RowDistill> {
@@ -177,6 +178,11 @@ pub struct RowStats {
 static NO_STATS: RowStats = RowStats::NONE;
 
 impl RowStats {
+    /// The statistics of a row with this extra part.
+    pub fn of(extra: Option<&RowExtra>) -> &RowStats {
+        extra.map_or(&NO_STATS, |e| &e.stats)
+    }
+
     /// What a row without findings has.
     pub const NONE: RowStats = RowStats {
         tokens_cut: 0,

@@ -15,8 +15,8 @@ use std::sync::{Arc, OnceLock};
 use memmap2::Mmap;
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::rows::{DropReason, RowExtra, RowStats, RowView, TokenizedRow};
-use crate::tools::distill::RowDistill;
+use crate::rows::rare_rows::{decode_rare, encode_rare, RareRows};
+use crate::rows::{RowExtra, RowView, TokenizedRow};
 
 /// Offsets inside a block are `u32`: a block closes before its ids would overflow them.
 const BLOCK_LIMIT: usize = u32::MAX as usize;
@@ -77,6 +77,40 @@ impl<T: Plain> Slab<T> {
     }
 }
 
+impl<T: Plain> Slab<T> {
+    fn bytes(&self) -> RowBytes {
+        match self {
+            Slab::Owned(items) => RowBytes {
+                resident: std::mem::size_of_val::<[T]>(items),
+                mapped: 0,
+            },
+            Slab::Mapped { len, .. } => RowBytes {
+                resident: 0,
+                mapped: len * std::mem::size_of::<T>(),
+            },
+        }
+    }
+}
+
+/// Bytes of rows by where they live: in the process's own memory, or in a mapped file (resident
+/// only while the OS keeps the pages it read, and shared with other processes mapping it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowBytes {
+    pub resident: usize,
+    pub mapped: usize,
+}
+
+impl std::ops::Add for RowBytes {
+    type Output = RowBytes;
+
+    fn add(self, other: RowBytes) -> RowBytes {
+        RowBytes {
+            resident: self.resident + other.resident,
+            mapped: self.mapped + other.mapped,
+        }
+    }
+}
+
 impl<T: Plain> Deref for Slab<T> {
     type Target = [T];
 
@@ -94,82 +128,12 @@ impl<T: Plain> Deref for Slab<T> {
     }
 }
 
-/// The rows of a block that carry more than ids and ranges, or failed to build.
-#[derive(Default)]
-struct RareRows {
-    /// Local row index and its extra part, sorted by index.
-    extras: Box<[(u32, RowExtra)]>,
-    /// Rows whose extra part holds nothing but silent-loss bits (a duplicate example, a control
-    /// token in a content): local row index and the bits, sorted by index. A file of many copies
-    /// of a few examples then costs 8 bytes a copy here instead of a whole extra part.
-    losses: Box<[(u32, u8)]>,
-    /// Local row index and why it could not be built, sorted by index.
-    failures: Box<[(u32, SftError)]>,
-}
+/// Bytes of the encoding of a block without rare rows.
+const EMPTY_RARE_LEN: usize = 16;
 
-impl RareRows {
-    /// Sorts `extras` (in local order) into full extra parts and loss bits.
-    fn new(extras: Vec<(u32, RowExtra)>, failures: Vec<(u32, SftError)>) -> Self {
-        let (mut full, mut losses) = (Vec::new(), Vec::new());
-        for (local, extra) in extras {
-            match only_losses(&extra) {
-                Some(bits) => losses.push((local, bits)),
-                None => full.push((local, extra)),
-            }
-        }
-        RareRows {
-            extras: full.into(),
-            losses: losses.into(),
-            failures: failures.into(),
-        }
-    }
-
-    fn extra(&self, local: u32) -> Option<&RowExtra> {
-        if let Ok(k) = self.extras.binary_search_by_key(&local, |(i, _)| *i) {
-            return Some(&self.extras[k].1);
-        }
-        self.losses
-            .binary_search_by_key(&local, |(i, _)| *i)
-            .ok()
-            .map(|k| loss_extra(self.losses[k].1))
-    }
-
-    /// Every row's extra part, full or loss bits alone, in local order.
-    fn all_extras(&self) -> impl Iterator<Item = (u32, &RowExtra)> {
-        let mut full = self.extras.iter().map(|(i, e)| (*i, e)).peekable();
-        let mut bits = self
-            .losses
-            .iter()
-            .map(|&(i, b)| (i, loss_extra(b)))
-            .peekable();
-        std::iter::from_fn(move || match (full.peek(), bits.peek()) {
-            (Some(f), Some(b)) if b.0 < f.0 => bits.next(),
-            (Some(_), _) => full.next(),
-            (None, _) => bits.next(),
-        })
-    }
-}
-
-/// The loss bits of an extra part that holds nothing else.
-fn only_losses(extra: &RowExtra) -> Option<u8> {
-    let bits = extra.stats.losses;
-    (bits != 0 && *extra == *loss_extra(bits)).then_some(bits)
-}
-
-/// The extra part of a row with loss bits `bits` and nothing else, shared by all such rows.
-fn loss_extra(bits: u8) -> &'static RowExtra {
-    static TABLE: OnceLock<Vec<RowExtra>> = OnceLock::new();
-    &TABLE.get_or_init(|| {
-        (0..=u8::MAX)
-            .map(|losses| RowExtra {
-                stats: RowStats {
-                    losses,
-                    ..RowStats::NONE
-                },
-                ..RowExtra::default()
-            })
-            .collect()
-    })[bits as usize]
+fn empty_rare() -> &'static RareRows {
+    static EMPTY: OnceLock<RareRows> = OnceLock::new();
+    EMPTY.get_or_init(RareRows::default)
 }
 
 enum Rare {
@@ -184,6 +148,10 @@ enum Rare {
 struct RowBlock {
     /// Index of the block's first row in the dataset.
     first: usize,
+    /// Whether the ends of a mapped block are ordered and end where their arrays do, checked on
+    /// the first read of one of its rows (not when the entry is opened, which would read every
+    /// block's ends and make most of the file resident).
+    checked: OnceLock<Result<(), SftError>>,
     ids: Slab<u32>,
     /// End of row k's ids in `ids` (its start is the previous end).
     id_ends: Slab<u32>,
@@ -197,9 +165,37 @@ impl RowBlock {
         self.id_ends.len()
     }
 
+    fn bytes(&self) -> RowBytes {
+        let rare = match &self.rare {
+            Rare::Built(rare) => RowBytes {
+                resident: rare.heap_bytes(),
+                mapped: 0,
+            },
+            Rare::Mapped { bytes, decoded } => RowBytes {
+                resident: decoded
+                    .get()
+                    .and_then(|d| d.as_ref().ok())
+                    .map_or(0, RareRows::heap_bytes),
+                ..bytes.bytes()
+            },
+        };
+        let own = RowBytes {
+            resident: std::mem::size_of::<RowBlock>(),
+            mapped: 0,
+        };
+        own + self.ids.bytes()
+            + self.id_ends.bytes()
+            + self.spans.bytes()
+            + self.span_ends.bytes()
+            + rare
+    }
+
     fn rare(&self) -> Result<&RareRows, &SftError> {
         match &self.rare {
             Rare::Built(rare) => Ok(rare),
+            // The encoding of no rare row is its two counts, zero: any rare row makes it longer.
+            // Blocks without one are never read.
+            Rare::Mapped { bytes, .. } if bytes.len() == EMPTY_RARE_LEN => Ok(empty_rare()),
             Rare::Mapped { bytes, decoded } => decoded
                 .get_or_init(|| {
                     decode_rare(bytes).map_err(|e| {
@@ -213,12 +209,47 @@ impl RowBlock {
         }
     }
 
+    fn check(&self) -> Result<(), &SftError> {
+        let ends_fit = |ends: &[u32], len: usize| {
+            ends.windows(2).all(|w| w[0] <= w[1]) && ends.last().map_or(0, |&e| e as usize) == len
+        };
+        self.checked
+            .get_or_init(|| {
+                if ends_fit(&self.id_ends, self.ids.len())
+                    && ends_fit(&self.span_ends, self.spans.len())
+                {
+                    Ok(())
+                } else {
+                    Err(SftError::new(
+                        ErrorCode::Internal,
+                        format!(
+                            "token cache entry: rows {}..: inconsistent offsets",
+                            self.first
+                        ),
+                    ))
+                }
+            })
+            .as_ref()
+            .map(|_| ())
+    }
+
+    /// Row `local`'s extra part, or why it failed to build, without reading its ids or ends.
+    fn outcome(&self, local: usize) -> Result<Option<&RowExtra>, &SftError> {
+        let key = local as u32;
+        let rare = self.rare()?;
+        match rare.failure(key) {
+            Some(e) => Err(e),
+            None => Ok(rare.extra(key)),
+        }
+    }
+
     fn get(&self, local: usize) -> Result<RowView<'_>, &SftError> {
         let key = local as u32;
         let rare = self.rare()?;
-        if let Ok(k) = rare.failures.binary_search_by_key(&key, |(i, _)| *i) {
-            return Err(&rare.failures[k].1);
+        if let Some(e) = rare.failure(key) {
+            return Err(e);
         }
+        self.check()?;
         let range = |ends: &[u32]| {
             let start = if local == 0 { 0 } else { ends[local - 1] };
             start as usize..ends[local] as usize
@@ -246,6 +277,23 @@ impl PackedRows {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// What the rows take, in memory and mapped.
+    pub fn bytes(&self) -> RowBytes {
+        self.blocks
+            .iter()
+            .map(RowBlock::bytes)
+            .fold(RowBytes::default(), |a, b| a + b)
+    }
+
+    /// Appends the rows of `other` (the next ones in example order), block by block.
+    pub fn append(&mut self, other: PackedRows) {
+        for mut block in other.blocks {
+            block.first = self.len;
+            self.len += block.rows();
+            self.blocks.push(block);
+        }
     }
 
     /// Appends rows (the next ones in example order) as one or more new blocks; each row's own
@@ -321,6 +369,7 @@ impl PackedRows {
         }
         let block = RowBlock {
             first: self.len,
+            checked: OnceLock::from(Ok(())),
             ids: Slab::Owned(block_ids.into()),
             id_ends: Slab::Owned(id_ends.into()),
             spans: Slab::Owned(block_spans.into()),
@@ -333,9 +382,21 @@ impl PackedRows {
 
     /// Row `index`; `index` must be below `len()`.
     pub fn get(&self, index: usize) -> Result<RowView<'_>, &SftError> {
-        let b = self.blocks.partition_point(|b| b.first <= index) - 1;
-        let block = &self.blocks[b];
+        let block = self.block_of(index);
         block.get(index - block.first)
+    }
+
+    /// Row `index`'s extra part, or why it failed to build (`index` below `len()`): what
+    /// `get(index)` gives but its ids and trained ranges, read without them, so that a pass over
+    /// every row's outcome reads only the blocks that have rare rows.
+    pub fn outcome(&self, index: usize) -> Result<Option<&RowExtra>, &SftError> {
+        let block = self.block_of(index);
+        block.outcome(index - block.first)
+    }
+
+    fn block_of(&self, index: usize) -> &RowBlock {
+        let b = self.blocks.partition_point(|b| b.first <= index) - 1;
+        &self.blocks[b]
     }
 }
 
@@ -361,6 +422,7 @@ impl PackedRows {
     /// Each block's arrays, for writing a cache entry.
     pub fn block_parts(&self) -> impl Iterator<Item = SftResult<BlockParts<'_>>> {
         self.blocks.iter().map(|b| {
+            b.check().map_err(Clone::clone)?;
             Ok(BlockParts {
                 ids: &b.ids,
                 id_ends: &b.id_ends,
@@ -371,23 +433,18 @@ impl PackedRows {
         })
     }
 
-    /// Rows read in place from a cache entry. The ends are checked here, so that a row's ids and
-    /// ranges always slice within their block (the entry's checksum vouches for the rest).
+    /// Rows read in place from a cache entry. A block's ends are checked when one of its rows is
+    /// first read, so that a row's ids and ranges always slice within their block (the entry's
+    /// checksum vouches for the rest).
     pub fn from_mapped(blocks: Vec<MappedBlock>) -> Result<Self, String> {
         let mut rows = PackedRows::default();
         for (k, b) in blocks.into_iter().enumerate() {
-            let ends_fit = |ends: &[u32], len: usize| {
-                ends.windows(2).all(|w| w[0] <= w[1])
-                    && ends.last().map_or(0, |&e| e as usize) == len
-            };
-            if b.id_ends.len() != b.span_ends.len()
-                || !ends_fit(&b.id_ends, b.ids.len())
-                || !ends_fit(&b.span_ends, b.spans.len())
-            {
+            if b.id_ends.len() != b.span_ends.len() {
                 return Err(format!("block {k} has inconsistent offsets"));
             }
             let block = RowBlock {
                 first: rows.len,
+                checked: OnceLock::new(),
                 ids: b.ids,
                 id_ends: b.id_ends,
                 spans: b.spans,
@@ -402,199 +459,6 @@ impl PackedRows {
         }
         Ok(rows)
     }
-}
-
-/// Little-endian fields of the rare-row encoding.
-struct Encoder(Vec<u8>);
-
-impl Encoder {
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn len(&mut self, n: usize) {
-        self.0.extend_from_slice(&(n as u64).to_le_bytes());
-    }
-    fn str(&mut self, s: &str) {
-        self.len(s.len());
-        self.0.extend_from_slice(s.as_bytes());
-    }
-}
-
-fn encode_rare(rare: &RareRows) -> Vec<u8> {
-    let mut e = Encoder(Vec::new());
-    e.len(rare.extras.len() + rare.losses.len());
-    for (local, extra) in rare.all_extras() {
-        // Destructured in full: a field added to a row's extra part must be cached too (and
-        // `token_cache::ROW_FORMAT_VERSION` bumped), or this stops compiling.
-        let RowExtra {
-            warning,
-            stats,
-            distill,
-        } = extra;
-        let RowStats {
-            tokens_cut,
-            messages_dropped,
-            prefix_mismatches,
-            content_mismatches,
-            straddling,
-            dropped,
-            losses,
-        } = stats;
-        e.u32(local);
-        match warning {
-            None => e.0.push(0),
-            Some(w) => {
-                e.0.push(1);
-                e.str(w);
-            }
-        }
-        for v in [
-            *tokens_cut,
-            *messages_dropped,
-            *prefix_mismatches,
-            *straddling,
-        ] {
-            e.u32(v);
-        }
-        e.len(content_mismatches.len());
-        content_mismatches.iter().for_each(|&m| e.u32(m));
-        e.0.push(match dropped {
-            None => 0,
-            Some(DropReason::TooLong) => 1,
-            Some(DropReason::Untrainable) => 2,
-            // An unrenderable example has no row: it is stored as a failure.
-            Some(DropReason::Unrenderable) => 3,
-            // Duplicates are dropped by the dataset, never in a stored row.
-            Some(DropReason::Duplicate) => 4,
-        });
-        e.0.push(*losses);
-        match distill {
-            None => e.0.push(0),
-            Some(RowDistill { k, ids, logprobs }) => {
-                e.0.push(1);
-                e.len(*k);
-                e.len(ids.len());
-                ids.iter().for_each(|&id| e.u32(id as u32));
-                e.len(logprobs.len());
-                logprobs.iter().for_each(|&p| e.u32(p.to_bits()));
-            }
-        }
-    }
-    e.len(rare.failures.len());
-    for (local, error) in rare.failures.iter() {
-        e.u32(*local);
-        e.str(error.code.as_str());
-        e.str(&error.message);
-    }
-    e.0
-}
-
-struct Decoder<'a>(&'a [u8]);
-
-impl<'a> Decoder<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if n > self.0.len() {
-            return Err("rare rows end early".to_string());
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn len(&mut self) -> Result<usize, String> {
-        let b = self.take(8)?;
-        let mut v = [0; 8];
-        v.copy_from_slice(b);
-        usize::try_from(u64::from_le_bytes(v)).map_err(|e| e.to_string())
-    }
-    /// A count of items of at least `size` bytes each, checked against what is left.
-    fn count(&mut self, size: usize) -> Result<usize, String> {
-        let n = self.len()?;
-        if n.saturating_mul(size) > self.0.len() {
-            return Err("rare rows count more items than they hold".to_string());
-        }
-        Ok(n)
-    }
-    fn str(&mut self) -> Result<String, String> {
-        let n = self.len()?;
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|e| e.to_string())
-    }
-}
-
-fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
-    let mut d = Decoder(bytes);
-    let n = d.count(23)?;
-    let mut extras = Vec::with_capacity(n);
-    for _ in 0..n {
-        let local = d.u32()?;
-        let warning = match d.u8()? {
-            0 => None,
-            _ => Some(d.str()?.into_boxed_str()),
-        };
-        let [tokens_cut, messages_dropped, prefix_mismatches, straddling] =
-            [d.u32()?, d.u32()?, d.u32()?, d.u32()?];
-        let content_mismatches = (0..d.count(4)?)
-            .map(|_| d.u32())
-            .collect::<Result<_, _>>()?;
-        let dropped = match d.u8()? {
-            0 => None,
-            1 => Some(DropReason::TooLong),
-            2 => Some(DropReason::Untrainable),
-            3 => Some(DropReason::Unrenderable),
-            4 => Some(DropReason::Duplicate),
-            other => return Err(format!("unknown drop reason {other}")),
-        };
-        let losses = d.u8()?;
-        let distill = match d.u8()? {
-            0 => None,
-            _ => {
-                let k = d.len()?;
-                let ids = (0..d.count(4)?)
-                    .map(|_| d.u32().map(|v| v as i32))
-                    .collect::<Result<_, _>>()?;
-                let logprobs = (0..d.count(4)?)
-                    .map(|_| d.u32().map(f32::from_bits))
-                    .collect::<Result<_, _>>()?;
-                Some(RowDistill { k, ids, logprobs })
-            }
-        };
-        let stats = RowStats {
-            tokens_cut,
-            messages_dropped,
-            prefix_mismatches,
-            content_mismatches,
-            straddling,
-            dropped,
-            losses,
-        };
-        extras.push((
-            local,
-            RowExtra {
-                warning,
-                stats,
-                distill,
-            },
-        ));
-    }
-    let n = d.count(20)?;
-    let mut failures = Vec::with_capacity(n);
-    for _ in 0..n {
-        let local = d.u32()?;
-        let name = d.str()?;
-        let code =
-            ErrorCode::from_name(&name).ok_or_else(|| format!("unknown error code {name}"))?;
-        failures.push((local, SftError::new(code, d.str()?)));
-    }
-    if !d.0.is_empty() {
-        return Err("rare rows have trailing bytes".to_string());
-    }
-    Ok(RareRows::new(extras, failures))
 }
 
 #[cfg(test)]

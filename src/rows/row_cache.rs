@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use crate::error::{SftError, SftResult};
-use crate::rows::packed_rows::PackedRows;
-use crate::rows::{RowView, TokenizedRow};
+use crate::rows::packed_rows::{PackedRows, RowBytes};
+use crate::rows::{RowStats, RowView, TokenizedRow};
 
 pub enum RowCache {
     /// One cell per example, built on first use by whichever thread needs it first, and
@@ -76,6 +76,33 @@ impl RowCache {
                 cells[index].get().map(|r| r.as_ref().map(|r| r.view()))
             }
             RowCache::Packed(rows) => Some(rows.get(index)),
+        }
+    }
+
+    /// The statistics of row `index` if it was built, or why it failed, without reading its ids
+    /// (a pass over every row of mapped rows reads only the blocks with rare rows).
+    pub fn built_stats(&self, index: usize) -> Option<Result<&RowStats, &SftError>> {
+        match self {
+            RowCache::Lazy { .. } => self.built(index).map(|row| row.map(|row| row.stats())),
+            RowCache::Packed(rows) => Some(rows.outcome(index).map(RowStats::of)),
+        }
+    }
+
+    /// What the rows built so far take, in memory and mapped.
+    pub fn bytes(&self) -> RowBytes {
+        match self {
+            RowCache::Lazy { cells, .. } => RowBytes {
+                resident: cells
+                    .iter()
+                    .filter_map(|cell| cell.get()?.as_ref().ok())
+                    .map(|row| {
+                        std::mem::size_of_val::<[u32]>(&row.ids)
+                            + std::mem::size_of_val::<[std::ops::Range<u32>]>(&row.spans)
+                    })
+                    .sum(),
+                mapped: 0,
+            },
+            RowCache::Packed(rows) => rows.bytes(),
         }
     }
 

@@ -1,38 +1,35 @@
 //! An entry's file: its header, description, row blocks and block table (the layout the module
 //! docs describe), written whole under a temporary name and checked whole before it is mapped.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use memmap2::Mmap;
 use serde_json::Value as Json;
 
-use crate::dataset::Dataset;
 use crate::example::Format;
 use crate::rows::packed_rows::{MappedBlock, PackedRows, Plain, Slab};
 
-use super::key::CacheKey;
 use super::ROW_FORMAT_VERSION;
 /// File name extension of an entry.
 pub const ENTRY_EXTENSION: &str = "sftrows";
 
 pub(super) const TEMP_EXTENSION: &str = "tmp";
 
-const MAGIC: &[u8; 8] = b"SFTROWS\0";
+pub(super) const MAGIC: &[u8; 8] = b"SFTROWS\0";
 
 pub(super) const HEADER_LEN: usize = 128;
 
 /// Bytes of the header the checksum covers (all but the checksum and the padding).
-const HEADER_CHECKED: usize = 80;
+pub(super) const HEADER_CHECKED: usize = 80;
 
-const BYTE_ORDER_MARK: u32 = 0x0102_0304;
+pub(super) const BYTE_ORDER_MARK: u32 = 0x0102_0304;
 
 /// u64 fields of one block table entry.
-const TABLE_FIELDS: usize = 10;
+pub(super) const TABLE_FIELDS: usize = 10;
 
 /// A mapped entry.
 pub struct Entry {
@@ -115,6 +112,34 @@ fn checksum_of(file: &mut File, header: &[u8]) -> io::Result<[u8; 32]> {
     Ok(*hasher.finalize().as_bytes())
 }
 
+/// One block's entry of the block table: offset and count of its ids, id ends, trained ranges,
+/// range ends and rare-row bytes.
+pub(super) type TableEntry = [u64; TABLE_FIELDS];
+
+/// The rows of the blocks `table` lists, read in place from `map`.
+pub(super) fn mapped_rows(map: &Arc<Mmap>, table: &[TableEntry]) -> Result<PackedRows, String> {
+    let mut blocks = Vec::with_capacity(table.len());
+    for (b, at) in table.iter().enumerate() {
+        let bad = || format!("block {b} lies outside the file");
+        blocks.push(MappedBlock {
+            ids: slab(map, at[0], at[1]).ok_or_else(bad)?,
+            id_ends: slab(map, at[2], at[3]).ok_or_else(bad)?,
+            spans: slab(map, at[4], at[5]).ok_or_else(bad)?,
+            span_ends: slab(map, at[6], at[7]).ok_or_else(bad)?,
+            rare: slab(map, at[8], at[9]).ok_or_else(bad)?,
+        });
+    }
+    PackedRows::from_mapped(blocks)
+}
+
+fn slab<T: Plain>(map: &Arc<Mmap>, offset: u64, len: u64) -> Option<Slab<T>> {
+    Slab::mapped(
+        map,
+        usize::try_from(offset).ok()?,
+        usize::try_from(len).ok()?,
+    )
+}
+
 /// Opens the entry at `path` if it exists and is an intact entry of `key`. `Err` says why a
 /// file that is there cannot be used.
 pub fn open_entry(path: &Path, key: &[u8; 32]) -> Result<Option<Entry>, String> {
@@ -176,19 +201,12 @@ pub fn open_entry(path: &Path, key: &[u8; 32]) -> Result<Option<Entry>, String> 
     if count.checked_mul(TABLE_FIELDS * 8).map(|n| n + 8) != Some(table.len()) {
         return Err("block table does not fill the end of the file".to_string());
     }
-    let mut blocks = Vec::with_capacity(count);
-    for b in 0..count {
-        let at = |f: usize| u64_at(bytes, table.start + 8 + (b * TABLE_FIELDS + f) * 8) as usize;
-        let bad = || format!("block {b} lies outside the file");
-        blocks.push(MappedBlock {
-            ids: Slab::mapped(&map, at(0), at(1)).ok_or_else(bad)?,
-            id_ends: Slab::mapped(&map, at(2), at(3)).ok_or_else(bad)?,
-            spans: Slab::mapped(&map, at(4), at(5)).ok_or_else(bad)?,
-            span_ends: Slab::mapped(&map, at(6), at(7)).ok_or_else(bad)?,
-            rare: Slab::mapped(&map, at(8), at(9)).ok_or_else(bad)?,
-        });
-    }
-    let rows = PackedRows::from_mapped(blocks)?;
+    let entries: Vec<TableEntry> = (0..count)
+        .map(|b| {
+            std::array::from_fn(|f| u64_at(bytes, table.start + 8 + (b * TABLE_FIELDS + f) * 8))
+        })
+        .collect();
+    let rows = mapped_rows(&map, &entries)?;
     if description.get("rows").and_then(Json::as_u64) != Some(rows.len() as u64) || rows.is_empty()
     {
         return Err("row count differs from the description".to_string());
@@ -198,129 +216,4 @@ pub fn open_entry(path: &Path, key: &[u8; 32]) -> Result<Option<Entry>, String> 
         format,
         description,
     }))
-}
-
-/// Counts and hashes what it writes.
-struct Body<W: Write> {
-    out: W,
-    pos: u64,
-    hasher: blake3::Hasher,
-}
-
-impl<W: Write> Body<W> {
-    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.out.write_all(bytes)?;
-        self.hasher.update(bytes);
-        self.pos += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn align(&mut self) -> io::Result<()> {
-        let pad = (8 - self.pos % 8) % 8;
-        self.put(&[0u8; 8][..pad as usize])
-    }
-
-    /// Writes `items` 8-byte aligned; returns their offset and count for the block table.
-    fn array<T: Plain>(&mut self, items: &[T]) -> io::Result<[u64; 2]> {
-        self.align()?;
-        let at = self.pos;
-        // SAFETY: `Plain` types are u8, u32 and Range<u32> (two u32, layout asserted in
-        // packed_rows): plain data without padding. Entries are only used on little-endian targets,
-        // so the in-memory bytes are the file's little-endian encoding.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items))
-        };
-        self.put(bytes)?;
-        Ok([at, items.len() as u64])
-    }
-}
-
-pub(super) static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `dataset`'s rows as the entry of `key` in `dir`: to a temporary file in `dir`, synced,
-/// then renamed over the entry's name.
-pub fn write_entry(
-    dir: &Path,
-    key: &CacheKey,
-    dataset: &Dataset,
-    description: &Json,
-) -> io::Result<()> {
-    let rows = dataset
-        .packed_rows()
-        .ok_or_else(|| io::Error::other("only loaded datasets are cached"))?;
-    fs::create_dir_all(dir)?;
-    let temp = dir.join(format!(
-        ".{}.{}.{}.{TEMP_EXTENSION}",
-        key.hex(),
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)?;
-    let written = write_body(file, key, rows, description).and_then(|file| {
-        file.sync_all()?;
-        fs::rename(&temp, dir.join(key.file_name()))
-    });
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written?;
-    // The rename itself survives a crash once the directory is synced too.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-fn write_body(
-    file: File,
-    key: &CacheKey,
-    rows: &PackedRows,
-    description: &Json,
-) -> io::Result<File> {
-    let mut body = Body {
-        out: BufWriter::with_capacity(1 << 20, file),
-        pos: 0,
-        hasher: blake3::Hasher::new(),
-    };
-    // The header's place; its bytes are hashed separately, at the end.
-    body.out.write_all(&[0u8; HEADER_LEN])?;
-    body.pos = HEADER_LEN as u64;
-    let text = description.to_string();
-    let description_at = body.pos;
-    body.put(text.as_bytes())?;
-    let mut table: Vec<u64> = Vec::new();
-    let mut count = 0u64;
-    for parts in rows.block_parts() {
-        let parts = parts.map_err(|e| io::Error::other(e.message))?;
-        table.extend(body.array(parts.ids)?);
-        table.extend(body.array(parts.id_ends)?);
-        table.extend(body.array(parts.spans)?);
-        table.extend(body.array(parts.span_ends)?);
-        table.extend(body.array(&parts.rare[..])?);
-        count += 1;
-    }
-    body.align()?;
-    let table_at = body.pos;
-    body.put(&count.to_le_bytes())?;
-    for v in table {
-        body.put(&v.to_le_bytes())?;
-    }
-    let mut header = [0u8; HEADER_LEN];
-    header[..8].copy_from_slice(MAGIC);
-    header[8..12].copy_from_slice(&ROW_FORMAT_VERSION.to_le_bytes());
-    header[12..16].copy_from_slice(&BYTE_ORDER_MARK.to_le_bytes());
-    header[16..48].copy_from_slice(&key.digest);
-    header[48..56].copy_from_slice(&body.pos.to_le_bytes());
-    header[56..64].copy_from_slice(&table_at.to_le_bytes());
-    header[64..72].copy_from_slice(&description_at.to_le_bytes());
-    header[72..80].copy_from_slice(&(text.len() as u64).to_le_bytes());
-    body.hasher.update(&header[..HEADER_CHECKED]);
-    header[HEADER_CHECKED..HEADER_CHECKED + 32].copy_from_slice(body.hasher.finalize().as_bytes());
-    let mut file = body.out.into_inner().map_err(|e| e.into_error())?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&header)?;
-    Ok(file)
 }

@@ -8,12 +8,16 @@
 //! - a 128-byte header: magic, row-format version, byte-order mark, the key, the file length,
 //!   where the block table and the description are, and a blake3 checksum of the body and of
 //!   the header's other fields;
-//! - a JSON description (`sft-dataset cache ls` prints it);
 //! - per block of `packed_rows`, 8-byte aligned: token ids, id ends, trained ranges, range ends
 //!   (read in place from the mapping) and the encoded rare rows (decoded when first read);
+//! - a JSON description (`sft-dataset cache ls` prints it; readers find it where the header says,
+//!   which may also be before the blocks);
 //! - the block table.
 //!
-//! Entries are written to a temporary name in the same directory, synced and renamed, so a reader
+//! A load whose rows outgrow its memory budget writes them to the entry block by block as it
+//! builds them (`spill`), then maps the entry; a smaller load writes the entry from its rows in
+//! memory once loaded (`writer`). Entries are written to a temporary name in the same directory,
+//! synced and renamed, so a reader
 //! never sees a partial one, and never changed in place, so a mapping stays valid while other
 //! processes replace the entry. One process builds an entry at a time (`build_lock`): loads of
 //! the same entry by other processes of the machine wait for it and map its rows, and take over
@@ -24,10 +28,14 @@
 mod directory;
 mod entry;
 mod key;
+mod spill;
+mod writer;
 
 pub use directory::{list, prune, ListedEntry, PruneLimits};
-pub use entry::{open_entry, write_entry, Entry, ENTRY_EXTENSION};
+pub use entry::{open_entry, Entry, ENTRY_EXTENSION};
 pub use key::{cache_key, hex, CacheKey, DataStamp};
+pub use spill::{PendingEntry, SpillFile, SpillTarget};
+pub use writer::write_entry;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -37,7 +45,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value as Json};
 
 use crate::dataset::loader::LoadOptions;
-use crate::dataset::{Dataset, DatasetConfig};
+use crate::dataset::{Dataset, DatasetConfig, LoadMemory, DEFAULT_MEMORY_BUDGET};
 use crate::error::SftResult;
 use crate::tokenize::ChatTokenizer;
 
@@ -138,8 +146,14 @@ pub fn load(
     let hit = |entry: Entry, tokenizer, config, warnings| -> SftResult<CachedLoad> {
         // Least recently used entries go first when pruning by size.
         let _ = File::open(&file).and_then(|f| f.set_modified(SystemTime::now()));
+        let mut dataset = Dataset::from_packed(entry.rows, entry.format, tokenizer, config)?;
+        dataset.set_load_memory(LoadMemory {
+            budget: options.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
+            peak: 0,
+            spilled: false,
+        });
         Ok(CachedLoad {
-            dataset: Dataset::from_packed(entry.rows, entry.format, tokenizer, config)?,
+            dataset,
             status: Some(CacheStatus::Hit),
             entry: Some(file.clone()),
             key: Some(key.hex()),
@@ -174,17 +188,36 @@ pub fn load(
             return hit(entry, tokenizer, config, warnings);
         }
     }
-    let dataset = Dataset::load(path, tokenizer.clone(), config, options)?;
+    // While this process holds the lock, rows beyond the memory budget go straight to the entry.
+    let description = describe(&key, &stamp, path, &tokenizer);
+    let spill = match building {
+        Some(_) => SpillTarget::Entry {
+            dir: cache.dir.clone(),
+            key: key.clone(),
+            description: description.clone(),
+        },
+        None => SpillTarget::temp(),
+    };
+    let (dataset, written) = Dataset::load_to(path, tokenizer.clone(), config, options, &spill)?;
     let mut status = CacheStatus::Built;
     if cache.mode != CacheMode::Read {
         if !stamp.unchanged(path) {
+            // An entry written as the rows were built is removed as `written` goes.
             warnings.push(warning(format_args!(
                 "{} changed while it was loaded; no entry written",
                 path.display()
             )));
         } else {
-            let description = describe(&key, &stamp, path, &tokenizer, &dataset);
-            match write_entry(&cache.dir, &key, &dataset, &description) {
+            let stored = match written {
+                Some(entry) => entry.publish(),
+                None => {
+                    let mut description = description;
+                    description["format"] = Json::from(dataset.format().name());
+                    description["rows"] = Json::from(dataset.example_count());
+                    write_entry(&cache.dir, &key, &dataset, &description)
+                }
+            };
+            match stored {
                 Ok(()) => status = CacheStatus::Stored,
                 Err(e) => warnings.push(warning(format_args!(
                     "cannot write an entry to {}: {e}; loaded without caching",
@@ -237,17 +270,10 @@ fn unix_seconds(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn describe(
-    key: &CacheKey,
-    stamp: &DataStamp,
-    path: &Path,
-    tokenizer: &ChatTokenizer,
-    dataset: &Dataset,
-) -> Json {
+/// An entry's description, but for the `format` and the `rows`, which the rows give.
+fn describe(key: &CacheKey, stamp: &DataStamp, path: &Path, tokenizer: &ChatTokenizer) -> Json {
     json!({
         "created": unix_seconds(SystemTime::now()),
-        "format": dataset.format().name(),
-        "rows": dataset.example_count(),
         "data": { "path": path.display().to_string(), "bytes": stamp.len },
         "tokenizer": tokenizer.source().display().to_string(),
         "key": key.parts,
@@ -256,7 +282,8 @@ fn describe(
 
 #[cfg(test)]
 mod tests {
-    use super::entry::{HEADER_LEN, TEMP_COUNTER};
+    use super::entry::HEADER_LEN;
+    use super::writer::TEMP_COUNTER;
     use super::*;
     use crate::dataset::StrategyName;
     use crate::mask::truncation::Truncation;
