@@ -122,6 +122,8 @@ fn operators_and_tests() {
     render("{{ 1 < 2 < 3 }}{{ 'a' < 'b' }}{{ 1 == 1.0 }}{{ 'x' in 'axb' }}{{ 'role' in messages[0] }}{{ 3 not in [1, 2] }}{{ none == none }}", convo());
     render("{{ messages is sequence }}{{ messages[0] is mapping }}{{ 'a' is string }}{{ 1 is number }}{{ true is number }}{{ 1.5 is float }}{{ x is undefined }}{{ x is sequence }}{{ none is iterable }}{{ 'a' is iterable }}{{ 3 is odd }}{{ true is true }}{{ 1 is eq 1 }}", convo());
     render("{{ messages[-1].content }}{{ messages[9] is defined }}{{ messages[1:3]|length }}{{ messages[::-1][0].role }}{{ 'abcdef'[1:4] }}{{ 'abc'[::-1] }}", convo());
+    // A slice is a list that is not a sequence.
+    render("{{ messages[1:] is sequence }}{{ messages[1:]|tojson }}{{ messages[1:] }}{% if messages[5:] %}T{% endif %}{% for m in messages[1:] %}{{ loop.length }}{{ loop.revindex }}{% endfor %}", convo());
     render("{{ {'a': 1, 'b': [2]}['b'][0] }}{{ {'a': 1}.a }}{{ (1, 2)[1] }}{{ 'y' if false }}{{ 'n' if 0 else 'e' }}{{ none or 'd' }}{{ 0 and 1 }}", convo());
 }
 

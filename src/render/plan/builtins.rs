@@ -71,7 +71,7 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
 
 /// The items a `for` loop walks: a sequence's items, a map's keys, nothing for undefined.
 pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
-    if let V::List(items) | V::Iter(items) = value {
+    if let V::List(items) | V::Slice(items) | V::Iter(items) = value {
         return Ok(items.clone());
     }
     if let Some(items) = value.seq_items() {
@@ -100,6 +100,9 @@ pub fn attr<'a>(object: &V<'a>, sym: Sym, name: &str) -> Res<V<'a>> {
         V::Loop(state) => {
             let i = state.index.get();
             let len = state.items.len();
+            if !state.sized && matches!(name, "length" | "revindex" | "revindex0") {
+                return Err(Bail);
+            }
             Ok(match name {
                 "index0" => V::Int(i as i64),
                 "index" => V::Int(i as i64 + 1),
@@ -377,7 +380,9 @@ pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>]) -> Res<bool> {
         Test::Float => matches!(value, V::Float(_)),
         Test::Boolean => matches!(value, V::Bool(_)),
         Test::Mapping => value.is_map(),
-        Test::Sequence => value.is_undef() || value.seq_len().is_some(),
+        Test::Sequence => {
+            value.is_undef() || (value.seq_len().is_some() && !matches!(value, V::Slice(_)))
+        }
         Test::Iterable => !matches!(value, V::None | V::Bool(_) | V::Int(_) | V::Float(_)),
         Test::True => matches!(value, V::Bool(true)),
         Test::False => matches!(value, V::Bool(false)),

@@ -286,6 +286,7 @@ impl<'a> Run<'a> {
     fn for_loop(&mut self, f: &'a ForLoop) -> Res<()> {
         let iterable = self.expr(&f.iter)?;
         let mut items = builtins::iterate(&iterable)?;
+        let sized = !matches!(iterable, V::Iter(_));
         self.push_frame();
         let result = (|| {
             if let Some(cond) = &f.filter {
@@ -304,6 +305,7 @@ impl<'a> Run<'a> {
             let state = Rc::new(LoopState {
                 items,
                 index: Cell::new(0),
+                sized,
             });
             for i in 0..state.items.len() {
                 self.step()?;

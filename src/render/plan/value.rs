@@ -36,6 +36,9 @@ pub enum V<'a> {
     /// A JSON array or object of the example (never a scalar: those are lifted).
     Json(&'a Json),
     List(Rc<Vec<V<'a>>>),
+    /// A slice of a sequence: a list in every way but one, `is sequence` is false (minijinja
+    /// slices lazily into an iterable of known length).
+    Slice(Rc<Vec<V<'a>>>),
     /// What `items` gives: iterable, but not a sequence (no length, no index).
     Iter(Rc<Vec<V<'a>>>),
     /// A map literal of the template, keys in order.
@@ -53,6 +56,8 @@ pub enum V<'a> {
 pub struct LoopState<'a> {
     pub items: Rc<Vec<V<'a>>>,
     pub index: Cell<usize>,
+    /// Whether the loop walks a sequence (its length known up front) rather than an iterable.
+    pub sized: bool,
 }
 
 impl<'a> V<'a> {
@@ -99,7 +104,7 @@ impl<'a> V<'a> {
             V::Owned(s) => !s.is_empty(),
             V::Json(Json::Array(a)) => !a.is_empty(),
             V::Json(Json::Object(m)) => !m.is_empty(),
-            V::List(l) => !l.is_empty(),
+            V::List(l) | V::Slice(l) => !l.is_empty(),
             V::Map(m) => !m.is_empty(),
             V::Macro(_) | V::Function => true,
             _ => return Err(Bail),
@@ -110,7 +115,7 @@ impl<'a> V<'a> {
     pub fn seq_items(&self) -> Option<Vec<V<'a>>> {
         match self {
             V::Json(Json::Array(a)) => Some(a.iter().map(V::lift).collect()),
-            V::List(l) => Some(l.as_ref().clone()),
+            V::List(l) | V::Slice(l) => Some(l.as_ref().clone()),
             _ => None,
         }
     }
@@ -118,7 +123,7 @@ impl<'a> V<'a> {
     pub fn seq_len(&self) -> Option<usize> {
         match self {
             V::Json(Json::Array(a)) => Some(a.len()),
-            V::List(l) => Some(l.len()),
+            V::List(l) | V::Slice(l) => Some(l.len()),
             _ => None,
         }
     }
@@ -132,7 +137,7 @@ impl<'a> V<'a> {
         }
         Some(match self {
             V::Json(Json::Array(a)) => V::lift(&a[i as usize]),
-            V::List(l) => l[i as usize].clone(),
+            V::List(l) | V::Slice(l) => l[i as usize].clone(),
             _ => return None,
         })
     }
@@ -185,7 +190,9 @@ impl<'a> V<'a> {
             V::Str(s) => Value::from(*s),
             V::Owned(s) => Value::from(s.as_ref()),
             V::Json(j) => to_template(j),
-            V::List(l) => Value::from(l.iter().map(V::to_value).collect::<Res<Vec<_>>>()?),
+            V::List(l) | V::Slice(l) => {
+                Value::from(l.iter().map(V::to_value).collect::<Res<Vec<_>>>()?)
+            }
             V::Other(v) => v.clone(),
             _ => return Err(Bail),
         })
@@ -346,10 +353,16 @@ pub fn slice<'a>(
         let picked: String = pick(chars.len()).into_iter().map(|i| chars[i]).collect();
         return Ok(V::Owned(Rc::from(picked)));
     }
-    let items = value.seq_items().ok_or(Bail)?;
+    // minijinja slices a sequence lazily: the result is iterable, not a sequence (no length,
+    // no index), and slicing none or undefined gives an empty list.
+    let items = match value {
+        V::None | V::Undef => return Ok(V::List(Rc::new(Vec::new()))),
+        V::Iter(items) => items.as_ref().clone(),
+        other => other.seq_items().ok_or(Bail)?,
+    };
     let picked = pick(items.len())
         .into_iter()
         .map(|i| items[i].clone())
         .collect();
-    Ok(V::List(Rc::new(picked)))
+    Ok(V::Slice(Rc::new(picked)))
 }
