@@ -154,6 +154,8 @@ pub enum DropReason {
     Unrenderable,
     /// `dropDuplicates`: an exact copy of an earlier example.
     Duplicate,
+    /// In the other part of a `split` (reports only; never stored in a row).
+    OtherPart,
 }
 
 /// What building the row found, for `SFTDataset.report()`.
