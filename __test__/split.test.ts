@@ -101,6 +101,22 @@ describe('split', () => {
     expect(foreign.calls.length).toBe(calls)
   })
 
+  it('the command line exports both parts with export --split', async () => {
+    const out = join(dir, 'cli.parquet')
+    const args = [join(repoRoot, 'bin', 'sft-dataset.js'), 'export', file, '--out', out, '--split', '0.25', '--seed', '5', '--completion-only', '--json', '--quiet']
+    const child = spawnSync(process.execPath, args, { cwd: data, encoding: 'utf8', env: { ...process.env, MLX_NODE_DATA_ROOT: '' } })
+    expect(child.stderr).toBe('')
+    const written = JSON.parse(child.stdout)
+    const ds = await loadSFTDataset(file, qwen3, options)
+    const { train, test } = ds.split({ test: 0.25, seed: 5 })
+    expect(written.config.split).toBe(0.25)
+    expect({ file: written.file, rows: written.rows, tokens: written.tokens, trainedTokens: written.trainedTokens }).toEqual(
+      await train.exportParquet(join(dir, 'lib-train.parquet')).then((w) => ({ ...w, file: out })),
+    )
+    expect(written.test).toEqual(await test.exportParquet(join(dir, 'lib-test.parquet')).then((w) => ({ ...w, file: join(dir, 'cli.test.parquet') })))
+    expect([written.rows, written.test.rows]).toEqual([361, 120])
+  })
+
   it('refuses sizes that leave a part empty', async () => {
     const ds = await loadSFTDataset(file, qwen3, options)
     for (const [test, message] of [
