@@ -167,6 +167,8 @@ export declare class SFTDataset {
    * converted; a row that fails to build rejects the batch that holds it.
    */
   constructor(examples: SFTExample[], tokenizer: Tokenizer | ChatTemplateTokenizer, config?: SFTDatasetConfig | null)
+  /** One part of `split(options)` (`'train'` or `'test'`); `lib/index.js` makes both. */
+  _splitPart(options: SplitOptions, part: string): SFTDataset
   /** *(addition)* The format every example shares, as detected from the first one. */
   get format(): 'prompt-completion' | 'conversation'
   /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */
@@ -480,8 +482,11 @@ export interface ExampleReport {
   trainedTokens: number
   /** Longer than `maxSeqLength` (cut, or turns removed). */
   truncated: boolean
-  /** Why the row takes no part in training, if it does not. */
-  dropped?: 'tooLong' | 'untrainable' | 'unrenderable' | 'duplicate' | null
+  /**
+   * Why the row takes no part in training, if it does not (`'otherPart'`: the example is in
+   * the other part of a `split`).
+   */
+  dropped?: 'tooLong' | 'untrainable' | 'unrenderable' | 'duplicate' | 'otherPart' | null
   /** Messages removed by `truncation: 'turns'`. */
   messagesDropped: number
   /**
@@ -1203,6 +1208,20 @@ export interface SpecialTokenIds {
    * `\n\n` (none for Qwen3, whose vocabulary spells `\n` as `Ċ`).
    */
   newlineTokens?: Array<number>
+}
+
+/** Options of `split`. */
+export interface SplitOptions {
+  /**
+   * The test part: a fraction in (0, 1) of the examples that take part in training (rounded
+   * to the nearest count), or a positive integer count. Each part keeps at least one.
+   */
+  test: number
+  /**
+   * Which examples are held out, with the same data giving the same parts in every process.
+   * Default: the dataset's `seed`.
+   */
+  seed?: number
 }
 
 /** Options of `SFTDataset.summary()`. */

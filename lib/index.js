@@ -116,6 +116,15 @@ SFTDataset.prototype.batches = async function* batches(batchSize) {
   }
 }
 
+/**
+ * `{ train, test }`: two datasets over this one's rows (nothing is tokenized again), disjoint,
+ * the same for the same data and seed in every process. `test` is a fraction in (0, 1) or a
+ * count; `seed` defaults to the dataset's.
+ */
+SFTDataset.prototype.split = function split(options) {
+  return { train: this._splitPart(options, 'train'), test: this._splitPart(options, 'test') }
+}
+
 /** The most rows `batches()` waits for at once when it reaches rows that are not built. */
 const MAX_AHEAD_ROWS = 256
 

@@ -31,6 +31,7 @@ fn policy(combo: &Value) -> SpanPolicy {
             "lastTurnOnly" => Reasoning::LastTurnOnly,
             other => panic!("unknown reasoning {other}"),
         },
+        overrides: Vec::new(),
     }
 }
 
@@ -52,6 +53,7 @@ fn check_completion(
         only_last: false,
         turn_end: true,
         reasoning: Reasoning::Train,
+        overrides: Vec::new(),
     });
     let settings = common::completion_only_settings(
         &masking,

@@ -312,6 +312,7 @@ fn check_spans(name: &str) -> BTreeMap<String, Vec<String>> {
         only_last: false,
         turn_end: true,
         reasoning: Reasoning::Train,
+        overrides: Vec::new(),
     });
     let mut failures = BTreeMap::new();
     for (template_name, golden) in goldens_of(name) {

@@ -61,6 +61,8 @@ Options:
   --batches               export: write the batches of one epoch (--batching, --batch-size,
                           --epoch), truncated, packed and padded, one record per batch row
   --epoch <n>             export --batches: the epoch whose shuffled order is planned (default 0)
+  --split <test>          export: hold out a test part (a fraction in (0, 1) or a count, chosen
+                          by --seed): --out gets the train part, <out>.test.parquet the test part
   --format <f>            dataset format: reference, auto (detected from the first record),
                           messages, prompt-completion, sharegpt, alpaca, openai (default
                           reference, as loadSFTDataset; a file that only loads under another
@@ -116,6 +118,7 @@ const OPTIONS = {
   sample: { type: 'string' },
   batches: { type: 'boolean' },
   epoch: { type: 'string' },
+  split: { type: 'string' },
   'max-age': { type: 'string' },
   'max-size': { type: 'string' },
   format: { type: 'string' },
@@ -147,6 +150,14 @@ function integer(name, text, min, max = Number.MAX_SAFE_INTEGER) {
     throw new UsageError(`--${name} must be an integer ${range}, got "${text}"`)
   }
   return value
+}
+
+/** `--split`: a fraction in (0, 1) or a positive integer count of held-out examples. */
+function splitSize(text) {
+  if (text === undefined) return undefined
+  const value = /^(\d+|\d*\.\d+)$/.test(text) ? Number(text) : NaN
+  if ((value > 0 && value < 1) || (Number.isSafeInteger(value) && value >= 1)) return value
+  throw new UsageError(`--split must be a fraction in (0, 1) or a positive integer count, got "${text}"`)
 }
 
 function choice(name, text, allowed) {
@@ -192,6 +203,7 @@ function parseCommandLine(argv) {
   if (values.sample !== undefined && command !== 'report') throw new UsageError('--sample applies only to report')
   if (values.batches && command !== 'export') throw new UsageError('--batches applies only to export')
   if (values.epoch !== undefined && !values.batches) throw new UsageError('--epoch applies only to export --batches')
+  if (values.split !== undefined && command !== 'export') throw new UsageError('--split applies only to export')
   if (file === undefined) throw new UsageError(`${command}: missing <data>`)
   if (extra.length > 0) throw new UsageError(`${command}: unexpected argument "${extra[0]}"`)
 
@@ -257,6 +269,7 @@ function parseCommandLine(argv) {
       sample: integer('sample', values.sample, 0) ?? 10000,
       batches: values.batches ?? false,
       epoch: integer('epoch', values.epoch, 0) ?? 0,
+      split: splitSize(values.split),
       format: values.format ?? 'reference',
       tools: values.tools ?? 'ignore',
       sanitizeControlTokens: values['sanitize-control-tokens'],

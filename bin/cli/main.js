@@ -307,16 +307,29 @@ async function validate(abs, tokenizer, choice, o, out) {
 
 async function exportRows(abs, tokenizer, choice, o, out) {
   const progress = progressBar('export', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const ds = await loadDataset(abs, tokenizer, o, progress)
-  if (o.batches) ds.shuffleForEpoch(o.epoch)
-  const written = await ds.exportParquet(path.resolve(o.out), o.batches ? { batchSize: o.batchSize } : undefined)
+  const loaded = await loadDataset(abs, tokenizer, o, progress)
+  // --split: the train part goes to --out, the held-out part beside it.
+  const parts = o.split === undefined ? { train: loaded } : loaded.split({ test: o.split, seed: o.seed })
+  const targets = [[parts.train, path.resolve(o.out)]]
+  if (parts.test) targets.push([parts.test, path.resolve(o.out).replace(/(\.parquet)?$/, '.test.parquet')])
+  const written = []
+  for (const [ds, file] of targets) {
+    if (o.batches) ds.shuffleForEpoch(o.epoch)
+    written.push(await ds.exportParquet(file, o.batches ? { batchSize: o.batchSize } : undefined))
+  }
   const config = o.batches ? { ...batchingConfig(o), batchSize: o.batchSize, epoch: o.epoch } : datasetConfig(o)
+  if (o.split !== undefined) config.split = o.split
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config, cache: ds.cache, ...written }) + '\n')
+    const test = written[1] === undefined ? {} : { test: written[1] }
+    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config, cache: loaded.cache, ...written[0], ...test }) + '\n')
   } else {
-    const cached = ds.cache === null ? '' : ` (token cache: ${ds.cache.status})`
-    const what = o.batches ? `batch rows of epoch ${o.epoch} (${ds.numBatches(o.batchSize)} batches, ${o.batching})` : 'rows'
-    out.write(`wrote ${written.file}: ${written.rows} ${what}, ${written.tokens} tokens, ${written.trainedTokens} trained${cached}\n`)
+    const cached = loaded.cache === null ? '' : ` (token cache: ${loaded.cache.status})`
+    written.forEach((w, k) => {
+      const ds = targets[k][0]
+      const what = o.batches ? `batch rows of epoch ${o.epoch} (${ds.numBatches(o.batchSize)} batches, ${o.batching})` : 'rows'
+      const part = parts.test === undefined ? '' : k === 0 ? ' (train part)' : ' (held-out test part)'
+      out.write(`wrote ${w.file}: ${w.rows} ${what}, ${w.tokens} tokens, ${w.trainedTokens} trained${part}${cached}\n`)
+    })
   }
   return 0
 }

@@ -281,6 +281,7 @@ pub fn resolve_masking(tokenizer: &ChatTokenizer, config: &DatasetConfig) -> Sft
             only_last: false,
             turn_end: config.train_on_turn_end.unwrap_or(true),
             reasoning: config.reasoning.unwrap_or(Reasoning::Train),
+            overrides: Vec::new(),
         })),
     }
 }

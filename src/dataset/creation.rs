@@ -79,7 +79,7 @@ impl Dataset {
             examples,
             rows,
         );
-        dataset.repeats = Some(Repeats::new(count));
+        dataset.repeats = Some(Arc::new(Repeats::new(count)));
         // Plans other than the reference's read every row's length.
         let build_all = dataset.config.may_drop() || dataset.config.batching.needs_lengths();
         let mut creation = Creation {
@@ -274,9 +274,10 @@ impl Dataset {
             masking,
             turn_end,
             kept: None,
-            examples,
-            warned: (0..len).map(|_| AtomicBool::new(false)).collect(),
-            rows,
+            part: None,
+            examples: Arc::new(examples),
+            warned: Arc::new((0..len).map(|_| AtomicBool::new(false)).collect()),
+            rows: Arc::new(rows),
             epoch: RwLock::new(Arc::new(Epoch {
                 order: Arc::new((0..len as u32).collect()),
                 epoch: None,

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde_json::Value as Json;
 
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::train_flags::{first_flagged, first_flagged_json, unsupported_by_reference};
 use crate::example::{detect_format, from_created, validate_record, Format};
 use crate::input::dataset_format::Converter;
 use crate::input::RecordReader;
@@ -77,6 +78,13 @@ impl Dataset {
             &config.special_token_ids,
         )?;
         let format = detect_format(first)?;
+        // The rows of a foreign tokenizer are masked by the reference's scan.
+        for (index, example) in examples.iter().enumerate() {
+            let context = |e: SftError| e.context(format_args!("SFT example {index}"));
+            if let Some(message) = first_flagged_json(example).map_err(context)? {
+                return Err(context(unsupported_by_reference(message)));
+            }
+        }
         for (index, example) in examples.iter().enumerate().skip(1) {
             let other = detect_format(example)?;
             if other != format {
@@ -215,6 +223,10 @@ pub fn read_examples(
         let record = raw.parse(&shown, container)?;
         let checked = converter.convert(record, index).and_then(|(record, _)| {
             let example = validate_record(record.clone(), index)?;
+            let context = |e: SftError| e.context(format_args!("SFT example {index}"));
+            if let Some(message) = first_flagged(&example).map_err(context)? {
+                return Err(context(unsupported_by_reference(message)));
+            }
             Ok((record, example.format()))
         });
         match checked {

@@ -16,12 +16,13 @@ use rustc_hash::FxHashMap;
 use crate::dataset::row_sink::{LoadMemory, RowSink, DEFAULT_MEMORY_BUDGET};
 use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::train_flags::first_flagged;
 use crate::example::{validate_record, Format, SftExample};
 use crate::input::dataset_format::{Converter, DatasetFormat};
 use crate::input::{RawRecord, RecordReader};
 use crate::mask::silent_loss::{duplicate_key, ExampleKey, LossKind, LossSummary};
 use crate::rows::packed_rows::{BlockBound, PackedRows};
-use crate::rows::{build_row, RowSettings, TokenizedRow};
+use crate::rows::{build_row, check_flags_supported, RowSettings, TokenizedRow};
 use crate::store::token_cache::{PendingEntry, SpillTarget};
 use crate::tokenize::ChatTokenizer;
 
@@ -531,6 +532,21 @@ impl PieceContext<'_> {
         })
     }
 
+    /// A record's `train`/`weight` flags are checked with the record, so that a bad flag fails
+    /// the load naming its line whatever `dropUnrenderable` says (the row build checks them
+    /// again, for the datasets that build rows without a load).
+    fn check_flags(&self, example: &SftExample) -> SftResult<()> {
+        let Some(first) = first_flagged(example)? else {
+            return Ok(());
+        };
+        match self.settings {
+            Some(settings) => {
+                check_flags_supported(first, settings.masking, settings.completion_only)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// One record parsed, converted and validated, its example kept.
     fn outcome(&self, raw: RawRecord, index: usize) -> SftResult<LineOutcome> {
         let at = raw.at;
@@ -538,7 +554,12 @@ impl PieceContext<'_> {
         let converted = self
             .converter
             .convert(record, index)
-            .and_then(|(record, read_as)| Ok((validate_record(record, index)?, read_as)));
+            .and_then(|(record, read_as)| Ok((validate_record(record, index)?, read_as)))
+            .and_then(|(example, read_as)| {
+                self.check_flags(&example)
+                    .map_err(|e| e.context(format_args!("SFT example {index}")))?;
+                Ok((example, read_as))
+            });
         let (example, read_as) = match converted {
             Ok(valid) => valid,
             Err(e) => return Ok(LineOutcome::Invalid(e.at(self.shown, at))),

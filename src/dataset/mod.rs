@@ -16,6 +16,7 @@ pub mod loader;
 mod loader_tests;
 pub mod report;
 mod row_sink;
+pub mod split;
 pub mod summary;
 pub mod validate;
 
@@ -62,13 +63,17 @@ pub struct Dataset {
     format: Format,
     masking: Masking,
     turn_end: Option<TurnEnd>,
-    /// Example indices that take part in training, when some rows were dropped.
+    /// Example indices that take part in training, when some rows were dropped (or the dataset
+    /// is one part of a `split`).
     kept: Option<Vec<u32>>,
+    /// For one part of a `split`: the examples it holds, in example order; the others are
+    /// reported as left out. The rows, examples and keys below are shared with the other part.
+    part: Option<Arc<Vec<u32>>>,
     /// The examples as given to the constructor, each taken when its row is built; empty for a
     /// loaded dataset, whose rows were all built while the file streamed by.
-    examples: Vec<Mutex<Option<Pending>>>,
-    rows: RowCache,
-    warned: Vec<AtomicBool>,
+    examples: Arc<Vec<Mutex<Option<Pending>>>>,
+    rows: Arc<RowCache>,
+    warned: Arc<Vec<AtomicBool>>,
     epoch: RwLock<Arc<Epoch>>,
     /// Length of every example's row after truncation (0 for dropped rows and rows that fail to
     /// build), made once for the plans.
@@ -81,7 +86,7 @@ pub struct Dataset {
     losses: LossSummary,
     /// For a dataset built from JS examples: their keys, for `report()`'s repeats, and the rows
     /// repeats copy. `None` for a loaded dataset, whose loader did both.
-    repeats: Option<Repeats>,
+    repeats: Option<Arc<Repeats>>,
     /// How a load held its rows; `None` for a dataset made from examples.
     load_memory: Option<LoadMemory>,
 }
@@ -89,7 +94,7 @@ pub struct Dataset {
 impl Dataset {
     /// The rows of a loaded dataset (all built while the file streamed by).
     pub fn packed_rows(&self) -> Option<&PackedRows> {
-        match &self.rows {
+        match &*self.rows {
             RowCache::Packed(rows) => Some(rows),
             RowCache::Lazy { .. } => None,
         }
@@ -367,6 +372,9 @@ impl Dataset {
                 example.kept_tokens = 0;
                 example.trained_tokens = 0;
             }
+        }
+        if let Some(part) = &self.part {
+            split::mark_other_part(&mut examples, part);
         }
         Ok(DatasetReport::new(
             examples,

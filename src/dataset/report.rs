@@ -86,7 +86,7 @@ pub fn example_report(
     }
 }
 
-/// Sums over all examples.
+/// Sums over all examples (of a `split` part: over its own).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReportTotals {
     pub examples: u32,
@@ -122,11 +122,12 @@ pub struct DatasetReport {
 
 impl DatasetReport {
     pub fn new(examples: Vec<ExampleReport>, turn_end_token: Option<String>) -> Self {
-        let mut t = ReportTotals {
-            examples: examples.len() as u32,
-            ..Default::default()
-        };
-        for e in &examples {
+        let mut t = ReportTotals::default();
+        for e in examples
+            .iter()
+            .filter(|e| e.dropped != Some(DropReason::OtherPart))
+        {
+            t.examples += 1;
             t.tokens += e.tokens as u64;
             t.kept_tokens += e.kept_tokens as u64;
             t.trained_tokens += e.trained_tokens as u64;

@@ -14,7 +14,7 @@ use serde_json::Value as Json;
 
 use crate::dataset::report::ExampleReport;
 use crate::dataset::{row_settings, Dataset};
-use crate::error::{Location, SftResult};
+use crate::error::{Location, SftError, SftResult};
 use crate::example::{validate_record, Format, SftExample};
 use crate::input::dataset_format::Converter;
 use crate::input::RecordReader;
@@ -318,6 +318,11 @@ impl Dataset {
     /// The whole dataset in figures. `source` is the file a loaded dataset was read from: its
     /// records give the lines of the listed examples and the breakdown by kind.
     pub fn summary(&self, source: Option<&Path>, opts: &SummaryOptions) -> SftResult<Summary> {
+        if self.part.is_some() {
+            return Err(SftError::invalid_argument(
+                "summary() describes a whole dataset, not one part of a split: call it on the dataset split() was called on",
+            ));
+        }
         let report = self.report()?;
         let examples = &report.examples;
         let mut findings = Vec::new();

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use crate::dataset::loader::mixed_formats;
 use crate::error::Location;
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::train_flags::first_flagged;
 use crate::example::ToolsMode;
 use crate::example::{validate_record, Format};
 use crate::input::dataset_format::{Converter, DatasetFormat};
@@ -113,6 +114,8 @@ pub fn validate_file(
                     .and_then(|record| converter.convert(record, base + k))
                     .and_then(|(record, read_as)| {
                         let example = validate_record(record, base + k)?;
+                        first_flagged(&example)
+                            .map_err(|e| e.context(format_args!("SFT example {}", base + k)))?;
                         let format = example.format();
                         let key = duplicate_key(&example);
                         let findings = match &settings {

@@ -1,6 +1,6 @@
 //! Stage 2, examples: records in (`input`), checked examples and template-shaped messages out.
 //! `message` prepares messages as transformers does before a render; `json_value` holds numbers
-//! from JS as Python holds them.
+//! from JS as Python holds them; `train_flags` reads the per-message `train`/`weight` flags.
 //!
 //! SFT examples: the two formats, their detection and the loader's validation.
 //!
@@ -9,6 +9,7 @@
 
 pub mod json_value;
 pub mod message;
+pub mod train_flags;
 
 use serde_json::Value as Json;
 

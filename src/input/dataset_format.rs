@@ -7,7 +7,8 @@
 //! - `messages`: `{messages: [{role, content, ...}]}`;
 //! - `prompt-completion`: `{prompt, completion}` as message lists / a message, or as TRL's plain
 //!   strings (one user and one assistant message);
-//! - `sharegpt`: `{conversations: [{from, value}], system?, tools?}` as LLaMA-Factory reads it;
+//! - `sharegpt`: `{conversations: [{from, value, weight?}], system?, tools?}` as LLaMA-Factory
+//!   reads it, with axolotl's per-turn `weight` (or `train`) kept for `train_flags`;
 //! - `alpaca`: `{instruction, input?, output, system?, history?}` as LLaMA-Factory converts it;
 //! - `openai`: `messages` whose `content` may be a list of `{type: 'text', text}` parts.
 //!
@@ -398,7 +399,7 @@ impl Converter {
                 "system" => "system",
                 "observation" | "tool" => "tool",
                 "function_call" => {
-                    messages.push(function_call(&value, index, &at)?);
+                    messages.push(with_flags(function_call(&value, index, &at)?, &mut turn));
                     continue;
                 }
                 other => {
@@ -410,7 +411,7 @@ impl Converter {
                     ))
                 }
             };
-            messages.push(text_message(role, value));
+            messages.push(with_flags(text_message(role, value), &mut turn));
         }
         Ok(messages)
     }
@@ -534,6 +535,19 @@ fn unreachable_format() -> SftResult<()> {
     ))
 }
 
+/// A ShareGPT turn's per-message training flags (axolotl's `weight`, or `train`) carried onto
+/// the message it becomes; `train_flags` reads them there. The turn's other keys are not read.
+fn with_flags(mut message: Json, turn: &mut Map<String, Json>) -> Json {
+    if let Some(m) = message.as_object_mut() {
+        for key in ["train", "weight"] {
+            if let Some(flag) = turn.remove(key) {
+                m.insert(key.into(), flag);
+            }
+        }
+    }
+    message
+}
+
 fn text_message(role: &str, content: String) -> Json {
     let mut m = Map::with_capacity(2);
     m.insert("role".into(), Json::String(role.to_string()));
@@ -652,6 +666,29 @@ mod tests {
         assert_eq!(
             err(DatasetFormat::ShareGpt, json!({"conversations": [{"from": "function_call", "value": "nope"}]})),
             "SFT example 3: conversations[0] is a function_call whose value is not JSON: expected ident at line 1 column 2"
+        );
+    }
+
+    #[test]
+    fn training_flags_reach_the_messages_of_every_message_format() {
+        let record = json!({"conversations": [
+            {"from": "human", "value": "q", "train": true, "id": 1},
+            {"from": "gpt", "value": "a", "weight": 0}
+        ]});
+        let (out, _) = convert(DatasetFormat::ShareGpt, record).unwrap();
+        assert_eq!(
+            out["messages"],
+            json!([{"role": "user", "content": "q", "train": true},
+                   {"role": "assistant", "content": "a", "weight": 0}])
+        );
+        let record = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "q"}]},
+            {"role": "assistant", "content": "a", "weight": 1}
+        ]});
+        let (out, _) = convert(DatasetFormat::OpenAi, record).unwrap();
+        assert_eq!(
+            out["messages"][1],
+            json!({"role": "assistant", "content": "a", "weight": 1})
         );
     }
 

@@ -161,12 +161,17 @@ pub struct SpanPolicy {
     pub only_last: bool,
     pub turn_end: bool,
     pub reasoning: Reasoning,
+    /// The example's own per-message flags (`train_flags`), by message index; a flag wins over
+    /// `roles` and `only_last`. Empty for the dataset's policy.
+    pub overrides: Vec<Option<bool>>,
 }
 
 impl SpanPolicy {
     /// Whether message `index` of `count`, of role `role`, carries loss.
     pub fn trains(&self, index: usize, count: usize, role: &str) -> bool {
-        if self.only_last {
+        if let Some(&Some(flag)) = self.overrides.get(index) {
+            flag
+        } else if self.only_last {
             index + 1 == count
         } else {
             self.roles.iter().any(|r| r == role)
@@ -233,6 +238,49 @@ pub fn trained_byte_ranges(layouts: &[MessageLayout], policy: &SpanPolicy) -> Ve
         .filter_map(|(_, l)| l.content.clone())
         .collect();
     without(merge(ranges), &merge(untrained))
+}
+
+/// The `'generation'` strategy's trained byte ranges for an example with per-message flags
+/// (`train_flags`). Each `{% generation %}` body belongs to the message in whose part of the
+/// render it starts (a part runs from the end of the previous message's turn to the end of this
+/// one's, so that it holds the message's header). A message flagged untrained loses the bodies
+/// that belong to it; one flagged trained keeps them, or, when the template marks nothing of it
+/// (a user message), trains what `'spans'` would: its body and turn end. Sorted and merged, as
+/// `generation::trained_tokens` reads them.
+pub fn flagged_generation_ranges(
+    bodies: &[(usize, usize)],
+    layouts: &[MessageLayout],
+    flags: &[Option<bool>],
+    len: usize,
+) -> Vec<(usize, usize)> {
+    // Where each message's part starts: message 0 at 0, the others where the one before ends.
+    let mut starts = Vec::with_capacity(layouts.len());
+    let mut at = 0;
+    for (i, layout) in layouts.iter().enumerate() {
+        starts.push(at);
+        if i + 1 < layouts.len() {
+            let end = layout.turn_end.as_ref().map_or(layout.body.end, |t| t.end);
+            at = at.max(end).min(len);
+        }
+    }
+    let owner = |start: usize| starts.partition_point(|&s| s <= start).saturating_sub(1);
+    let flag = |i: usize| flags.get(i).copied().flatten();
+    let mut ranges: Vec<Range<usize>> = bodies
+        .iter()
+        .filter(|&&(start, _)| flag(owner(start)) != Some(false))
+        .map(|&(start, end)| start..end)
+        .collect();
+    for (i, layout) in layouts.iter().enumerate() {
+        let marked = bodies.iter().any(|&(start, _)| owner(start) == i);
+        if flag(i) == Some(true) && !marked {
+            ranges.push(layout.body.clone());
+            ranges.extend(layout.turn_end.clone());
+        }
+    }
+    merge(ranges)
+        .into_iter()
+        .map(|r| (r.start, r.end))
+        .collect()
 }
 
 /// Sorted, non-empty, non-overlapping ranges covering the same bytes as `ranges`.
@@ -483,6 +531,7 @@ mod tests {
             only_last: false,
             turn_end: true,
             reasoning: Reasoning::LastTurnOnly,
+            overrides: Vec::new(),
         };
         assert_eq!(trained_byte_ranges(&layouts, &policy), vec![20..32, 40..62]);
         let policy = SpanPolicy {
@@ -497,6 +546,57 @@ mod tests {
             ..policy
         };
         assert_eq!(trained_byte_ranges(&layouts, &policy), vec![40..60]);
+    }
+
+    #[test]
+    fn flags_override_the_roles_of_the_span_policy() {
+        let layouts = [
+            layout("system", 0..5, Some(5..6)),
+            layout("user", 10..20, Some(20..21)),
+            layout("assistant", 30..40, Some(40..41)),
+            layout("user", 50..60, Some(60..61)),
+            layout("assistant", 70..80, Some(80..81)),
+        ];
+        let policy = SpanPolicy {
+            roles: vec!["assistant".into()],
+            only_last: false,
+            turn_end: true,
+            reasoning: Reasoning::Train,
+            overrides: vec![None, Some(true), Some(false), None, None],
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![10..21, 70..81]);
+        // A prompt-completion row trains its last message unless that one is flagged off.
+        let policy = SpanPolicy {
+            only_last: true,
+            overrides: vec![Some(true), None, None, None, Some(false)],
+            ..policy
+        };
+        assert_eq!(trained_byte_ranges(&layouts, &policy), vec![0..6]);
+    }
+
+    #[test]
+    fn flags_choose_generation_bodies_by_the_message_they_start_in() {
+        let layouts = [
+            layout("user", 10..20, Some(20..21)),
+            layout("assistant", 30..40, Some(40..41)),
+            layout("user", 50..60, Some(60..61)),
+            layout("assistant", 70..80, Some(80..81)),
+        ];
+        // Bodies as a template marks them: the assistant's header, content and turn end (the
+        // second one nested), none of the user messages.
+        let bodies = [(25, 42), (70, 75), (66, 82)];
+        let ranges =
+            |flags: &[Option<bool>]| flagged_generation_ranges(&bodies, &layouts, flags, 90);
+        assert_eq!(ranges(&[None, None, None, None]), vec![(25, 42), (66, 82)]);
+        assert_eq!(ranges(&[None, Some(false), None, None]), vec![(66, 82)]);
+        assert_eq!(
+            ranges(&[Some(true), Some(true), None, Some(false)]),
+            vec![(10, 21), (25, 42)]
+        );
+        assert_eq!(
+            ranges(&[None, None, Some(true), None]),
+            vec![(25, 42), (50, 61), (66, 82)]
+        );
     }
 
     #[test]

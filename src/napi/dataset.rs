@@ -16,6 +16,7 @@ use super::task::{job, Job};
 use super::tokenizer::tokenizer_arg;
 use crate::batch::plan::{Batching, PlanCost};
 use crate::dataset::report::DatasetReport;
+use crate::dataset::split::TestSize;
 use crate::dataset::{CollatedBatch, Dataset};
 use crate::error::{js_number, SftError, SftResult};
 use crate::mask::write_labels;
@@ -28,6 +29,17 @@ type StrategyCosts = Vec<(Batching, PlanCost)>;
 pub struct ExportOptions {
     /// Write the current epoch's batches of this many rows instead of one record per example.
     pub batch_size: Option<f64>,
+}
+
+/// Options of `split`.
+#[napi(object, js_name = "SplitOptions")]
+pub struct SplitOptions {
+    /// The test part: a fraction in (0, 1) of the examples that take part in training (rounded
+    /// to the nearest count), or a positive integer count. Each part keeps at least one.
+    pub test: f64,
+    /// Which examples are held out, with the same data giving the same parts in every process.
+    /// Default: the dataset's `seed`.
+    pub seed: Option<f64>,
 }
 
 /// Overrides for `batchingStats`; absent fields take the dataset's settings.
@@ -132,6 +144,37 @@ impl JsSftDataset {
     )]
     pub fn new(examples: Unknown, tokenizer: Unknown, config: Option<Unknown>) -> Result<Self> {
         Self::create("new SFTDataset", examples, tokenizer, config)
+    }
+
+    /// One part of `split(options)` (`'train'` or `'test'`); `lib/index.js` makes both.
+    #[napi(js_name = "_splitPart")]
+    pub fn split_part(&self, options: SplitOptions, part: String) -> Result<JsSftDataset> {
+        run_sync(|| {
+            if self.inner.awaits_foreign_rows() {
+                return Err(SftError::invalid_argument(
+                    "split: the rows of this dataset have not arrived from its tokenizer; await dataset.ready() first",
+                ));
+            }
+            let size = TestSize::parse(options.test)?;
+            let seed = options.seed.unwrap_or(self.inner.config().seed);
+            let (train, test) = self.inner.split(size, seed)?;
+            let inner = match part.as_str() {
+                "train" => train,
+                "test" => test,
+                other => {
+                    return Err(SftError::invalid_argument(format!(
+                        "split: part must be 'train' or 'test', got '{other}'"
+                    )))
+                }
+            };
+            let inner = Arc::new(inner);
+            inner.start_prefetch();
+            Ok(JsSftDataset {
+                inner,
+                cache: self.cache.clone(),
+                source: self.source.clone(),
+            })
+        })
     }
 
     /// The constructor and `createSFTDataset`; `caller` names the one called in errors.

@@ -37,8 +37,11 @@ pub struct ExampleReport {
     pub trained_tokens: u32,
     /// Longer than `maxSeqLength` (cut, or turns removed).
     pub truncated: bool,
-    /// Why the row takes no part in training, if it does not.
-    #[napi(ts_type = "'tooLong' | 'untrainable' | 'unrenderable' | 'duplicate' | null")]
+    /// Why the row takes no part in training, if it does not (`'otherPart'`: the example is in
+    /// the other part of a `split`).
+    #[napi(
+        ts_type = "'tooLong' | 'untrainable' | 'unrenderable' | 'duplicate' | 'otherPart' | null"
+    )]
     pub dropped: Option<String>,
     /// Messages removed by `truncation: 'turns'`.
     pub messages_dropped: u32,
@@ -118,6 +121,7 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
                         DropReason::Untrainable => "untrainable",
                         DropReason::Unrenderable => "unrenderable",
                         DropReason::Duplicate => "duplicate",
+                        DropReason::OtherPart => "otherPart",
                     }
                     .to_string()
                 }),

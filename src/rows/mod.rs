@@ -9,6 +9,8 @@ pub mod packed_rows;
 pub mod rare_rows;
 pub mod repeats;
 pub mod row_cache;
+#[cfg(test)]
+mod train_flags_tests;
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -19,13 +21,14 @@ use crate::error::{ErrorCode, SftError, SftResult};
 use crate::example::message::{
     normalize_message, normalize_messages, normalize_tools, parse_tool_arguments,
 };
+use crate::example::train_flags::{self, take_flags, TrainFlags};
 use crate::example::{SftExample, ToolsMode};
 use crate::mask::silent_loss::{Finding, Findings, Kinds, LossChecker};
 use crate::mask::spans::{locate_messages, MessageLayout, TurnEnd};
 use crate::mask::truncation::{kept_window, Truncation};
 use crate::mask::{
-    chatml_assistant_spans, spans_from, spans_from_flags, token_spans_from_bytes,
-    trained_byte_ranges, trained_count, ChatMlMarkers, SpanPolicy,
+    chatml_assistant_spans, flagged_generation_ranges, spans_from, spans_from_flags,
+    token_spans_from_bytes, trained_byte_ranges, trained_count, ChatMlMarkers, SpanPolicy,
 };
 use crate::render::{generation, RenderAs, RenderOptions};
 use crate::tokenize::control_tokens::unmarked;
@@ -152,6 +155,8 @@ pub enum DropReason {
     Unrenderable,
     /// `dropDuplicates`: an exact copy of an earlier example.
     Duplicate,
+    /// In the other part of a `split` (reports only; never stored in a row).
+    OtherPart,
 }
 
 /// What building the row found, for `SFTDataset.report()`.
@@ -255,6 +260,44 @@ pub(crate) struct Messages {
     pub(crate) list: Vec<Json>,
     completion: bool,
     tools: Option<Json>,
+    /// The messages' own `train`/`weight` flags, taken off them (see `train_flags`).
+    flags: Option<TrainFlags>,
+}
+
+impl Messages {
+    /// Whether message `i` is trained under `masking`: its flag, else the masking's own rule.
+    fn trains(&self, i: usize, masking: &Masking, completion_only: bool) -> bool {
+        let role = self.list.get(i).and_then(role);
+        match (
+            self.flags
+                .as_ref()
+                .and_then(|f| f.get(i).copied().flatten()),
+            masking,
+        ) {
+            (Some(flag), _) => flag,
+            _ if self.completion => i + 1 == self.list.len(),
+            _ if !completion_only => true,
+            (None, Masking::Spans(policy)) => {
+                role.is_some_and(|r| policy.roles.iter().any(|p| p == r))
+            }
+            (None, Masking::Reference(_) | Masking::Generation) => role == Some("assistant"),
+        }
+    }
+
+    /// Messages `..keep` and `from..`, with their flags.
+    fn without(&self, keep: usize, from: usize) -> Messages {
+        let cut = |all: &[Option<bool>]| -> TrainFlags {
+            all[..keep].iter().chain(&all[from..]).copied().collect()
+        };
+        let mut list = self.list[..keep].to_vec();
+        list.extend_from_slice(&self.list[from..]);
+        Messages {
+            list,
+            completion: self.completion,
+            tools: self.tools.clone(),
+            flags: self.flags.as_deref().map(cut),
+        }
+    }
 }
 
 /// An example's `tools` field in template shape: a list of tool definitions, or a JSON string
@@ -362,6 +405,7 @@ pub(crate) fn prepare(
                 list: prompt,
                 completion: true,
                 tools: None,
+                flags: None,
             };
             (messages, distill, tools)
         }
@@ -375,10 +419,16 @@ pub(crate) fn prepare(
                 list: messages,
                 completion: false,
                 tools: None,
+                flags: None,
             };
             (messages, distill, tools)
         }
     };
+    messages.flags = take_flags(&mut messages.list)?;
+    if let Some(flags) = &messages.flags {
+        let first = flags.iter().position(Option::is_some).unwrap_or(0);
+        check_flags_supported(first, settings.masking, settings.completion_only)?;
+    }
     if settings.parse_tool_arguments {
         for (i, message) in messages.list.iter_mut().enumerate() {
             parse_tool_arguments(i, message)?;
@@ -399,6 +449,23 @@ pub(crate) fn prepare(
         distill,
         tools,
     })
+}
+
+/// Whether a flagged example can be masked as its flags ask: the reference's ChatML scan knows
+/// nothing of messages, and without `completionOnly` every token is trained. `first` is the first
+/// flagged message, for the error.
+pub fn check_flags_supported(
+    first: usize,
+    masking: &Masking,
+    completion_only: bool,
+) -> SftResult<()> {
+    if matches!(masking, Masking::Reference(_)) {
+        return Err(train_flags::unsupported_by_reference(first));
+    }
+    if !completion_only {
+        return Err(train_flags::unsupported_without_completion_only(first));
+    }
+    Ok(())
 }
 
 /// A render error, with the first message that lacks a `content` named: templates that join
@@ -443,32 +510,14 @@ fn drop_oldest_turns(
         .iter()
         .position(|m| role(m) != Some("system"))
         .unwrap_or(list.len());
-    let last_trained = match settings.masking {
-        _ if messages.completion || !settings.completion_only => list.len().saturating_sub(1),
-        Masking::Spans(policy) => list
-            .iter()
-            .rposition(|m| role(m).is_some_and(|r| policy.roles.iter().any(|p| p == r)))
-            .unwrap_or(0),
-        Masking::Reference(_) | Masking::Generation => list
-            .iter()
-            .rposition(|m| role(m) == Some("assistant"))
-            .unwrap_or(0),
-    };
+    let last_trained = (0..list.len())
+        .rposition(|i| messages.trains(i, settings.masking, settings.completion_only))
+        .unwrap_or(0);
     let cuts: Vec<usize> = (first + 1..=last_trained)
         .filter(|&k| role(&list[k]) == Some("user"))
         .collect();
     let shortened = |cut: usize| -> SftResult<TokenizedRow> {
-        let mut kept = list[..first].to_vec();
-        kept.extend_from_slice(&list[cut..]);
-        let (mut row, _) = masked_row(
-            tokenizer,
-            settings,
-            &Messages {
-                list: kept,
-                completion: messages.completion,
-                tools: messages.tools.clone(),
-            },
-        )?;
+        let (mut row, _) = masked_row(tokenizer, settings, &messages.without(first, cut))?;
         let tokens_cut = full.ids.len().saturating_sub(row.ids.len()) as u32;
         let losses = full.stats().losses;
         let stats = &mut row.extra_mut().stats;
@@ -537,7 +586,18 @@ fn generation_row(
     } else {
         tokenizer.encode_with_offsets(&text)?
     };
-    let spans = if settings.completion_only {
+    let spans = if let Some(flags) = &messages.flags {
+        let layouts = locate_messages(
+            tokenizer,
+            &messages.list,
+            &opts,
+            &text,
+            &encoded,
+            settings.turn_end,
+        )?;
+        let ranges = flagged_generation_ranges(&ranges, &layouts, flags, text.len());
+        spans_from_flags(&generation::trained_tokens(&encoded.offsets, &ranges))
+    } else if settings.completion_only {
         spans_from_flags(&generation::trained_tokens(&encoded.offsets, &ranges))
     } else {
         spans_from(0, encoded.ids.len())
@@ -662,10 +722,16 @@ fn span_row(
         &encoded,
         settings.turn_end,
     )?;
-    // The dataset's policy trains roles; a prompt-completion row trains its last message.
-    let policy = if messages.completion {
+    // The dataset's policy trains roles; a prompt-completion row trains its last message; the
+    // messages' own flags win over both.
+    let policy = if messages.completion || messages.flags.is_some() {
         Cow::Owned(SpanPolicy {
-            only_last: true,
+            only_last: policy.only_last || messages.completion,
+            overrides: messages
+                .flags
+                .as_deref()
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
             ..policy.clone()
         })
     } else {
@@ -773,6 +839,7 @@ mod tests {
             only_last: false,
             turn_end: true,
             reasoning: Reasoning::Train,
+            overrides: Vec::new(),
         });
         for masking in [Masking::Reference(markers), spans] {
             for sanitize in [false, true] {

@@ -193,6 +193,7 @@ pub fn encode_rare(rare: &RareRows) -> Vec<u8> {
             Some(DropReason::Unrenderable) => 3,
             // Duplicates are dropped by the dataset, never in a stored row.
             Some(DropReason::Duplicate) => 4,
+            Some(DropReason::OtherPart) => 5,
         });
         e.0.push(*losses);
         match distill {
@@ -275,6 +276,7 @@ pub fn decode_rare(bytes: &[u8]) -> Result<RareRows, String> {
             2 => Some(DropReason::Untrainable),
             3 => Some(DropReason::Unrenderable),
             4 => Some(DropReason::Duplicate),
+            5 => Some(DropReason::OtherPart),
             other => return Err(format!("unknown drop reason {other}")),
         };
         let losses = d.u8()?;

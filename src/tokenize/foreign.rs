@@ -31,6 +31,7 @@ impl ForeignTokenizer {
 }
 
 /// The tokenizer a dataset's rows come from.
+#[derive(Clone)]
 pub enum RowTokenizer {
     /// This crate's: rows are rendered, encoded and masked here.
     Ours(Arc<ChatTokenizer>),
