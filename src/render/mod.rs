@@ -28,6 +28,7 @@ pub mod mlx_node;
 pub mod plan;
 #[cfg(test)]
 mod plan_tests;
+pub mod python_semantics;
 pub mod python_str;
 pub mod python_value;
 
@@ -191,14 +192,40 @@ impl ChatTemplate {
         };
         let transparent =
             generation::rewrite_generation_tags(source, generation::Rewrite::Transparent);
-        let plan = plan::Plan::compile(&transparent, syntax, &special_tokens, mlx);
-        env.add_template_owned(TEMPLATE_NAME, transparent)
+        let plan = plan::Plan::compile(&transparent, syntax.clone(), &special_tokens, mlx);
+        // Python's semantics where a template can observe them (see `python_semantics`);
+        // MLX Node's engine keeps minijinja's.
+        let pythonic = |text: String| -> String {
+            if mlx {
+                return text;
+            }
+            python_semantics::rewrite(&text, syntax.clone()).unwrap_or(text)
+        };
+        if !mlx {
+            env.add_filter(
+                python_semantics::ITERABLE_FILTER,
+                python_semantics::iterable_filter,
+            );
+            env.add_filter(
+                python_semantics::GETATTR_FILTER,
+                python_semantics::getattr_filter,
+            );
+            env.add_filter("map", python_semantics::map_filter);
+            env.add_filter("select", python_semantics::select_filter);
+            env.add_filter("reject", python_semantics::reject_filter);
+            env.add_filter("selectattr", python_semantics::selectattr_filter);
+            env.add_filter("rejectattr", python_semantics::rejectattr_filter);
+        }
+        env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
             .map_err(syntax_error)?;
         let has_generation = generation::has_generation_tags(source);
         if has_generation {
             env.add_template_owned(
                 MARKED_NAME,
-                generation::rewrite_generation_tags(source, generation::Rewrite::Marked),
+                pythonic(generation::rewrite_generation_tags(
+                    source,
+                    generation::Rewrite::Marked,
+                )),
             )
             .map_err(syntax_error)?;
         }
@@ -571,6 +598,12 @@ fn string_filter(value: Value) -> Value {
 }
 
 fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    if python_semantics::is_generator(&value) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "Object of type generator is not JSON serializable",
+        ));
+    }
     let indent: Option<Value> = kwargs.get("indent")?;
     let indent = match indent {
         None => None,

@@ -136,6 +136,40 @@ fn filters_and_methods() {
 }
 
 #[test]
+fn python_semantics_where_minijinja_differs() {
+    // Iterating None raises, as in Python; the plan hands it over.
+    let t = template("{% for t in tools %}{{ t }}{% endfor %}");
+    let err = t.render(&[], &RenderOptions::default()).unwrap_err();
+    assert!(
+        err.message.contains("'NoneType' object is not iterable"),
+        "{}",
+        err.message
+    );
+    // map/select give one-shot generators: no length, refused by tojson, a second loop sees
+    // nothing, always true.
+    let messages = convo().as_array().cloned().unwrap();
+    let opts = RenderOptions::default();
+    for source in [
+        "{{ messages|map(attribute='role')|tojson }}",
+        "{{ messages|selectattr('role')|length }}",
+    ] {
+        assert!(
+            template(source).render(&messages, &opts).is_err(),
+            "{source}"
+        );
+    }
+    let out = render(
+        "{% set g = messages|map(attribute='role') %}{% for r in g %}{{ r }},{% endfor %}|{% for r in g %}{{ r }}{% endfor %}|{{ g|list }}|{% if messages|selectattr('role', 'equalto', 'nobody') %}T{% endif %}",
+        convo(),
+    );
+    assert_eq!(out, "system,user,assistant,tool,||[]|T");
+    // A dict method's name is the method, not the key of that name.
+    let messages = vec![json!({"role": "user", "content": "x", "items": {"type": "str"}})];
+    let t = template("{{ messages[0].items.type is defined }}|{{ messages[0]['items'].type }}|{% if messages[0].get %}G{% endif %}");
+    assert_eq!(t.render(&messages, &opts).unwrap(), "False|str|G");
+}
+
+#[test]
 fn printing_follows_the_python_formatter() {
     let out = render(
         "{{ 2.5 }} {{ 1e-7 }} {{ none }} {{ true }} {{ [1, 'a', none] }} {{ messages[2].tool_calls[0].function.arguments }} {{ 4294967296 }}",

@@ -10,6 +10,21 @@ use super::Plan;
 use crate::render::json_dumps::{dumps, dumps_json, DumpOptions};
 use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 
+/// The methods of a Python `dict`, which jinja2's attribute lookup finds before its keys.
+const DICT_METHODS: [&str; 11] = [
+    "items",
+    "keys",
+    "values",
+    "get",
+    "pop",
+    "popitem",
+    "copy",
+    "clear",
+    "update",
+    "setdefault",
+    "fromkeys",
+];
+
 /// The longest list `range` makes before the interpreter takes over.
 const MAX_RANGE: i64 = 100_000;
 
@@ -74,6 +89,9 @@ pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
     if let V::List(items) | V::Slice(items) | V::Iter(items) = value {
         return Ok(items.clone());
     }
+    if let Some(items) = value.take_generator() {
+        return Ok(Rc::new(items));
+    }
     if let Some(items) = value.seq_items() {
         return Ok(Rc::new(items));
     }
@@ -87,6 +105,10 @@ pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
 
 /// `object.name`.
 pub fn attr<'a>(object: &V<'a>, sym: Sym, name: &str) -> Res<V<'a>> {
+    // On a dict, jinja2 finds a dict method's name before the key (the interpreter follows).
+    if object.is_map() && DICT_METHODS.contains(&name) {
+        return Err(Bail);
+    }
     if let Some(v) = object.map_get(name) {
         return Ok(v);
     }
@@ -224,6 +246,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             };
             let items = match &value {
                 V::Undef => Vec::new(),
+                V::Gen(_) => value.take_generator().unwrap_or_default(),
                 other => other.seq_items().ok_or(Bail)?,
             };
             let mut kept = Vec::new();
@@ -240,7 +263,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
                     kept.push(item);
                 }
             }
-            V::List(Rc::new(kept))
+            V::generator(kept)
         }
         Filter::MapAttr => {
             let name = args.first().and_then(V::as_str).ok_or(Bail)?;
@@ -249,17 +272,19 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             }
             let items = match &value {
                 V::Undef => Vec::new(),
+                V::Gen(_) => value.take_generator().unwrap_or_default(),
                 other => other.seq_items().ok_or(Bail)?,
             };
             let mut out = Vec::with_capacity(items.len());
             for item in items {
                 out.push(item.map_get(name).ok_or(Bail)?);
             }
-            V::List(Rc::new(out))
+            V::generator(out)
         }
         Filter::MapFilter(inner) => {
             let items = match &value {
                 V::Undef => Vec::new(),
+                V::Gen(_) => value.take_generator().unwrap_or_default(),
                 other => other.seq_items().ok_or(Bail)?,
             };
             let one = match inner {
@@ -273,7 +298,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             for item in items {
                 out.push(self::filter(plan, one, item, &[])?);
             }
-            V::List(Rc::new(out))
+            V::generator(out)
         }
         Filter::String => match value {
             V::Str(_) | V::Owned(_) => value,
@@ -290,6 +315,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             };
             let items = match &value {
                 V::Iter(items) => items.as_ref().clone(),
+                V::Gen(_) => value.take_generator().unwrap_or_default(),
                 other => other.seq_items().ok_or(Bail)?,
             };
             let mut out = String::new();
@@ -336,7 +362,10 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
                 value
             }
         }
-        Filter::List => V::List(Rc::new(value.seq_items().ok_or(Bail)?)),
+        Filter::List => match value.take_generator() {
+            Some(items) => V::List(Rc::new(items)),
+            None => V::List(Rc::new(value.seq_items().ok_or(Bail)?)),
+        },
         Filter::Reverse => {
             let mut items = value.seq_items().ok_or(Bail)?;
             items.reverse();
@@ -354,7 +383,12 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
 }
 
 pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>]) -> Res<bool> {
-    let opaque = |v: &V| matches!(v, V::Ns(_) | V::Loop(_) | V::Macro(_) | V::Function);
+    let opaque = |v: &V| {
+        matches!(
+            v,
+            V::Ns(_) | V::Loop(_) | V::Macro(_) | V::Function | V::Gen(_)
+        )
+    };
     if opaque(value) && !matches!(test, Test::Defined | Test::Undefined | Test::None) {
         return Err(Bail);
     }

@@ -41,6 +41,9 @@ pub enum V<'a> {
     Slice(Rc<Vec<V<'a>>>),
     /// What `items` gives: iterable, but not a sequence (no length, no index).
     Iter(Rc<Vec<V<'a>>>),
+    /// What `map`, `select`, `reject`, `selectattr` and `rejectattr` give: a one-shot generator
+    /// (true, no length, no index; the first walk takes its items, a second sees none).
+    Gen(Rc<GenState<'a>>),
     /// A map literal of the template, keys in order.
     Map(Rc<Vec<(Rc<str>, V<'a>)>>),
     Ns(Rc<RefCell<Vec<(Sym, V<'a>)>>>),
@@ -50,6 +53,26 @@ pub enum V<'a> {
     Function,
     /// Anything else the interpreter would see: printed and dumped as it would be, nothing more.
     Other(Value),
+}
+
+pub struct GenState<'a> {
+    pub items: std::cell::RefCell<Option<Vec<V<'a>>>>,
+}
+
+impl<'a> V<'a> {
+    pub fn generator(items: Vec<V<'a>>) -> V<'a> {
+        V::Gen(Rc::new(GenState {
+            items: std::cell::RefCell::new(Some(items)),
+        }))
+    }
+
+    /// The items of a generator, taken (a second call gives none).
+    pub fn take_generator(&self) -> Option<Vec<V<'a>>> {
+        match self {
+            V::Gen(state) => Some(state.items.borrow_mut().take().unwrap_or_default()),
+            _ => None,
+        }
+    }
 }
 
 /// A `for` loop's `loop` variable.
@@ -106,7 +129,7 @@ impl<'a> V<'a> {
             V::Json(Json::Object(m)) => !m.is_empty(),
             V::List(l) | V::Slice(l) => !l.is_empty(),
             V::Map(m) => !m.is_empty(),
-            V::Macro(_) | V::Function => true,
+            V::Macro(_) | V::Function | V::Gen(_) => true,
             _ => return Err(Bail),
         })
     }

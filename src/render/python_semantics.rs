@@ -1,0 +1,430 @@
+//! Where jinja2 in Python and minijinja disagree on what a template observes, the interpreter
+//! follows Python:
+//!
+//! - iterating `None` raises `TypeError` (minijinja iterates it as empty): every `for` loop's
+//!   iterable passes through [`ITERABLE_FILTER`];
+//! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
+//!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
+//!   with those names go through [`GETATTR_FILTER`];
+//! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
+//!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
+//!
+//! The first two are source rewrites made from minijinja's own syntax tree, so they touch
+//! exactly the loops and attribute lookups the template has.
+
+use std::sync::{Arc, Mutex};
+
+use minijinja::machinery::ast;
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value, ValueKind};
+use minijinja::{Error, ErrorKind, State};
+
+/// The filter every loop's iterable passes through.
+pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
+/// The filter that looks up a dict method's name as Python does.
+pub const GETATTR_FILTER: &str = "__sft_py_getattr";
+
+/// The methods of a Python `dict`, which jinja2 finds before the dict's keys.
+const DICT_METHODS: [&str; 11] = [
+    "items",
+    "keys",
+    "values",
+    "get",
+    "pop",
+    "popitem",
+    "copy",
+    "clear",
+    "update",
+    "setdefault",
+    "fromkeys",
+];
+
+/// `source` with every loop iterable checked and every dict-method attribute looked up as
+/// Python does; `None` when nothing needs rewriting (or the source does not parse: the
+/// environment reports that).
+pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
+    let tree = minijinja::machinery::parse(source, "chat_template", syntax).ok()?;
+    let mut walker = Walker { edits: Vec::new() };
+    walker.stmt(&tree);
+    let mut edits = walker.edits;
+    if edits.is_empty() {
+        return None;
+    }
+    // Edits at the same offset keep their order of discovery. Replaced ranges (an attribute's
+    // `.name`) never hold another edit.
+    edits.sort_by_key(|e| (e.start, e.order));
+    let mut out = String::with_capacity(source.len() + edits.len() * 24);
+    let mut last = 0;
+    for e in edits {
+        if e.start < last || source.get(last..e.start).is_none() {
+            return None;
+        }
+        out.push_str(&source[last..e.start]);
+        out.push_str(&e.text);
+        last = e.end;
+    }
+    out.push_str(source.get(last..)?);
+    Some(out)
+}
+
+/// `source[start..end]` becomes `text` (an insertion where `start == end`).
+struct Edit {
+    start: usize,
+    end: usize,
+    order: usize,
+    text: String,
+}
+
+/// Where the text of `e` starts: a postfix expression's span starts at its operator, so the
+/// leftmost operand decides.
+fn expr_start(e: &ast::Expr) -> u32 {
+    let own = e.span().start_offset;
+    let inner = match e {
+        ast::Expr::GetAttr(a) => expr_start(&a.expr),
+        ast::Expr::GetItem(i) => expr_start(&i.expr),
+        ast::Expr::Slice(s) => expr_start(&s.expr),
+        ast::Expr::Call(c) => expr_start(&c.expr),
+        ast::Expr::Filter(f) => f.expr.as_ref().map_or(own, expr_start),
+        ast::Expr::Test(t) => expr_start(&t.expr),
+        ast::Expr::BinOp(b) => expr_start(&b.left),
+        ast::Expr::Compare(c) => expr_start(&c.expr),
+        ast::Expr::IfExpr(i) => expr_start(&i.true_expr),
+        _ => own,
+    };
+    inner.min(own)
+}
+
+struct Walker {
+    edits: Vec<Edit>,
+}
+
+impl Walker {
+    fn replace(&mut self, start: u32, end: u32, text: String) {
+        let order = self.edits.len();
+        self.edits.push(Edit {
+            start: start as usize,
+            end: end as usize,
+            order,
+            text,
+        });
+    }
+
+    fn insert(&mut self, at: u32, text: String) {
+        self.replace(at, at, text);
+    }
+
+    /// Wraps `e` as `(e)` followed by `suffix`.
+    fn wrap(&mut self, e: &ast::Expr, suffix: String) {
+        self.insert(expr_start(e), "(".to_string());
+        self.insert(e.span().end_offset, format!("){suffix}"));
+    }
+
+    fn stmts(&mut self, stmts: &[ast::Stmt]) {
+        stmts.iter().for_each(|s| self.stmt(s));
+    }
+
+    fn stmt(&mut self, stmt: &ast::Stmt) {
+        match stmt {
+            ast::Stmt::Template(t) => self.stmts(&t.children),
+            ast::Stmt::EmitExpr(e) => self.expr(&e.expr),
+            ast::Stmt::ForLoop(f) => {
+                self.expr(&f.iter);
+                self.wrap(&f.iter, format!("|{ITERABLE_FILTER}"));
+                if let Some(filter) = &f.filter_expr {
+                    self.expr(filter);
+                }
+                self.stmts(&f.body);
+                self.stmts(&f.else_body);
+            }
+            ast::Stmt::IfCond(c) => {
+                self.expr(&c.expr);
+                self.stmts(&c.true_body);
+                self.stmts(&c.false_body);
+            }
+            ast::Stmt::WithBlock(w) => {
+                for (_, value) in &w.assignments {
+                    self.expr(value);
+                }
+                self.stmts(&w.body);
+            }
+            ast::Stmt::Set(s) => self.expr(&s.expr),
+            ast::Stmt::SetBlock(s) => self.stmts(&s.body),
+            ast::Stmt::AutoEscape(a) => self.stmts(&a.body),
+            ast::Stmt::FilterBlock(f) => self.stmts(&f.body),
+            ast::Stmt::Block(b) => self.stmts(&b.body),
+            ast::Stmt::Macro(m) => {
+                m.defaults.iter().for_each(|d| self.expr(d));
+                self.stmts(&m.body);
+            }
+            ast::Stmt::CallBlock(c) => {
+                self.call(&c.call);
+                self.stmts(&c.macro_decl.body);
+            }
+            ast::Stmt::Do(d) => self.call(&d.call),
+            _ => {}
+        }
+    }
+
+    fn call(&mut self, c: &ast::Call) {
+        // `x.items()` calls the method either way: only the receiver is walked.
+        match &c.expr {
+            ast::Expr::GetAttr(a) => self.expr(&a.expr),
+            other => self.expr(other),
+        }
+        self.args(&c.args);
+    }
+
+    fn args(&mut self, args: &[ast::CallArg]) {
+        for arg in args {
+            match arg {
+                ast::CallArg::Pos(e)
+                | ast::CallArg::Kwarg(_, e)
+                | ast::CallArg::PosSplat(e)
+                | ast::CallArg::KwargSplat(e) => self.expr(e),
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &ast::Expr) {
+        match e {
+            ast::Expr::GetAttr(a) => {
+                self.expr(&a.expr);
+                if DICT_METHODS.contains(&a.name) {
+                    // `x.items` becomes `((x)|getattr('items'))`: the receiver's span ends before
+                    // the dot, so the dot and the name are replaced by the filter call.
+                    let receiver = a.expr.span();
+                    self.insert(expr_start(&a.expr), "((".to_string());
+                    self.replace(
+                        receiver.end_offset,
+                        e.span().end_offset,
+                        format!(")|{GETATTR_FILTER}('{}'))", a.name),
+                    );
+                }
+            }
+            ast::Expr::Call(c) => self.call(c),
+            ast::Expr::UnaryOp(u) => self.expr(&u.expr),
+            ast::Expr::BinOp(b) => {
+                self.expr(&b.left);
+                self.expr(&b.right);
+            }
+            ast::Expr::Compare(c) => {
+                self.expr(&c.expr);
+                c.ops.iter().for_each(|op| self.expr(&op.expr));
+            }
+            ast::Expr::IfExpr(i) => {
+                self.expr(&i.test_expr);
+                self.expr(&i.true_expr);
+                if let Some(f) = &i.false_expr {
+                    self.expr(f);
+                }
+            }
+            ast::Expr::Filter(f) => {
+                if let Some(v) = &f.expr {
+                    self.expr(v);
+                }
+                self.args(&f.args);
+            }
+            ast::Expr::Test(t) => {
+                self.expr(&t.expr);
+                self.args(&t.args);
+            }
+            ast::Expr::GetItem(i) => {
+                self.expr(&i.expr);
+                self.expr(&i.subscript_expr);
+            }
+            ast::Expr::Slice(s) => {
+                self.expr(&s.expr);
+                for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+                    self.expr(part);
+                }
+            }
+            ast::Expr::List(l) => l.items.iter().for_each(|x| self.expr(x)),
+            ast::Expr::Tuple(t) => t.items.iter().for_each(|x| self.expr(x)),
+            ast::Expr::Map(m) => {
+                m.keys.iter().for_each(|x| self.expr(x));
+                m.values.iter().for_each(|x| self.expr(x));
+            }
+            ast::Expr::Var(_) | ast::Expr::Const(_) => {}
+        }
+    }
+}
+
+/// [`ITERABLE_FILTER`]: the value unchanged, or Python's `TypeError` for `None`.
+pub fn iterable_filter(value: Value) -> Result<Value, Error> {
+    if value.is_none() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "'NoneType' object is not iterable",
+        ));
+    }
+    Ok(value)
+}
+
+/// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is
+/// the method; on anything else, minijinja's own lookup.
+pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
+    if value.kind() == ValueKind::Map
+        && value
+            .as_object()
+            .is_none_or(|o| o.repr() == ObjectRepr::Map)
+    {
+        return Ok(Value::from_object(DictMethod {
+            name: name.to_string(),
+        }));
+    }
+    value.get_attr(name)
+}
+
+/// A dict's bound method, as a template sees it when it names one without calling it: true,
+/// no attributes, not iterable, printed as Python prints it (without the address).
+#[derive(Debug)]
+struct DictMethod {
+    name: String,
+}
+
+impl Object for DictMethod {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+
+    fn get_value(self: &Arc<Self>, _key: &Value) -> Option<Value> {
+        None
+    }
+
+    fn is_true(self: &Arc<Self>) -> bool {
+        true
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<built-in method {} of dict object>", self.name)
+    }
+}
+
+/// A one-shot generator (what jinja2's `map`, `select`, ... give): true, no length, iterable
+/// once (a second loop sees nothing), refused by `tojson`.
+#[derive(Debug)]
+pub struct Generator {
+    items: Mutex<Option<Vec<Value>>>,
+}
+
+impl Generator {
+    fn wrap(items: Vec<Value>) -> Value {
+        Value::from_object(Generator {
+            items: Mutex::new(Some(items)),
+        })
+    }
+}
+
+impl Object for Generator {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Iterable
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let taken = self
+            .items
+            .lock()
+            .map(|mut items| items.take())
+            .unwrap_or_default();
+        match taken {
+            Some(items) => Enumerator::Iter(Box::new(items.into_iter())),
+            None => Enumerator::Empty,
+        }
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        None
+    }
+
+    fn is_true(self: &Arc<Self>) -> bool {
+        true
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<generator object>")
+    }
+}
+
+/// Whether `value` is a [`Generator`] (which `tojson` refuses, as `json.dumps` does).
+pub fn is_generator(value: &Value) -> bool {
+    value.downcast_object_ref::<Generator>().is_some()
+}
+
+pub fn map_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    minijinja::filters::map(state, value, args).map(Generator::wrap)
+}
+
+pub fn select_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    let (test, rest) = split_name(args)?;
+    minijinja::filters::select(state, value, test, rest).map(Generator::wrap)
+}
+
+pub fn reject_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    let (test, rest) = split_name(args)?;
+    minijinja::filters::reject(state, value, test, rest).map(Generator::wrap)
+}
+
+pub fn selectattr_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    let (attr, rest) = split_name(args)?;
+    let attr = attr
+        .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "selectattr needs an attribute"))?;
+    let (test, rest) = split_name(rest)?;
+    minijinja::filters::selectattr(state, value, attr, test, rest).map(Generator::wrap)
+}
+
+pub fn rejectattr_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    let (attr, rest) = split_name(args)?;
+    let attr = attr
+        .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "rejectattr needs an attribute"))?;
+    let (test, rest) = split_name(rest)?;
+    minijinja::filters::rejectattr(state, value, attr, test, rest).map(Generator::wrap)
+}
+
+pub type ValueOrKwargsArg = minijinja::value::ValueOrKwargs;
+
+/// The first argument as a name (a test's or an attribute's), and the rest.
+fn split_name(
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<
+    (
+        Option<std::borrow::Cow<'static, str>>,
+        Rest<ValueOrKwargsArg>,
+    ),
+    Error,
+> {
+    let mut values = args.0;
+    if values.is_empty() {
+        return Ok((None, Rest(values)));
+    }
+    let first = values.remove(0).into_value();
+    let name = first
+        .as_str()
+        .map(|s| std::borrow::Cow::Owned(s.to_string()))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                "a test or attribute name must be a string",
+            )
+        })?;
+    Ok((Some(name), Rest(values)))
+}
