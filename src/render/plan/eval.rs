@@ -315,6 +315,8 @@ impl<'a> Run<'a> {
                 state.index.set(i);
                 self.assign(&f.target, state.items[i].clone())?;
                 match self.block(&f.body)? {
+                    // minijinja then runs the else block (jinja2 does not): the interpreter's.
+                    Flow::Break if i == 0 && !f.else_body.is_empty() => return Err(Bail),
                     Flow::Break => break,
                     Flow::Next | Flow::Continue => {}
                 }
