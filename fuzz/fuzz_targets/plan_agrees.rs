@@ -13,23 +13,82 @@ use sft_dataset::render::{ChatTemplate, RenderOptions};
 
 const NAMES: [&str; 8] = ["x", "y", "m", "item", "content", "ns", "loop", "messages"];
 const KEYS: [&str; 10] = [
-    "role", "content", "items", "get", "name", "type", "tool_calls", "a", "b", "values",
+    "role",
+    "content",
+    "items",
+    "get",
+    "name",
+    "type",
+    "tool_calls",
+    "a",
+    "b",
+    "values",
 ];
 const STRINGS: [&str; 10] = [
-    "", "a", "user", "assistant", " pad ", "<think>", "</think>", "x,y", "é🙂", "\n",
+    "",
+    "a",
+    "user",
+    "assistant",
+    " pad ",
+    "<think>",
+    "</think>",
+    "x,y",
+    "é🙂",
+    "\n",
 ];
 const FILTERS: [&str; 22] = [
-    "trim", "length", "tojson", "string", "items", "join", "safe", "first", "last", "lower",
-    "upper", "list", "reverse", "capitalize", "dictsort", "count", "d('z')", "default('', true)",
-    "join(', ')", "replace('a', 'b')", "map('upper')", "selectattr('role', 'equalto', 'user')",
+    "trim",
+    "length",
+    "tojson",
+    "string",
+    "items",
+    "join",
+    "safe",
+    "first",
+    "last",
+    "lower",
+    "upper",
+    "list",
+    "reverse",
+    "capitalize",
+    "dictsort",
+    "count",
+    "d('z')",
+    "default('', true)",
+    "join(', ')",
+    "replace('a', 'b')",
+    "map('upper')",
+    "selectattr('role', 'equalto', 'user')",
 ];
 const TESTS: [&str; 14] = [
-    "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "mapping",
-    "sequence", "iterable", "true", "false", "eq 'user'",
+    "defined",
+    "undefined",
+    "none",
+    "string",
+    "number",
+    "integer",
+    "float",
+    "boolean",
+    "mapping",
+    "sequence",
+    "iterable",
+    "true",
+    "false",
+    "eq 'user'",
 ];
 const METHODS: [&str; 12] = [
-    "strip()", "lstrip('a')", "rstrip()", "split(',')", "split()", "startswith('a')",
-    "endswith('>')", "upper()", "lower()", "items()", "keys()", "get('role')",
+    "strip()",
+    "lstrip('a')",
+    "rstrip()",
+    "split(',')",
+    "split()",
+    "startswith('a')",
+    "endswith('>')",
+    "upper()",
+    "lower()",
+    "items()",
+    "keys()",
+    "get('role')",
 ];
 const OPS: [&str; 14] = [
     "+", "-", "*", "/", "//", "%", "~", "==", "!=", "<", ">=", "in", "and", "or",
@@ -46,14 +105,37 @@ fn expr(u: &mut Unstructured, depth: u32, out: &mut String) -> Result<()> {
             0 => out.push_str(pick(u, &NAMES)?),
             1 => out.push_str(&format!("{:?}", pick(u, &STRINGS)?)),
             2 => out.push_str(&u.int_in_range(-3i64..=12)?.to_string()),
-            3 => out.push_str(pick(u, &["none", "true", "false", "1.5", "[]", "{}", "[1, 'a']"])?),
+            3 => out.push_str(pick(
+                u,
+                &["none", "true", "false", "1.5", "[]", "{}", "[1, 'a']"],
+            )?),
             4 => {
                 out.push_str("messages[");
                 out.push_str(&u.int_in_range(-2i64..=3)?.to_string());
                 out.push(']');
             }
-            5 => out.push_str(pick(u, &["loop.index0", "loop.first", "loop.last", "loop.length", "loop.previtem", "ns.a"])?),
-            _ => out.push_str(pick(u, &["m.role", "m.content", "m['items']", "m.get", "item.name", "m.tool_calls"])?),
+            5 => out.push_str(pick(
+                u,
+                &[
+                    "loop.index0",
+                    "loop.first",
+                    "loop.last",
+                    "loop.length",
+                    "loop.previtem",
+                    "ns.a",
+                ],
+            )?),
+            _ => out.push_str(pick(
+                u,
+                &[
+                    "m.role",
+                    "m.content",
+                    "m['items']",
+                    "m.get",
+                    "item.name",
+                    "m.tool_calls",
+                ],
+            )?),
         }
         return Ok(());
     }
@@ -87,7 +169,10 @@ fn expr(u: &mut Unstructured, depth: u32, out: &mut String) -> Result<()> {
         5 => {
             out.push('(');
             expr(u, depth + 1, out)?;
-            out.push_str(pick(u, &[")[0]", ")[-1]", ")[1:]", ")[::-1]", ")['role']", ")[:2]"])?);
+            out.push_str(pick(
+                u,
+                &[")[0]", ")[-1]", ")[1:]", ")[::-1]", ")['role']", ")[:2]"],
+            )?);
         }
         6 => {
             out.push_str("not ");
@@ -173,7 +258,15 @@ fn block(u: &mut Unstructured, depth: u32, in_loop: bool, out: &mut String) -> R
                 out.push_str(" %}");
             }
             6 if in_loop => out.push_str(pick(u, &["{% break %}", "{% continue %}"])?),
-            7 => out.push_str(pick(u, &["{{ f(m) }}", "{{ f(x, b=y) }}", "{{ f() | trim }}", "{% set ns = namespace(a=1) %}"])?),
+            7 => out.push_str(pick(
+                u,
+                &[
+                    "{{ f(m) }}",
+                    "{{ f(x, b=y) }}",
+                    "{{ f() | trim }}",
+                    "{% set ns = namespace(a=1) %}",
+                ],
+            )?),
             _ => out.push_str("{% set y %}block{{ x }}{% endset %}"),
         }
     }
@@ -186,10 +279,19 @@ fn value(u: &mut Unstructured, depth: u32) -> Result<Json> {
         1 => json!(u.arbitrary::<bool>()?),
         2 => json!(u.int_in_range(-5i64..=5)?),
         3 => u
-            .choose(&[json!(1.5), json!(0.1), json!(1e21), json!(18446744073709551615u64)])?
+            .choose(&[
+                json!(1.5),
+                json!(0.1),
+                json!(1e21),
+                json!(18446744073709551615u64),
+            ])?
             .clone(),
         4 | 5 => json!(pick(u, &STRINGS)?),
-        6 => Json::Array((0..u.int_in_range(0..=3)?).map(|_| value(u, depth + 1)).collect::<Result<_>>()?),
+        6 => Json::Array(
+            (0..u.int_in_range(0..=3)?)
+                .map(|_| value(u, depth + 1))
+                .collect::<Result<_>>()?,
+        ),
         _ => {
             let mut map = Map::new();
             for _ in 0..u.int_in_range(0..=3)? {
@@ -202,7 +304,10 @@ fn value(u: &mut Unstructured, depth: u32) -> Result<Json> {
 
 fn message(u: &mut Unstructured) -> Result<Json> {
     let mut map = Map::new();
-    map.insert("role".into(), json!(pick(u, &["user", "assistant", "system", "tool"])?));
+    map.insert(
+        "role".into(),
+        json!(pick(u, &["user", "assistant", "system", "tool"])?),
+    );
     map.insert("content".into(), value(u, 1)?);
     for _ in 0..u.int_in_range(0..=2)? {
         map.insert(pick(u, &KEYS)?.to_string(), value(u, 1)?);
@@ -235,7 +340,10 @@ fn run(u: &mut Unstructured) -> Result<()> {
         let interpreted = template
             .render_interpreted(&messages, &opts)
             .map_err(|e| e.message);
-        assert_eq!(planned, interpreted, "template {source:?} messages {messages:?}");
+        assert_eq!(
+            planned, interpreted,
+            "template {source:?} messages {messages:?}"
+        );
     }
     Ok(())
 }
