@@ -25,7 +25,7 @@ pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
 
 /// The methods of a Python `dict`, which jinja2 finds before the dict's keys.
-const DICT_METHODS: [&str; 11] = [
+pub const DICT_METHODS: [&str; 11] = [
     "items",
     "keys",
     "values",
@@ -358,46 +358,56 @@ pub fn map_filter(
     minijinja::filters::map(state, value, args).map(Generator::wrap)
 }
 
-pub fn select_filter(
-    state: &mut State,
-    value: Value,
-    args: Rest<ValueOrKwargsArg>,
-) -> Result<Value, Error> {
-    let (test, rest) = split_name(args)?;
-    minijinja::filters::select(state, value, test, rest).map(Generator::wrap)
+pub fn select_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
+    selected(s, v, a, false, false)
 }
 
-pub fn reject_filter(
-    state: &mut State,
-    value: Value,
-    args: Rest<ValueOrKwargsArg>,
-) -> Result<Value, Error> {
-    let (test, rest) = split_name(args)?;
-    minijinja::filters::reject(state, value, test, rest).map(Generator::wrap)
+pub fn reject_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
+    selected(s, v, a, false, true)
 }
 
 pub fn selectattr_filter(
-    state: &mut State,
-    value: Value,
-    args: Rest<ValueOrKwargsArg>,
+    s: &mut State,
+    v: Value,
+    a: Rest<ValueOrKwargsArg>,
 ) -> Result<Value, Error> {
-    let (attr, rest) = split_name(args)?;
-    let attr = attr
-        .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "selectattr needs an attribute"))?;
-    let (test, rest) = split_name(rest)?;
-    minijinja::filters::selectattr(state, value, attr, test, rest).map(Generator::wrap)
+    selected(s, v, a, true, false)
 }
 
 pub fn rejectattr_filter(
+    s: &mut State,
+    v: Value,
+    a: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    selected(s, v, a, true, true)
+}
+
+/// minijinja's `select`/`reject` (`by_attr`: `selectattr`/`rejectattr`, whose first argument
+/// names the attribute tested), as a generator.
+fn selected(
     state: &mut State,
     value: Value,
     args: Rest<ValueOrKwargsArg>,
+    by_attr: bool,
+    invert: bool,
 ) -> Result<Value, Error> {
-    let (attr, rest) = split_name(args)?;
-    let attr = attr
-        .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "rejectattr needs an attribute"))?;
+    use minijinja::filters;
+    let (attr, rest) = if by_attr {
+        let (attr, rest) = split_name(args)?;
+        let attr = attr
+            .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "an attribute name is needed"))?;
+        (Some(attr), rest)
+    } else {
+        (None, args)
+    };
     let (test, rest) = split_name(rest)?;
-    minijinja::filters::rejectattr(state, value, attr, test, rest).map(Generator::wrap)
+    let items = match (attr, invert) {
+        (Some(attr), false) => filters::selectattr(state, value, attr, test, rest),
+        (Some(attr), true) => filters::rejectattr(state, value, attr, test, rest),
+        (None, false) => filters::select(state, value, test, rest),
+        (None, true) => filters::reject(state, value, test, rest),
+    }?;
+    Ok(Generator::wrap(items))
 }
 
 pub type ValueOrKwargsArg = minijinja::value::ValueOrKwargs;

@@ -8,22 +8,8 @@ use super::ir::{BinOp, Filter, MapFilter, Method, Test};
 use super::value::{contains, equals, Bail, Res, Sym, V};
 use super::Plan;
 use crate::render::json_dumps::{dumps, dumps_json, DumpOptions};
+use crate::render::python_semantics::DICT_METHODS;
 use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
-
-/// The methods of a Python `dict`, which jinja2's attribute lookup finds before its keys.
-const DICT_METHODS: [&str; 11] = [
-    "items",
-    "keys",
-    "values",
-    "get",
-    "pop",
-    "popitem",
-    "copy",
-    "clear",
-    "update",
-    "setdefault",
-    "fromkeys",
-];
 
 /// The longest list `range` makes before the interpreter takes over.
 const MAX_RANGE: i64 = 100_000;

@@ -224,22 +224,15 @@ impl<'a> V<'a> {
     /// `{{ value }}`: the interpreter's formatter (Python's spelling of floats, lists and maps,
     /// minijinja's of the rest, nothing for undefined).
     pub fn print(&self, out: &mut String) -> Res<()> {
-        match self {
-            V::Str(s) => out.push_str(s),
-            V::Owned(s) => out.push_str(s),
-            V::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
-            V::Undef => {}
-            _ => {
-                let value = self.to_value()?;
-                if needs_python_spelling(&value) {
-                    out.push_str(&py_str(&value));
-                } else {
-                    use std::fmt::Write;
-                    write!(out, "{value}").map_err(|_| Bail)?;
-                }
-            }
+        if let V::Str(_) | V::Owned(_) | V::Int(_) | V::Undef = self {
+            return self.display(out);
         }
-        Ok(())
+        let value = self.to_value()?;
+        if needs_python_spelling(&value) {
+            out.push_str(&py_str(&value));
+            return Ok(());
+        }
+        self.display(out)
     }
 
     /// minijinja's `Display` of the value (what `~` joins).
