@@ -173,6 +173,11 @@ export declare class SFTDataset {
   get format(): 'prompt-completion' | 'conversation'
   /** *(addition)* How a dataset loaded with `cache` got its rows; null without a cache. */
   get cache(): TokenCacheUse | null
+  /**
+   * *(addition)* The sources of a dataset loaded from several files, with their weights and
+   * counts; null for a dataset of one file or of examples.
+   */
+  get sources(): Array<SourceInfo> | null
   /** *(addition)* Where the token rows live and what they take (see docs/memory.md). */
   get memory(): RowMemory
   /** Number of examples. */
@@ -452,6 +457,11 @@ export interface DatasetReport {
   totals: ReportTotals
   /** The end-of-turn token learned from the chat template, if any. */
   turnEndToken?: string
+  /**
+   * *(addition)* For a dataset loaded from several files: each source's counts, in the
+   * order given.
+   */
+  sources?: Array<SFTSourceReport>
 }
 
 /** `attachDistillation`'s config (the reference's `StudentDistillationConfig`). */
@@ -824,6 +834,13 @@ export interface LoadSFTDatasetOptions {
   cache?: string | TokenCacheOptions
 }
 
+/**
+ * `loadSFTDataset` of a list of sources, without the JS wrapper's checks of the list and its
+ * paths: loads the sources one after the other (each on all cores), the memory budget shared
+ * among them, and mixes them.
+ */
+export declare function loadSFTMixNative(sources: MixSourceNative[], tokenizer: Tokenizer | ChatTemplateTokenizer, config?: LoadSFTDatasetOptions | undefined | null): Promise<SFTDataset>
+
 /** Options of `validateMasks` and `fixHistoricalMasks`. */
 export interface MaskCheckOptions {
   /**
@@ -842,6 +859,17 @@ export interface MaskValidation {
   isValid: boolean
   /** The reference's issue strings, in its order. */
   issues: Array<string>
+}
+
+/**
+ * One source of a mix as `lib/index.js` hands it over: its path resolved and checked, its
+ * weight, and the load's options with the source's own `format`, `columns`, `roles` and
+ * `limit` in place.
+ */
+export interface MixSourceNative {
+  path: string
+  weight: number
+  config: LoadSFTDatasetOptions
 }
 
 /**
@@ -1195,6 +1223,45 @@ export interface SFTShard {
   rank: number
   /** Number of ranks. */
   worldSize: number
+}
+
+/** How one source of a mixed dataset was loaded (`SFTDataset.sources`). */
+export interface SFTSourceInfo {
+  path: string
+  weight: number
+  format: 'prompt-completion' | 'conversation'
+  /**
+   * Examples loaded from the file; their indices in the dataset are `start` to
+   * `start + examples - 1`.
+   */
+  examples: number
+  start: number
+  /** Its examples that take part in training (in this part, for a part of `split`). */
+  rows: number
+  /**
+   * Appearances of its examples in one epoch: `rows` times the weight's integer part, plus
+   * the fraction's share of `rows`, rounded.
+   */
+  perEpoch: number
+  /** How the token cache served the source; null without a cache. */
+  cache?: TokenCacheUse
+}
+
+/** One source of a dataset loaded from several files, in `report()`. */
+export interface SFTSourceReport {
+  path: string
+  weight: number
+  format: 'prompt-completion' | 'conversation'
+  /** Examples loaded from the file; in `examples`, they are `start` to `start + examples - 1`. */
+  examples: number
+  start: number
+  /** Its examples that take part in training (in this part, for a part of `split`). */
+  rows: number
+  /** Appearances of its examples in one epoch. */
+  perEpoch: number
+  /** Kept and trained tokens of its rows, each row counted once. */
+  keptTokens: number
+  trainedTokens: number
 }
 
 /** Token ids the reference masking keys on; each one missing is derived from the tokenizer. */

@@ -850,6 +850,7 @@ module.exports.fixHistoricalMasks = nativeBinding.fixHistoricalMasks
 module.exports.getAllowedRoot = nativeBinding.getAllowedRoot
 module.exports.listTokenCache = nativeBinding.listTokenCache
 module.exports.loadSFTDatasetNative = nativeBinding.loadSFTDatasetNative
+module.exports.loadSFTMixNative = nativeBinding.loadSFTMixNative
 module.exports.packDistillation = nativeBinding.packDistillation
 module.exports.planDistillationRequests = nativeBinding.planDistillationRequests
 module.exports.pruneTokenCache = nativeBinding.pruneTokenCache

@@ -222,6 +222,12 @@ async function loadForeignDataset(absolute, tokenizer, config) {
   return dataset
 }
 
+/** Several files over a foreign tokenizer. */
+async function loadForeignMix(sources, tokenizer) {
+  checkMethods(tokenizer, 'loadSFTDataset')
+  throw invalidArgument(`loadSFTDataset: a list of ${sources.length} sources needs a Tokenizer of sft-dataset; with another library's tokenizer, load one file`)
+}
+
 // The asynchronous methods that read rows: on a dataset over a foreign tokenizer they wait for
 // its renders first.
 const READS_ROWS = ['collateBatch', 'tokenizeExample', 'report', 'summary', 'batchingStats', 'exportParquet', '_awaitRows', '_plannedBatch']
@@ -246,4 +252,4 @@ function installReadiness(proto) {
   }
 }
 
-module.exports = { isForeignTokenizer, createForeignDataset, loadForeignDataset, ensureRows, installReadiness }
+module.exports = { isForeignTokenizer, createForeignDataset, loadForeignDataset, loadForeignMix, ensureRows, installReadiness }

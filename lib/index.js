@@ -10,6 +10,7 @@ const { asPublic, invalidArgument } = require('./arguments.js')
 const distill = require('./distill.js')
 const { checkingOptions, checkDatasetConfig } = require('./options.js')
 const foreign = require('./foreign.js')
+const { mixSources } = require('./mix.js')
 
 const { SFTDataset: NativeSFTDataset, Tokenizer } = native
 
@@ -65,14 +66,23 @@ function resolveAndValidatePath(userPath, allowedRoot, options) {
 }
 
 async function loadSFTDataset(filePath, tokenizer, config) {
+  if (Array.isArray(filePath)) return loadMix(filePath, tokenizer, config)
   if (typeof filePath !== 'string') {
-    throw invalidArgument(`loadSFTDataset: path must be a string, got ${filePath === null ? 'null' : typeof filePath}`)
+    throw invalidArgument(`loadSFTDataset: path must be a string or a list of sources, got ${filePath === null ? 'null' : typeof filePath}`)
   }
   const root = getAllowedRoot(config)
   const absolute = resolveAndValidatePath(filePath, root, config)
   const contained = { ...config, allowedRoot: path.dirname(absolute) }
   if (foreign.isForeignTokenizer(tokenizer)) return foreign.loadForeignDataset(absolute, tokenizer, contained)
   return native.loadSFTDatasetNative(absolute, tokenizer, contained)
+}
+
+/** Several files as one dataset, each source with its weight (lib/mix.js, src/napi/mix.rs). */
+function loadMix(sources, tokenizer, config) {
+  if (foreign.isForeignTokenizer(tokenizer)) return foreign.loadForeignMix(sources, tokenizer, config)
+  const root = getAllowedRoot(config)
+  const native_ = mixSources(sources, config, (p) => resolveAndValidatePath(p, root, config))
+  return native.loadSFTMixNative(native_, tokenizer, config)
 }
 
 /**

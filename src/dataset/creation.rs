@@ -290,6 +290,7 @@ impl Dataset {
             losses: LossSummary::default(),
             repeats: None,
             load_memory: None,
+            mixture: None,
         }
     }
 

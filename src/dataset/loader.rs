@@ -60,6 +60,9 @@ pub struct LoadProgress {
     pub waiting: bool,
 }
 
+/// Called as a load goes.
+pub type ProgressHook = Box<dyn Fn(LoadProgress) + Send + Sync>;
+
 #[derive(Default)]
 pub struct LoadOptions {
     /// Read at most this many records (the reference's `limit`; `None` reads all).
@@ -67,7 +70,7 @@ pub struct LoadOptions {
     /// Bytes of packed rows the load keeps in memory; beyond it, every row goes to a file that
     /// is mapped (`memoryBudget`; `None`: `DEFAULT_MEMORY_BUDGET`).
     pub memory_budget: Option<usize>,
-    pub on_progress: Option<Box<dyn Fn(LoadProgress) + Send + Sync>>,
+    pub on_progress: Option<ProgressHook>,
 }
 
 /// What one line turned into.

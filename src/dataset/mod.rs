@@ -14,6 +14,8 @@ pub mod foreign;
 pub mod loader;
 #[cfg(test)]
 mod loader_tests;
+pub mod mixture;
+mod read_back;
 pub mod report;
 mod row_sink;
 pub mod split;
@@ -89,6 +91,9 @@ pub struct Dataset {
     repeats: Option<Arc<Repeats>>,
     /// How a load held its rows; `None` for a dataset made from examples.
     load_memory: Option<LoadMemory>,
+    /// For a dataset of several files: the sources and their weights, which make each epoch's
+    /// examples.
+    mixture: Option<Arc<mixture::Mixture>>,
 }
 
 impl Dataset {
@@ -119,7 +124,11 @@ impl Dataset {
         }
     }
 
+    /// Examples per epoch: the kept ones, or for a mix its sources' repeats and draws.
     pub fn len(&self) -> usize {
+        if self.mixture.is_some() {
+            return self.current_epoch().order.len();
+        }
         self.kept.as_ref().map_or(self.rows.len(), Vec::len)
     }
 
@@ -182,9 +191,16 @@ impl Dataset {
     }
 
     pub fn shuffle_for_epoch(&self, epoch: f64) {
-        let positions = epoch_order(self.len(), self.config.seed, epoch);
-        let order = Arc::new(match &self.kept {
-            Some(kept) => positions.iter().map(|&p| kept[p as usize]).collect(),
+        let members = match &self.mixture {
+            Some(mixture) => {
+                Some(mixture.epoch_members(&self.kept_examples(), self.config.seed, epoch))
+            }
+            None => None,
+        };
+        let len = members.as_ref().map_or(self.len(), Vec::len);
+        let positions = epoch_order(len, self.config.seed, epoch);
+        let order = Arc::new(match members.as_ref().or(self.kept.as_ref()) {
+            Some(members) => positions.iter().map(|&p| members[p as usize]).collect(),
             None => positions,
         });
         let next = Arc::new(Epoch {
@@ -376,10 +392,10 @@ impl Dataset {
         if let Some(part) = &self.part {
             split::mark_other_part(&mut examples, part);
         }
-        Ok(DatasetReport::new(
-            examples,
-            self.turn_end.as_ref().map(|t| t.text.clone()),
-        ))
+        let mut report =
+            DatasetReport::new(examples, self.turn_end.as_ref().map(|t| t.text.clone()));
+        report.sources = self.source_reports(&report.examples);
+        Ok(report)
     }
 }
 

@@ -112,12 +112,14 @@ pub struct ReportTotals {
     pub losses: [u32; crate::mask::silent_loss::LossKind::ALL.len()],
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DatasetReport {
     pub examples: Vec<ExampleReport>,
     pub totals: ReportTotals,
     /// The end-of-turn token learned from the chat template, if any.
     pub turn_end_token: Option<String>,
+    /// For a mix of several files: each source's counts (empty otherwise).
+    pub sources: Vec<crate::dataset::mixture::SourceReport>,
 }
 
 impl DatasetReport {
@@ -150,6 +152,7 @@ impl DatasetReport {
             examples,
             totals: t,
             turn_end_token,
+            sources: Vec::new(),
         }
     }
 }

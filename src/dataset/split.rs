@@ -15,6 +15,7 @@ use crate::error::{js_number, SftError, SftResult};
 use crate::mask::silent_loss::LossChecker;
 use crate::rows::DropReason;
 
+use super::mixture::Mixture;
 use super::{Dataset, Epoch};
 
 /// How many examples the test part holds.
@@ -41,7 +42,7 @@ impl TestSize {
     }
 
     /// The count among `n` examples; each part must keep at least one.
-    fn count(self, n: usize) -> SftResult<usize> {
+    pub(crate) fn count(self, n: usize) -> SftResult<usize> {
         let k = match self {
             TestSize::Fraction(f) => (f * n as f64).round() as usize,
             TestSize::Count(k) => k,
@@ -65,20 +66,32 @@ fn mix(z: u64) -> u64 {
     SplitMix64::new(z).next_u64()
 }
 
+/// The key a seed ranks examples by: `+ 0.0` makes -0 and 0 the same seed.
+pub(crate) fn seed_key(seed: f64) -> u64 {
+    mix((seed + 0.0).to_bits())
+}
+
+/// The `k` examples of `examples` (indices) whose index mixed with `key` ranks lowest, in
+/// example order.
+pub(crate) fn lowest_ranked(examples: &[u32], k: usize, key: u64) -> Vec<u32> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut ranked: Vec<(u64, u32)> = examples
+        .iter()
+        .map(|&i| (mix(key ^ mix(u64::from(i))), i))
+        .collect();
+    ranked.select_nth_unstable(k - 1);
+    let mut chosen: Vec<u32> = ranked[..k].iter().map(|&(_, i)| i).collect();
+    chosen.sort_unstable();
+    chosen
+}
+
 /// The examples of `examples` (indices) that go to the test part, in example order: the `k`
 /// whose mixed index and seed rank lowest.
 pub fn test_members(examples: &[u32], size: TestSize, seed: f64) -> SftResult<Vec<u32>> {
     let k = size.count(examples.len())?;
-    // `+ 0.0` makes -0 and 0 the same seed.
-    let seed = mix((seed + 0.0).to_bits());
-    let mut ranked: Vec<(u64, u32)> = examples
-        .iter()
-        .map(|&i| (mix(seed ^ mix(u64::from(i))), i))
-        .collect();
-    ranked.select_nth_unstable(k - 1);
-    let mut test: Vec<u32> = ranked[..k].iter().map(|&(_, i)| i).collect();
-    test.sort_unstable();
-    Ok(test)
+    Ok(lowest_ranked(examples, k, seed_key(seed)))
 }
 
 /// Marks the examples outside `part` (sorted) as left out of a part's report.
@@ -96,21 +109,29 @@ impl Dataset {
     /// The train and test parts of the examples that take part in training.
     pub fn split(&self, size: TestSize, seed: f64) -> SftResult<(Dataset, Dataset)> {
         let kept = self.kept_examples();
-        let test = test_members(&kept, size, seed)?;
+        let test = match &self.mixture {
+            Some(mixture) => mixture.test_members(&kept, size, seed)?,
+            None => test_members(&kept, size, seed)?,
+        };
         let train: Vec<u32> = kept
             .into_iter()
             .filter(|i| test.binary_search(i).is_err())
             .collect();
-        Ok((self.part_of(train), self.part_of(test)))
+        let held_out = self.mixture.as_ref().map(|m| Arc::new(m.unweighted()));
+        Ok((
+            self.part_of(train, self.mixture.clone()),
+            self.part_of(test, held_out),
+        ))
     }
 
-    /// A dataset of the examples `members` (sorted) over this one's rows.
-    fn part_of(&self, members: Vec<u32>) -> Dataset {
+    /// A dataset of the examples `members` (sorted) over this one's rows; with a mix, each
+    /// source weighted as `mixture` says.
+    fn part_of(&self, members: Vec<u32>, mixture: Option<Arc<Mixture>>) -> Dataset {
         let loss = match self.tokenizer.ours() {
             Some(t) => LossChecker::new(t, self.config.tools, self.config.sanitize_control_tokens),
             None => LossChecker::without_render(self.config.tools),
         };
-        Dataset {
+        let mut part = Dataset {
             tokenizer: self.tokenizer.clone(),
             config: self.config.clone(),
             format: self.format,
@@ -134,7 +155,10 @@ impl Dataset {
             repeats: self.repeats.clone(),
             // The parts share the rows, wherever the load put them.
             load_memory: self.load_memory,
-        }
+            mixture,
+        };
+        part.reset_order();
+        part
     }
 }
 

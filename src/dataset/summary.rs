@@ -5,19 +5,18 @@
 //! calls, tool results, markup), measured on a sample of examples rendered again, and the line
 //! or row of the examples the findings list, read back from the data file.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::dataset::read_back::read_back;
 use crate::dataset::report::ExampleReport;
 use crate::dataset::{row_settings, Dataset};
 use crate::error::{Location, SftError, SftResult};
-use crate::example::{validate_record, Format, SftExample};
-use crate::input::dataset_format::Converter;
-use crate::input::RecordReader;
+use crate::example::{Format, SftExample};
 use crate::mask::silent_loss::LossKind;
 use crate::mask::truncation::kept_window;
 use crate::render::RenderAs;
@@ -58,6 +57,25 @@ pub struct SourceFile {
     pub blake3: String,
     /// How the file stores its records: `jsonl`, `json`, `parquet`, with `+gzip` / `+zstd`.
     pub file_format: String,
+}
+
+/// One source of a dataset loaded from several files.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceFigures {
+    #[serde(flatten)]
+    pub file: SourceFile,
+    pub weight: f64,
+    pub format: &'static str,
+    /// Examples read from the file.
+    pub examples: u32,
+    /// Its examples that take part in training.
+    pub rows: u32,
+    /// Appearances of its examples in one epoch.
+    pub per_epoch: usize,
+    /// Kept and trained tokens of its rows, each row counted once.
+    pub kept_tokens: u64,
+    pub trained_tokens: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -180,6 +198,9 @@ pub struct ExampleRef {
     /// Row (from 0) of a Parquet record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub row: Option<u64>,
+    /// For a dataset loaded from several files: the file the line or row is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -196,8 +217,11 @@ pub struct FindingFigures {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
-    /// `None` for a dataset made from examples in memory.
+    /// `None` for a dataset made from examples in memory, or from several files.
     pub source: Option<SourceFile>,
+    /// For a dataset loaded from several files: each source, its weight and its counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<SourceFigures>>,
     pub examples: u32,
     /// Examples that take part in training (not dropped).
     pub rows: u32,
@@ -355,22 +379,46 @@ impl Dataset {
             .iter()
             .flat_map(|f| f.examples.iter().map(|e| e.example as usize))
             .collect();
-        let (source_file, kinds) = match source {
-            Some(path) => {
-                let back = read_back(path, self, &listed, &sampled)?;
+        let (files, kinds) = match read_back(self, source, &listed, &sampled)? {
+            Some(back) => {
+                let mixed = self.mixture().is_some();
                 for f in &mut findings {
                     for e in &mut f.examples {
-                        match back.locations.get(&(e.example as usize)) {
-                            Some(Location::Line(l)) => e.line = Some(*l as u64),
-                            Some(Location::Row(r)) => e.row = Some(*r as u64),
-                            None => {}
+                        let Some((file, at)) = back.locations.get(&(e.example as usize)) else {
+                            continue;
+                        };
+                        match at {
+                            Location::Line(l) => e.line = Some(*l as u64),
+                            Location::Row(r) => e.row = Some(*r as u64),
+                        }
+                        if mixed {
+                            e.file = Some(back.files[*file].path.clone());
                         }
                     }
                 }
-                let kinds = self.kinds(back.sampled);
-                (Some(source_file(path, back.file_format)?), Some(kinds))
+                (back.files, Some(self.kinds(back.sampled)))
             }
-            None => (None, None),
+            None => (Vec::new(), None),
+        };
+        let sources = self.mixture().map(|_| {
+            self.source_reports(examples)
+                .into_iter()
+                .zip(files.iter().cloned())
+                .map(|(s, file)| SourceFigures {
+                    file,
+                    weight: s.weight,
+                    format: s.format.name(),
+                    examples: s.counts.examples,
+                    rows: s.counts.rows,
+                    per_epoch: s.counts.per_epoch,
+                    kept_tokens: s.counts.kept_tokens,
+                    trained_tokens: s.counts.trained_tokens,
+                })
+                .collect()
+        });
+        let source_file = match self.mixture() {
+            Some(_) => None,
+            None => files.into_iter().next(),
         };
 
         let config = &self.config;
@@ -395,6 +443,7 @@ impl Dataset {
         let t = &report.totals;
         Ok(Summary {
             source: source_file,
+            sources,
             examples: t.examples,
             rows: t.examples
                 - t.dropped_too_long
@@ -522,6 +571,7 @@ fn finding(
                     example: i as u32,
                     line: None,
                     row: None,
+                    file: None,
                 });
             }
         }
@@ -542,69 +592,6 @@ fn sample_indices(len: usize, n: usize) -> Vec<usize> {
         return (0..len).collect();
     }
     (0..n).map(|k| k * len / n).collect()
-}
-
-/// What the summary reads back from the data file.
-struct ReadBack {
-    file_format: String,
-    locations: BTreeMap<usize, Location>,
-    sampled: Vec<(usize, SftExample)>,
-}
-
-/// Reads the records of `path` up to the last one needed: the location of each of `listed`,
-/// and the examples of `sampled` (parsed and converted as the load did).
-fn read_back(
-    path: &Path,
-    dataset: &Dataset,
-    listed: &BTreeSet<usize>,
-    sampled: &[usize],
-) -> SftResult<ReadBack> {
-    let converter = Converter::new(dataset.config.input.clone())?;
-    let mut reader = RecordReader::open(path, &converter.top_level_keys())?;
-    let kind = reader.kind();
-    let shown = path.display().to_string();
-    let last = listed
-        .last()
-        .copied()
-        .into_iter()
-        .chain(sampled.last().copied())
-        .max();
-    let mut back = ReadBack {
-        file_format: kind.name(),
-        locations: BTreeMap::new(),
-        sampled: Vec::with_capacity(sampled.len()),
-    };
-    let Some(last) = last else {
-        return Ok(back);
-    };
-    let mut next_sample = sampled.iter().copied().peekable();
-    let mut index = 0;
-    while index <= last {
-        let Some(record) = reader.next_record()? else {
-            break;
-        };
-        if listed.contains(&index) {
-            back.locations.insert(index, record.at);
-        }
-        if next_sample.next_if_eq(&index).is_some() {
-            let json = record.parse(&shown, kind.container)?;
-            let (json, _) = converter.convert(json, index)?;
-            back.sampled.push((index, validate_record(json, index)?));
-        }
-        index += 1;
-    }
-    Ok(back)
-}
-
-fn source_file(path: &Path, file_format: String) -> SftResult<SourceFile> {
-    let stamp = crate::store::token_cache::DataStamp::of(path)
-        .map_err(|e| crate::input::jsonl::io_error(&path.display().to_string(), &e))?;
-    Ok(SourceFile {
-        path: path.display().to_string(),
-        bytes: stamp.len,
-        blake3: crate::store::token_cache::hex(&stamp.digest),
-        file_format,
-    })
 }
 
 fn token_figures(examples: &[ExampleReport], kept: u64, trained: u64) -> TokenFigures {

@@ -18,10 +18,11 @@ use super::task::Job;
 use super::tokenizer::tokenizer_arg;
 use super::v8_wire::{self, Skimmed, WireExample, WireExamples};
 use super::warnings::{emit_data_warnings, print_warnings};
-use crate::dataset::loader::LoadOptions;
+use crate::dataset::loader::{LoadOptions, ProgressHook};
 use crate::dataset::{Dataset, DatasetConfig, DeferredExample, Pending};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::store::token_cache::{self, CachedLoad};
+use crate::tokenize::ChatTokenizer;
 
 /// A load and the data warnings (silent loss) to emit with it: (warning type, message).
 /// A load's dataset, its data warnings and the file it read.
@@ -247,49 +248,60 @@ pub fn load_sft_dataset_native(
     let tokenizer = tokenizer_arg(&tokenizer);
     AsyncTask::new(Job::new(
         move || {
-            let tokenizer = tokenizer?;
             let mut config = config;
             let on_progress = config
                 .as_mut()
                 .and_then(|c| c.on_progress.take())
                 .map(progress_hook);
-            let (config, limit, memory_budget, opts, cache) = match config {
-                None => (
-                    DatasetConfig::default(),
-                    None,
-                    None,
-                    path_options(None, None),
-                    None,
-                ),
-                Some(mut c) => (
-                    core_config(c.settings())?,
-                    c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
-                    c.memory_budget.map(memory_budget).transpose()?,
-                    path_options(c.allowed_root, c.follow_symlinks),
-                    c.cache.map(cache_settings).transpose()?,
-                ),
-            };
-            let file = resolve_dataset_path(&path, &opts)?;
-            let options = LoadOptions {
-                limit,
-                memory_budget,
-                on_progress,
-            };
-            let loaded = match cache {
-                Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache)?,
-                None => CachedLoad {
-                    dataset: Dataset::load(&file, tokenizer, config, &options)?,
-                    status: None,
-                    entry: None,
-                    key: None,
-                    warnings: Vec::new(),
-                },
-            };
-            let data_warnings = loaded.dataset.loss_warnings(&file.display().to_string());
-            Ok((loaded, data_warnings, file))
+            load_file(&path, tokenizer?, config, on_progress, None)
         },
         finish_load,
     ))
+}
+
+/// One file's load, off the JS thread: through the token cache when `config` names one.
+/// `budget` overrides `config`'s `memoryBudget` (what a mix's earlier sources left of it).
+pub(crate) fn load_file(
+    path: &str,
+    tokenizer: Arc<ChatTokenizer>,
+    config: Option<LoadSftDatasetOptions>,
+    on_progress: Option<ProgressHook>,
+    budget: Option<usize>,
+) -> SftResult<LoadedWithWarnings> {
+    let (config, limit, memory_budget, opts, cache) = match config {
+        None => (
+            DatasetConfig::default(),
+            None,
+            None,
+            path_options(None, None),
+            None,
+        ),
+        Some(mut c) => (
+            core_config(c.settings())?,
+            c.limit.filter(|l| *l > 0.0).map(|l| l.ceil() as usize),
+            c.memory_budget.map(memory_budget).transpose()?,
+            path_options(c.allowed_root, c.follow_symlinks),
+            c.cache.map(cache_settings).transpose()?,
+        ),
+    };
+    let file = resolve_dataset_path(path, &opts)?;
+    let options = LoadOptions {
+        limit,
+        memory_budget: budget.or(memory_budget),
+        on_progress,
+    };
+    let loaded = match cache {
+        Some(cache) => token_cache::load(&file, tokenizer, config, &options, &cache)?,
+        None => CachedLoad {
+            dataset: Dataset::load(&file, tokenizer, config, &options)?,
+            status: None,
+            entry: None,
+            key: None,
+            warnings: Vec::new(),
+        },
+    };
+    let data_warnings = loaded.dataset.loss_warnings(&file.display().to_string());
+    Ok((loaded, data_warnings, file))
 }
 
 /// Emits the data warnings (silent loss) and prints the cache's, then wraps the dataset;
@@ -314,5 +326,6 @@ pub(crate) fn finish_load(
             key: loaded.key,
         }),
         source: Some(file),
+        source_caches: Vec::new(),
     })
 }

@@ -11,6 +11,7 @@ use super::batches::{finish_batch, position, write_batch, SftBatch};
 use super::config::{core_config_of, positive_int, SftDatasetConfig, TokenCacheUse};
 use super::create::ExampleSlices;
 use super::error::{run_sync, typed_arg, JsResult as Result};
+use super::mix::{source_infos, SourceInfo};
 use super::report::{report_to_js, stats_to_js, BatchingStatsJs, DatasetReportJs};
 use super::task::{job, Job};
 use super::tokenizer::tokenizer_arg;
@@ -125,6 +126,8 @@ pub struct JsSftDataset {
     pub(crate) cache: Option<TokenCacheUse>,
     /// The data file of a loaded dataset (`summary()` reads it back).
     pub(crate) source: Option<std::path::PathBuf>,
+    /// How the token cache served each source of a mix (empty for other datasets).
+    pub(crate) source_caches: Vec<Option<TokenCacheUse>>,
 }
 
 impl Drop for JsSftDataset {
@@ -173,6 +176,7 @@ impl JsSftDataset {
                 inner,
                 cache: self.cache.clone(),
                 source: self.source.clone(),
+                source_caches: self.source_caches.clone(),
             })
         })
     }
@@ -217,6 +221,7 @@ impl JsSftDataset {
                 inner,
                 cache: None,
                 source: None,
+                source_caches: Vec::new(),
             })
         })
     }
@@ -231,6 +236,13 @@ impl JsSftDataset {
     #[napi(getter)]
     pub fn cache(&self) -> Option<TokenCacheUse> {
         self.cache.clone()
+    }
+
+    /// *(addition)* The sources of a dataset loaded from several files, with their weights and
+    /// counts; null for a dataset of one file or of examples.
+    #[napi(getter)]
+    pub fn sources(&self) -> Option<Vec<SourceInfo>> {
+        source_infos(&self.inner, &self.source_caches)
     }
 
     /// *(addition)* Where the token rows live and what they take (see docs/memory.md).

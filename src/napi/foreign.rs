@@ -157,6 +157,7 @@ impl JsSftDataset {
                 inner: Arc::new(dataset),
                 cache: None,
                 source: None,
+                source_caches: Vec::new(),
             })
         })
     }
@@ -180,6 +181,7 @@ impl JsSftDataset {
                 inner: Arc::new(dataset),
                 cache: None,
                 source: None,
+                source_caches: Vec::new(),
             })
         })
     }

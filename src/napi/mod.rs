@@ -29,6 +29,8 @@ pub mod ids;
 #[cfg(feature = "napi")]
 pub mod json;
 #[cfg(feature = "napi")]
+pub mod mix;
+#[cfg(feature = "napi")]
 pub mod path;
 #[cfg(feature = "napi")]
 pub mod report;

@@ -95,6 +95,25 @@ pub struct ReportTotals {
     pub silent_losses: std::collections::HashMap<String, u32>,
 }
 
+/// One source of a dataset loaded from several files, in `report()`.
+#[napi(object, js_name = "SFTSourceReport")]
+pub struct SourceReportJs {
+    pub path: String,
+    pub weight: f64,
+    #[napi(ts_type = "'prompt-completion' | 'conversation'")]
+    pub format: String,
+    /// Examples loaded from the file; in `examples`, they are `start` to `start + examples - 1`.
+    pub examples: u32,
+    pub start: u32,
+    /// Its examples that take part in training (in this part, for a part of `split`).
+    pub rows: u32,
+    /// Appearances of its examples in one epoch.
+    pub per_epoch: u32,
+    /// Kept and trained tokens of its rows, each row counted once.
+    pub kept_tokens: f64,
+    pub trained_tokens: f64,
+}
+
 #[napi(object, js_name = "DatasetReport")]
 pub struct DatasetReportJs {
     /// One entry per example given, dropped ones included, in input order.
@@ -102,6 +121,9 @@ pub struct DatasetReportJs {
     pub totals: ReportTotals,
     /// The end-of-turn token learned from the chat template, if any.
     pub turn_end_token: Option<String>,
+    /// *(addition)* For a dataset loaded from several files: each source's counts, in the
+    /// order given.
+    pub sources: Option<Vec<SourceReportJs>>,
 }
 
 pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReportJs> {
@@ -162,6 +184,22 @@ pub(crate) fn report_to_js(_: &Env, r: DatasetReport) -> SftResult<DatasetReport
                 .collect(),
         },
         turn_end_token: r.turn_end_token,
+        sources: (!r.sources.is_empty()).then(|| {
+            r.sources
+                .into_iter()
+                .map(|s| SourceReportJs {
+                    path: s.path,
+                    weight: s.weight,
+                    format: s.format.name().to_string(),
+                    examples: s.counts.examples,
+                    start: s.start,
+                    rows: s.counts.rows,
+                    per_epoch: s.counts.per_epoch as u32,
+                    kept_tokens: s.counts.kept_tokens as f64,
+                    trained_tokens: s.counts.trained_tokens as f64,
+                })
+                .collect()
+        }),
     })
 }
 
