@@ -21,6 +21,7 @@ export const {
   listTokenCache,
   loadSFTDataset,
   loadSFTDatasetNative,
+  loadSFTMixNative,
   packDistillation,
   planDistillationRequests,
   pruneTokenCache,
