@@ -259,6 +259,11 @@ export declare class SFTDataset {
   static _forForeign(examples: any[], answers: any, config: LoadSFTDatasetOptions | undefined | null, caller: string): SFTDataset
   /** `_forForeign` over the records `_foreignExamples` read and kept under `handle`. */
   static _forForeignRead(handle: number, answers: any, config: LoadSFTDatasetOptions | undefined | null): SFTDataset
+  /**
+   * A mix of the records `_foreignExamples` read and kept under `handles`, one per source of
+   * `sources` (as `loadSFTMixNative` takes them).
+   */
+  static _forForeignMix(handles: number[], sources: MixSourceNative[], answers: any): SFTDataset
   /** Whether the rows come from a foreign tokenizer and have not arrived yet. */
   _awaitsForeignRows(): boolean
   /**

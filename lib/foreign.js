@@ -116,6 +116,8 @@ function track(dataset, tokenizer, examples, config) {
     tokenizer,
     examples,
     format: dataset.format,
+    // A mix may hold both formats: each source's examples are rendered by their own.
+    sources: dataset.sources,
     enableThinking: config?.enableThinking ?? false,
     tools: config?.tools === 'example',
     reasoningEffort: config?.reasoningEffort,
@@ -156,11 +158,17 @@ async function render(state, index, messages, addGenerationPrompt, tools) {
   return toIds(ids, index)
 }
 
+/** Whether example `index` is a prompt-completion example. */
+function isPromptCompletion(state, index) {
+  if (state.sources === null) return state.format === 'prompt-completion'
+  return state.sources.find((s) => index >= s.start && index < s.start + s.examples).format === 'prompt-completion'
+}
+
 async function renderOne(state, index, full, prompts) {
   const example = state.examples[index]
   const tools = state.tools ? toolsOf(example) : null
   try {
-    if (prompts === undefined) {
+    if (prompts === undefined || !isPromptCompletion(state, index)) {
       full[index] = await render(state, index, example.messages, false, tools)
     } else {
       const messages = Array.isArray(example.prompt) ? [...example.prompt, example.completion] : example.prompt
@@ -182,7 +190,8 @@ async function renderOne(state, index, full, prompts) {
 async function renderAll(dataset, state) {
   const count = state.examples.length
   const full = new Array(count)
-  const prompts = state.format === 'prompt-completion' ? new Array(count).fill(null) : undefined
+  const pc = state.sources === null ? state.format === 'prompt-completion' : state.sources.some((s) => s.format === 'prompt-completion')
+  const prompts = pc ? new Array(count).fill(null) : undefined
   let next = 0
   const worker = async () => {
     while (next < count) await renderOne(state, next++, full, prompts)
@@ -222,10 +231,31 @@ async function loadForeignDataset(absolute, tokenizer, config) {
   return dataset
 }
 
-/** Several files over a foreign tokenizer. */
-async function loadForeignMix(sources, tokenizer) {
+/** `loadSFTDataset` of several files (lib/mix.js) with a foreign tokenizer: each file read and
+ * checked natively, then the mix rendered as one dataset before it resolves. */
+async function loadForeignMix(sources, tokenizer, config) {
   checkMethods(tokenizer, 'loadSFTDataset')
-  throw invalidArgument(`loadSFTDataset: a list of ${sources.length} sources needs a Tokenizer of sft-dataset; with another library's tokenizer, load one file`)
+  checkConfig(config, 'loadSFTDataset')
+  const answers = answersOf(tokenizer, 'loadSFTDataset')
+  const reads = []
+  for (const source of sources) reads.push(await native._foreignExamples(source.path, source.config))
+  const dataset = native.SFTDataset._forForeignMix(
+    reads.map((r) => r.handle),
+    sources,
+    answers,
+  )
+  track(dataset, tokenizer, reads.flatMap((r) => r.examples), config)
+  const rendered = await ensureRows(dataset)
+  const failed = rendered.findIndex((r) => typeof r === 'string')
+  if (failed >= 0) {
+    const more = rendered.filter((r) => typeof r === 'string').length - 1
+    const source = dataset.sources.find((s) => failed >= s.start && failed < s.start + s.examples)
+    const tail = more > 0 ? ` (and ${more} more example${more > 1 ? 's' : ''} of the mix)` : ''
+    const error = new Error(`${source.path}: SFT example ${failed - source.start}: ${rendered[failed]}${tail}`)
+    error.code = 'TEMPLATE_RENDER'
+    throw error
+  }
+  return dataset
 }
 
 // The asynchronous methods that read rows: on a dataset over a foreign tokenizer they wait for

@@ -44,14 +44,31 @@ export declare function getAllowedRoot(options?: PathValidationOptions | null): 
 export declare function validatePathContainment(resolvedPath: string, allowedRoot: string, options?: PathValidationOptions): void
 /** `path.resolve(allowedRoot, userPath)`, checked for containment. */
 export declare function resolveAndValidatePath(userPath: string, allowedRoot: string, options?: PathValidationOptions): string
+/** *(addition)* One file of a dataset loaded from several (`loadSFTDataset([...])`), with how
+ * many times its examples appear per epoch and how to read it. */
+export interface SFTSource {
+  path: string
+  /** Appearances of each example per epoch, a finite number above 0 (default 1): the integer
+   * part repeats every example, the fraction draws that share of them anew each epoch (from the
+   * seed and the epoch). */
+  weight?: number
+  /** Read at most this many records of this file (default: the load's `limit`). */
+  limit?: number
+  /** How to read this file (default: the load's `format`, `columns`, `roles`). */
+  format?: LoadSFTDatasetOptions['format']
+  columns?: LoadSFTDatasetOptions['columns']
+  roles?: LoadSFTDatasetOptions['roles']
+}
 /** Reads, validates and tokenizes a JSONL file (off the JS thread, on all cores). With a
- * `ChatTemplateTokenizer`, every example goes through its `applyChatTemplate` before it resolves. */
-export declare function loadSFTDataset(path: string, tokenizer: Tokenizer | ChatTemplateTokenizer, config?: LoadSFTDatasetOptions | null): Promise<SFTDataset>
+ * `ChatTemplateTokenizer`, every example goes through its `applyChatTemplate` before it resolves.
+ * *(addition)* A list of files (paths or `SFTSource`s) loads each as a file of its own (its own
+ * format, limit and token cache entry) and mixes them by weight; the shuffle covers the mix. */
+export declare function loadSFTDataset(path: string | Array<string | SFTSource>, tokenizer: Tokenizer | ChatTemplateTokenizer, config?: LoadSFTDatasetOptions | null): Promise<SFTDataset>
 /**
  * `loadSFTDataset` (through `config.cache` when given), then `exportParquet(outPath)`; with
  * `options.batchSize`, `shuffleForEpoch(options.epoch ?? 0)` and the batch export.
  */
-export declare function exportSFTParquet(path: string, tokenizer: Tokenizer | ChatTemplateTokenizer, outPath: string, config?: LoadSFTDatasetOptions | null, options?: { batchSize?: number; epoch?: number } | null): Promise<ParquetExport>
+export declare function exportSFTParquet(path: string | Array<string | SFTSource>, tokenizer: Tokenizer | ChatTemplateTokenizer, outPath: string, config?: LoadSFTDatasetOptions | null, options?: { batchSize?: number; epoch?: number } | null): Promise<ParquetExport>
 
 /** A scored group as the reference's distillation step sees it; other members pass through. */
 export interface DistillationGroup {

@@ -79,10 +79,10 @@ async function loadSFTDataset(filePath, tokenizer, config) {
 
 /** Several files as one dataset, each source with its weight (lib/mix.js, src/napi/mix.rs). */
 function loadMix(sources, tokenizer, config) {
-  if (foreign.isForeignTokenizer(tokenizer)) return foreign.loadForeignMix(sources, tokenizer, config)
   const root = getAllowedRoot(config)
-  const native_ = mixSources(sources, config, (p) => resolveAndValidatePath(p, root, config))
-  return native.loadSFTMixNative(native_, tokenizer, config)
+  const resolved = mixSources(sources, config, (p) => resolveAndValidatePath(p, root, config))
+  if (foreign.isForeignTokenizer(tokenizer)) return foreign.loadForeignMix(resolved, tokenizer, config)
+  return native.loadSFTMixNative(resolved, tokenizer, config)
 }
 
 /**

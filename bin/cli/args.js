@@ -7,10 +7,12 @@ const { parseArgs } = require('node:util')
 const COMMANDS = ['preview', 'stats', 'validate', 'export', 'report', 'cache']
 const BATCHINGS = ['reference', 'lengthGrouped', 'tokenBudget', 'packed']
 
-const USAGE = `Usage: sft-dataset <command> <data> [options]
+const USAGE = `Usage: sft-dataset <command> <data> [<data> ...] [options]
        sft-dataset cache ls|prune <dir> [--max-age <age>] [--max-size <size>] [--json]
 
 <data> is JSONL, a JSON array, either one gzip- or zstd-compressed, or Parquet (told from the content).
+Several <data> files make one dataset, mixed by --weight (preview, stats, export, report); validate
+checks each file in turn.
 
 Commands:
   preview    the token sequence of examples as the trainer gets it, with trained tokens highlighted
@@ -50,7 +52,10 @@ Options:
   --max-batch-tokens <n>  tokenBudget: rows x padded length per batch; packed: tokens per
                           packed row (default max-seq-length)
   --pad-to-multiple-of <n> padded lengths rounded up to a multiple of n (default 1)
-  --limit <n>             read at most n records (default all)
+  --limit <n>             read at most n records of each file (default all)
+  --weight <w,...>        one weight per data file, each a number > 0 (default 1 each): the whole
+                          part repeats each example of that file per epoch, the fraction draws that
+                          share of them anew each epoch; given for one file, it loads as a mix too
   --cache <dir>           token cache: a later run with the same data, tokenizer and settings
                           maps the rows instead of tokenizing again (created if missing)
   --memory-budget <size>  bytes of token rows kept in memory, like 512M or 2G; beyond it the rows
@@ -63,7 +68,7 @@ Options:
   --epoch <n>             export --batches: the epoch whose shuffled order is planned (default 0)
   --split <test>          export: hold out a test part (a fraction in (0, 1) or a count, chosen
                           by --seed): --out gets the train part, <out>.test.parquet the test part
-  --format <f>            dataset format: reference, auto (detected from the first record),
+  --format <f>            dataset format of every file: reference, auto (detected from the first record),
                           messages, prompt-completion, sharegpt, alpaca, openai (default
                           reference, as loadSFTDataset; a file that only loads under another
                           format says so)
@@ -81,7 +86,7 @@ Options:
   --index <i,j,...>       preview: these example indices instead
   --html <file>           preview: also write a self-contained HTML page
   --no-color              preview: plain markers instead of ANSI colours
-  --json                  machine-readable output on stdout
+  --json                  machine-readable output on stdout (validate: one line per file)
   --quiet                 no progress on stderr
   -h, --help              this text`
 
@@ -112,6 +117,7 @@ const OPTIONS = {
   'max-batch-tokens': { type: 'string' },
   'pad-to-multiple-of': { type: 'string' },
   limit: { type: 'string' },
+  weight: { type: 'string' },
   cache: { type: 'string' },
   'memory-budget': { type: 'string' },
   out: { type: 'string' },
@@ -175,7 +181,27 @@ function indexList(text) {
 }
 
 /**
- * Parses `argv` (without node and the script) into `{command, file, options}`, or
+ * `--weight`: one number > 0 per data file, in the order of the files. The library takes any
+ * finite weight > 0; the count is checked here, where the files are known.
+ */
+function weightList(text, files) {
+  if (text === undefined) return undefined
+  const parts = text.split(',').map((s) => s.trim())
+  for (const part of parts) {
+    const value = /^(\d+(\.\d*)?|\.\d+)$/.test(part) ? Number(part) : NaN
+    if (!(value > 0 && Number.isFinite(value))) {
+      throw new UsageError(`--weight must be a comma-separated list of numbers > 0, one per data file, got "${part}" in "${text}"`)
+    }
+  }
+  if (parts.length !== files.length) {
+    const given = `${parts.length} weight${parts.length === 1 ? '' : 's'}`
+    throw new UsageError(`--weight gives ${given} for ${files.length} data file${files.length === 1 ? '' : 's'}: give one per file, in their order`)
+  }
+  return parts.map(Number)
+}
+
+/**
+ * Parses `argv` (without node and the script) into `{command, files, options}`, or
  * `{help: true}`. Throws UsageError on anything malformed.
  */
 function parseCommandLine(argv) {
@@ -188,12 +214,12 @@ function parseCommandLine(argv) {
   }
   const { values, positionals } = parsed
   if (values.help) return { help: true }
-  const [command, file, ...extra] = positionals
+  const [command, ...files] = positionals
   if (command === undefined) throw new UsageError('missing command (preview, stats, validate, export, report or cache)')
   if (!COMMANDS.includes(command)) {
     throw new UsageError(`unknown command "${command}" (expected preview, stats, validate, export, report or cache)`)
   }
-  if (command === 'cache') return cacheCommand(file, extra, values)
+  if (command === 'cache') return cacheCommand(files[0], files.slice(1), values)
   for (const name of ['max-age', 'max-size']) {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies only to cache prune`)
   }
@@ -204,8 +230,9 @@ function parseCommandLine(argv) {
   if (values.batches && command !== 'export') throw new UsageError('--batches applies only to export')
   if (values.epoch !== undefined && !values.batches) throw new UsageError('--epoch applies only to export --batches')
   if (values.split !== undefined && command !== 'export') throw new UsageError('--split applies only to export')
-  if (file === undefined) throw new UsageError(`${command}: missing <data>`)
-  if (extra.length > 0) throw new UsageError(`${command}: unexpected argument "${extra[0]}"`)
+  if (files.length === 0) throw new UsageError(`${command}: missing <data>`)
+  // validate reports on each file alone; weights only mean something in a mix.
+  if (values.weight !== undefined && command === 'validate') throw new UsageError('--weight applies only to preview, stats, export and report')
 
   const previewOnly = ['n', 'index', 'html']
   for (const name of previewOnly) {
@@ -243,7 +270,7 @@ function parseCommandLine(argv) {
 
   return {
     command,
-    file,
+    files,
     options: {
       tokenizer: values.tokenizer,
       maxSeqLength: integer('max-seq-length', values['max-seq-length'], 1, MAX_TOKENS) ?? 2048,
@@ -263,6 +290,7 @@ function parseCommandLine(argv) {
       maxBatchTokens: integer('max-batch-tokens', values['max-batch-tokens'], 1, MAX_TOKENS),
       padToMultipleOf: integer('pad-to-multiple-of', values['pad-to-multiple-of'], 1, MAX_TOKENS) ?? 1,
       limit: integer('limit', values.limit, 1),
+      weights: weightList(values.weight, files),
       cache: values.cache,
       memoryBudget: size('memory-budget', values['memory-budget']),
       out: values.out,

@@ -108,60 +108,117 @@ function configLine(o) {
   return `max-seq-length ${o.maxSeqLength} · completion-only ${o.completionOnly} · enable-thinking ${o.enableThinking} · seed ${o.seed} · batch size ${o.batchSize}${given.join('')}${batching}`
 }
 
-/** What `onProgress` draws: records built and the share of the file read, ten times a second. */
-function loadProgress(abs, progress) {
-  const size = fs.statSync(abs).size
-  const name = path.basename(abs)
+/**
+ * What `onProgress` draws: records built and the share of the data read, ten times a second. A
+ * mix reports records and bytes summed over its files, so the share is of all of them.
+ */
+function loadProgress(files, progress) {
+  const size = files.reduce((n, abs) => n + fs.statSync(abs).size, 0)
+  const name = dataName(files)
+  const whole = files.length === 1 ? 'the file' : 'the files'
   let last = 0
   return ({ records, bytes }) => {
     const now = Date.now()
     if (now - last < 100) return
     last = now
-    const read = size > 0 ? ` · ${Math.min(100, Math.floor((100 * bytes) / size))}% of the file` : ''
+    const read = size > 0 ? ` · ${Math.min(100, Math.floor((100 * bytes) / size))}% of ${whole}` : ''
     progress.status(`loading ${name}: ${records.toLocaleString('en-US')} records${read}`)
   }
 }
 
+/** The data files as a title or a progress line names them: `a.jsonl`, `a.jsonl + b.jsonl`. */
+function dataName(files) {
+  return files.map((abs) => path.basename(abs)).join(' + ')
+}
+
+/**
+ * Whether the files load as a mix (the list form of loadSFTDataset): several files, or one with
+ * `--weight`. A single file without weights loads as a file, its outputs as they always were.
+ */
+function isMix(files, o) {
+  return files.length > 1 || o.weights !== undefined
+}
+
+/** What loadSFTDataset is given: the path of one file, or the list of sources with their weights. */
+function dataSources(files, o) {
+  if (!isMix(files, o)) return files[0]
+  return files.map((abs, k) => ({ path: abs, weight: o.weights?.[k] ?? 1 }))
+}
+
+/**
+ * Examples loaded. A mix's `length` is its rows per epoch (weights repeat and draw examples),
+ * while its examples, which `tokenizeExample` and the previews index, are its files' end to end.
+ */
+function exampleCount(ds) {
+  return ds.sources === null ? ds.length : ds.sources.reduce((n, s) => n + s.examples, 0)
+}
+
+/** The record format of the examples: a mix may hold both, said as `conversation + prompt-completion`. */
+function formatOf(ds) {
+  return ds.sources === null ? ds.format : [...new Set(ds.sources.map((s) => s.format))].join(' + ')
+}
+
+/** The files of the JSON outputs: `file` for one file, `files: [{path, weight}]` for a mix. */
+function fileFields(files, o) {
+  if (!isMix(files, o)) return { file: files[0] }
+  return { files: files.map((abs, k) => ({ path: abs, weight: o.weights?.[k] ?? 1 })) }
+}
+
+/**
+ * The `file:` lines of the text outputs, one per file; in a mix each with its weight and, when
+ * the dataset is loaded (`sources`), its examples and their appearances per epoch.
+ */
+function fileLines(files, o, sources = null) {
+  if (!isMix(files, o)) return [['file', files[0]]]
+  return files.map((abs, k) => {
+    const s = sources?.[k]
+    const counts = s ? ` · ${s.examples} example${s.examples === 1 ? '' : 's'}, ${s.perEpoch} per epoch` : ''
+    return ['file', `${abs} (weight ${o.weights?.[k] ?? 1})${counts}`]
+  })
+}
+
 /** `extra`: settings of the command's own (stats and report list the examples that fail to
  * render rather than stop at them). */
-async function loadDataset(abs, tokenizer, o, progress, extra = {}) {
-  progress.status(`loading ${path.basename(abs)}…`)
+async function loadDataset(files, tokenizer, o, progress, extra = {}) {
+  progress.status(`loading ${dataName(files)}…`)
   if (o.batching === 'packed' && (o.maxBatchTokens ?? o.maxSeqLength) < o.maxSeqLength) {
     throw new UsageError(`--max-batch-tokens ${o.maxBatchTokens} is below --max-seq-length ${o.maxSeqLength}: packed rows must hold the longest row`)
   }
-  const ds = await lib.loadSFTDataset(abs, tokenizer, {
+  // --limit and --format are options of the load, which a mix applies to each of its files.
+  const ds = await lib.loadSFTDataset(dataSources(files, o), tokenizer, {
     ...batchingConfig(o),
     limit: o.limit,
     ...(o.cache === undefined ? {} : { cache: o.cache }),
     ...(o.memoryBudget === undefined ? {} : { memoryBudget: o.memoryBudget }),
-    ...(progress.enabled ? { onProgress: loadProgress(abs, progress) } : {}),
+    ...(progress.enabled ? { onProgress: loadProgress(files, progress) } : {}),
     ...extra,
   })
   progress.done()
   return ds
 }
 
-async function preview(abs, tokenizer, choice, o, out) {
+async function preview(files, tokenizer, choice, o, out) {
   const progress = progressBar('preview', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const ds = await loadDataset(abs, tokenizer, o, progress)
-  if (o.batching !== 'reference') return previewPlan(ds, tokenizer, abs, choice, o, out)
-  const indices = o.indices ?? Array.from({ length: Math.min(o.count, ds.length) }, (_, k) => k)
-  const outOfRange = indices.find((i) => i >= ds.length)
+  const ds = await loadDataset(files, tokenizer, o, progress)
+  if (o.batching !== 'reference') return previewPlan(ds, tokenizer, files, choice, o, out)
+  const examples = exampleCount(ds)
+  const indices = o.indices ?? Array.from({ length: Math.min(o.count, examples) }, (_, k) => k)
+  const outOfRange = indices.find((i) => i >= examples)
   if (outOfRange !== undefined) {
-    throw new UsageError(`--index ${outOfRange} is out of range: ${ds.length} examples loaded`)
+    throw new UsageError(`--index ${outOfRange} is out of range: ${examples} examples loaded`)
   }
   const views = await buildViews(ds, tokenizer, indices, o)
   const meta = [
-    ['file', abs],
+    ...fileLines(files, o, ds.sources),
     ['tokenizer', choice.description],
     ['config', configLine(o)],
-    ['examples', `${ds.length} in file; ${showing(indices)}`],
+    ['examples', `${examples} in ${files.length === 1 ? 'file' : `${files.length} files`}; ${showing(indices)}`],
   ]
   if (o.html !== undefined) {
-    fs.writeFileSync(o.html, renderHtml(views, { title: `sft-dataset preview: ${path.basename(abs)}`, meta }))
+    fs.writeFileSync(o.html, renderHtml(views, { title: `sft-dataset preview: ${dataName(files)}`, meta }))
   }
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: datasetConfig(o), batchSize: o.batchSize, examples: ds.length, previews: views }) + '\n')
+    out.write(JSON.stringify({ ...fileFields(files, o), tokenizer: choice.path, config: datasetConfig(o), batchSize: o.batchSize, examples, previews: views }) + '\n')
     return 0
   }
   const color = o.color ?? process.stdout.isTTY === true
@@ -181,21 +238,21 @@ function showing(indices) {
 }
 
 /** `preview --batching`: the first rows of the epoch-0 plan, with their example boundaries. */
-async function previewPlan(ds, tokenizer, abs, choice, o, out) {
+async function previewPlan(ds, tokenizer, files, choice, o, out) {
   ds.shuffleForEpoch(0)
   const rows = await buildPlanRows(ds, tokenizer, o)
   const meta = [
-    ['file', abs],
+    ...fileLines(files, o, ds.sources),
     ['tokenizer', choice.description],
     ['config', configLine(o)],
     ['plan', `${ds.numBatches(o.batchSize)} batches in the epoch-0 order; showing the first ${rows.length} row${rows.length === 1 ? '' : 's'}`],
   ]
   if (o.html !== undefined) {
     const views = rows.flatMap((r) => r.examples)
-    fs.writeFileSync(o.html, renderHtml(views, { title: `sft-dataset preview: ${path.basename(abs)} (${o.batching})`, meta }))
+    fs.writeFileSync(o.html, renderHtml(views, { title: `sft-dataset preview: ${dataName(files)} (${o.batching})`, meta }))
   }
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: batchingConfig(o), batchSize: o.batchSize, examples: ds.length, batches: ds.numBatches(o.batchSize), rows }) + '\n')
+    out.write(JSON.stringify({ ...fileFields(files, o), tokenizer: choice.path, config: batchingConfig(o), batchSize: o.batchSize, examples: exampleCount(ds), batches: ds.numBatches(o.batchSize), rows }) + '\n')
     return 0
   }
   const color = o.color ?? process.stdout.isTTY === true
@@ -207,10 +264,10 @@ async function previewPlan(ds, tokenizer, abs, choice, o, out) {
   return 0
 }
 
-async function stats(abs, tokenizer, choice, o, out) {
+async function stats(files, tokenizer, choice, o, out) {
   const progress = progressBar('tokenizing', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const ds = await loadDataset(abs, tokenizer, o, progress, { dropUnrenderable: true })
-  const bar = progressBar('tokenizing', ds.length, { enabled: process.stderr.isTTY === true && !o.quiet })
+  const ds = await loadDataset(files, tokenizer, o, progress, { dropUnrenderable: true })
+  const bar = progressBar('tokenizing', exampleCount(ds), { enabled: process.stderr.isTTY === true && !o.quiet })
   const eosId = tokenizer.getEosTokenId()
   // Lengths, kept and trained tokens come from the library's report, so they follow every
   // truncation mode and drop; the warning texts from each example's row.
@@ -231,7 +288,7 @@ async function stats(abs, tokenizer, choice, o, out) {
   ds.shuffleForEpoch(0)
   const batching = await ds.batchingStats(o.batchSize, { maxBatchTokens: o.maxBatchTokens, padToMultipleOf: o.padToMultipleOf })
   const result = computeStats(summaries, {
-    format: ds.format,
+    format: formatOf(ds),
     maxSeqLength: o.maxSeqLength,
     batchSize: o.batchSize,
     order: ds.order(),
@@ -241,11 +298,14 @@ async function stats(abs, tokenizer, choice, o, out) {
     settings: o,
     batching: { chosen: o.batching, maxBatchTokens: o.maxBatchTokens ?? o.maxSeqLength, padToMultipleOf: o.padToMultipleOf, strategies: batching },
   })
+  // A mix's counts by file: examples, rows, appearances per epoch, kept and trained tokens.
+  const sources = report.sources === undefined ? {} : { sources: report.sources }
   if (o.json) {
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config: batchingConfig(o), ...result, dataWarnings }) + '\n')
+    out.write(JSON.stringify({ ...fileFields(files, o), tokenizer: choice.path, config: batchingConfig(o), ...result, ...sources, dataWarnings }) + '\n')
   } else {
     const text = [formatStats(result), ...dataWarningLines()].join('\n')
-    out.write(`file: ${abs}\ntokenizer: ${choice.description}\nconfig: ${configLine(o)}\n\n${text}\n`)
+    const named = fileLines(files, o, report.sources).map(([k, v]) => `${k}: ${v}\n`).join('')
+    out.write(`${named}tokenizer: ${choice.description}\nconfig: ${configLine(o)}\n\n${text}\n`)
   }
   return 0
 }
@@ -266,7 +326,27 @@ async function otherFormatHint(abs, tokenizer, o) {
   }
 }
 
-async function validate(abs, tokenizer, choice, o, out) {
+/**
+ * `validate` of each file in turn, each with its own report (one JSON line per file with
+ * `--json`); exit status 1 when any file fails the check.
+ */
+async function validate(files, tokenizer, choice, o, out) {
+  const failed = []
+  for (const abs of files) {
+    // Each file's report starts with its name when there are several.
+    if (files.length > 1 && !o.json) out.write(`file: ${abs}\n`)
+    if ((await validateFile(abs, tokenizer, choice, o, out)) !== 0) failed.push(abs)
+  }
+  if (files.length > 1 && !o.json) {
+    const names = failed.map((abs) => path.relative(process.cwd(), abs) || abs)
+    out.write(`${files.length} files validated; ${failed.length === 0 ? 'all pass' : `${failed.length} fail${failed.length === 1 ? 's' : ''}: ${names.join(', ')}`}\n`)
+  }
+  return failed.length === 0 ? 0 : 1
+}
+
+async function validateFile(abs, tokenizer, choice, o, out) {
+  // The data warnings said while this file is checked (earlier files' are said with theirs).
+  const warnedBefore = dataWarnings.length
   const progress = progressBar('validating', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
   progress.status(`validating ${path.basename(abs)}…`)
   const report = await lib.validateSFTFile(abs, tokenizer, datasetConfig(o))
@@ -278,6 +358,7 @@ async function validate(abs, tokenizer, choice, o, out) {
   const strictFailures = o.strict ? warnings.filter((w) => w.strict).length : 0
   const ok = examples > 0 && problems.length === 0 && strictFailures === 0
   const hint = problems.length > 0 ? await otherFormatHint(abs, tokenizer, o) : null
+  const fileWarnings = dataWarningLines().slice(warnedBefore)
   if (o.json) {
     const formats = { datasetFormat: report.datasetFormat ?? null, fileFormat: report.fileFormat }
     const extra = hint === null ? {} : { hint }
@@ -300,14 +381,14 @@ async function validate(abs, tokenizer, choice, o, out) {
     const codes = [...new Set(warnings.map((w) => w.code))].join(', ')
     lines.push(`${warnings.length} silent-loss warning${warnings.length === 1 ? '' : 's'} (${codes})${o.strict && strictFailures > 0 ? `; --strict: ${strictFailures} fail the check` : ''}`)
   }
-  lines.push(...dataWarningLines())
+  lines.push(...fileWarnings)
   out.write(lines.join('\n') + '\n')
   return ok ? 0 : 1
 }
 
-async function exportRows(abs, tokenizer, choice, o, out) {
+async function exportRows(files, tokenizer, choice, o, out) {
   const progress = progressBar('export', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const loaded = await loadDataset(abs, tokenizer, o, progress)
+  const loaded = await loadDataset(files, tokenizer, o, progress)
   // --split: the train part goes to --out, the held-out part beside it.
   const parts = o.split === undefined ? { train: loaded } : loaded.split({ test: o.split, seed: o.seed })
   const targets = [[parts.train, path.resolve(o.out)]]
@@ -319,11 +400,15 @@ async function exportRows(abs, tokenizer, choice, o, out) {
   }
   const config = o.batches ? { ...batchingConfig(o), batchSize: o.batchSize, epoch: o.epoch } : datasetConfig(o)
   if (o.split !== undefined) config.split = o.split
+  // A mix's sources with their counts in each part written (the token cache is per source).
+  const sourcesOf = (ds) => (ds.sources === null ? {} : { sources: ds.sources })
   if (o.json) {
-    const test = written[1] === undefined ? {} : { test: written[1] }
-    out.write(JSON.stringify({ file: abs, tokenizer: choice.path, config, cache: loaded.cache, ...written[0], ...test }) + '\n')
+    const test = written[1] === undefined ? {} : { test: { ...written[1], ...sourcesOf(parts.test) } }
+    out.write(JSON.stringify({ ...fileFields(files, o), tokenizer: choice.path, config, cache: loaded.cache, ...written[0], ...sourcesOf(parts.train), ...test }) + '\n')
   } else {
-    const cached = loaded.cache === null ? '' : ` (token cache: ${loaded.cache.status})`
+    const cached = cacheNote(loaded)
+    // One file's rows name it in their line already; a mix names its files first.
+    if (isMix(files, o)) for (const [k, v] of fileLines(files, o, loaded.sources)) out.write(`${k}: ${v}\n`)
     written.forEach((w, k) => {
       const ds = targets[k][0]
       const what = o.batches ? `batch rows of epoch ${o.epoch} (${ds.numBatches(o.batchSize)} batches, ${o.batching})` : 'rows'
@@ -332,6 +417,14 @@ async function exportRows(abs, tokenizer, choice, o, out) {
     })
   }
   return 0
+}
+
+/** How the token cache served the load, said after each file written: '' without a cache. */
+function cacheNote(ds) {
+  if (ds.sources === null) return ds.cache === null ? '' : ` (token cache: ${ds.cache.status})`
+  const used = ds.sources.filter((s) => s.cache != null)
+  if (used.length === 0) return ''
+  return ` (token cache: ${used.map((s) => `${path.basename(s.path)} ${s.cache.status}`).join(', ')})`
 }
 
 /**
@@ -349,16 +442,18 @@ function defaultMaskingStrategy(tokenizer, o) {
  * `report`: the library's summary of the dataset, with a token preview of every example a
  * finding lists, as one self-contained HTML page (`--out`) and/or JSON on stdout (`--json`).
  */
-async function report(abs, tokenizer, choice, o, out) {
+async function report(files, tokenizer, choice, o, out) {
   const progress = progressBar('report', 0, { enabled: process.stderr.isTTY === true && !o.quiet })
-  const ds = await loadDataset(abs, tokenizer, o, progress, { dropUnrenderable: true })
+  const ds = await loadDataset(files, tokenizer, o, progress, { dropUnrenderable: true })
   progress.status('summarizing…')
   // The batching figures are of the epoch-0 order, as stats gives them.
   ds.shuffleForEpoch(0)
   const summary = await ds.summary({ batchSize: o.batchSize, sample: o.sample })
   progress.done()
+  // One file: its size and hash from the summary; a mix: the files and weights, the rest of
+  // each file's figures in `summary.sources`.
   const result = {
-    file: summary.source,
+    ...(isMix(files, o) ? fileFields(files, o) : { file: summary.source }),
     tokenizer: { path: choice.path, description: choice.description },
     summary,
     dataWarnings: [...dataWarnings],
@@ -371,7 +466,7 @@ async function report(abs, tokenizer, choice, o, out) {
     const previews = await buildViews(ds, tokenizer, listed, o)
     progress.done()
     const defaults = { maskingStrategy: defaultMaskingStrategy(tokenizer, o) }
-    const page = renderReport({ ...result, title: `sft-dataset report: ${path.basename(abs)}`, previews, defaults })
+    const page = renderReport({ ...result, title: `sft-dataset report: ${dataName(files)}`, previews, defaults })
     // Written beside its place and renamed, so a reader never sees half a page.
     const target = path.resolve(o.out)
     const temp = `${target}.${process.pid}.tmp`
@@ -383,7 +478,7 @@ async function report(abs, tokenizer, choice, o, out) {
   } else {
     const t = summary.tokens
     const lines = [
-      `file: ${abs}`,
+      ...fileLines(files, o, ds.sources).map(([k, v]) => `${k}: ${v}`),
       `tokenizer: ${choice.description}`,
       `config: ${configLine(o)}`,
       `examples ${summary.examples} · tokens ${t.total} · kept ${t.kept} · trained ${t.trained} · truncated ${summary.lengths.truncated}`,
@@ -491,16 +586,17 @@ async function main(argv, { out = process.stdout, err = process.stderr } = {}) {
     }
     command = parsed.command
     if (command === 'cache') return cacheCommand(parsed, out)
-    const { file, options } = parsed
-    const abs = dataFile(file)
+    const { options } = parsed
+    const files = parsed.files.map(dataFile)
     const choice = chooseTokenizer(options.tokenizer)
     const tokenizer = await loadTokenizer(choice)
     try {
-      return await COMMANDS[command](abs, tokenizer, choice, options, out)
+      return await COMMANDS[command](files, tokenizer, choice, options, out)
     } catch (e) {
-      // A load that fails on the records' shape: say when another format reads them all.
-      if (e?.code === 'INVALID_EXAMPLE' && command !== 'validate') {
-        const hint = await otherFormatHint(abs, tokenizer, options)
+      // A load of one file that fails on the records' shape: say when another format reads them
+      // all (in a mix, the library's message names the file, and validate says the rest).
+      if (e?.code === 'INVALID_EXAMPLE' && command !== 'validate' && files.length === 1) {
+        const hint = await otherFormatHint(files[0], tokenizer, options)
         if (hint !== null) e.message = `${firstLine(e.message)}; ${hint}`
       }
       throw e

@@ -127,10 +127,19 @@ ${body.join('\n')}
 </table></div>`
 }
 
-/** The page title: the one given, else named after the data file. */
+/** The page title: the one given, else named after the data file or files. */
 function titleOf(report) {
   if (report.title) return report.title
-  return report.file ? `Data report: ${path.basename(report.file.path)}` : 'Data report'
+  if (report.file) return `Data report: ${path.basename(report.file.path)}`
+  const sources = report.summary?.sources
+  return sources ? `Data report: ${sources.map((s) => path.basename(s.path)).join(' + ')}` : 'Data report'
+}
+
+/** Where the data came from: one file with its size and hash, or a mix's files counted. */
+function sourceMeta(file, sources) {
+  if (file) return [['data file', file.path], ['size', formatBytes(file.bytes)], ['BLAKE3', file.blake3], ['file format', file.fileFormat]]
+  if (sources) return [['data files', `${sources.length}, mixed by weight (see Sources)`]]
+  return [['data file', 'none (examples given in memory)']]
 }
 
 /**
@@ -142,11 +151,8 @@ function headerSection(report) {
   const template = summary.template.family
     ? `${summary.template.family} (fingerprint ${summary.template.fingerprint})`
     : `unknown family, fingerprint ${summary.template.fingerprint}`
-  const source = file
-    ? [['data file', file.path], ['size', formatBytes(file.bytes)], ['BLAKE3', file.blake3], ['file format', file.fileFormat]]
-    : [['data file', 'none (examples given in memory)']]
   const meta = [
-    ...source,
+    ...sourceMeta(file, summary.sources),
     ['tokenizer', tokenizer.description.includes(tokenizer.path) ? tokenizer.description : `${tokenizer.description} · ${tokenizer.path}`],
     ['chat template', template],
     ['record format', summary.format],
@@ -318,9 +324,36 @@ ${table(['strategy', 'batches', 'rows', 'tokens used', 'tokens computed', 'paddi
 </section>`
 }
 
+/**
+ * The files of a mix: each one's weight, examples, the rows that take part and their appearances
+ * per epoch, and the tokens trained (each row once), with the size and hash that identify it.
+ */
+function sourcesSection(sources) {
+  if (!sources) return ''
+  const rows = sources.map((s) => [
+    `<span title="${escapeHtml(`${formatBytes(s.bytes)} · BLAKE3 ${s.blake3} · ${s.fileFormat}`)}">${escapeHtml(s.path)}</span>`,
+    escapeHtml(String(s.weight)),
+    escapeHtml(s.format),
+    formatCount(s.examples),
+    formatCount(s.rows),
+    formatCount(s.perEpoch),
+    formatCount(s.trainedTokens),
+  ])
+  const perEpoch = sources.reduce((n, s) => n + s.perEpoch, 0)
+  return `<section id="sources">
+<h2>Sources</h2>
+<p>${plural(sources.length, 'file')} mixed by weight: the integer part of a weight repeats every row of its file per epoch, the fraction draws that share of them anew each epoch; ${plural(perEpoch, 'row')} per epoch in all.</p>
+${table(['path', 'weight', 'format', 'examples', 'rows', 'per epoch', 'trained tokens'], rows, () => '', 'cards')}
+</section>
+`
+}
+
 /** An example a finding names, linked to its preview when the page has one. */
 function exampleLink(ref, previewed) {
-  const where = ref.line !== undefined ? ` (line ${formatCount(ref.line)})` : ref.row !== undefined ? ` (row ${formatCount(ref.row)})` : ''
+  const at = ref.line !== undefined ? `line ${formatCount(ref.line)}` : ref.row !== undefined ? `row ${formatCount(ref.row)}` : ''
+  // In a mix the line or row is of the file the example came from, so the file is named.
+  const file = ref.file ? escapeHtml(path.basename(ref.file)) : ''
+  const where = file && at ? ` (${file} ${at})` : file || at ? ` (${file || at})` : ''
   const name = `example ${ref.example}`
   return previewed.has(ref.example) ? `<a href="#example-${ref.example}">${name}</a>${where}` : `${name}${where}`
 }
@@ -471,8 +504,8 @@ function renderReport(report) {
 <body>
 <main>
 ${headerSection(report)}
-<nav aria-label="Sections"><a href="#lengths">Lengths</a><a href="#trained">Trained share</a><a href="#batching">Batching</a><a href="#findings">Findings</a>${report.previews.length ? '<a href="#examples">Examples</a>' : ''}</nav>
-${lengthsSection(summary)}
+<nav aria-label="Sections">${summary.sources ? '<a href="#sources">Sources</a>' : ''}<a href="#lengths">Lengths</a><a href="#trained">Trained share</a><a href="#batching">Batching</a><a href="#findings">Findings</a>${report.previews.length ? '<a href="#examples">Examples</a>' : ''}</nav>
+${sourcesSection(summary.sources)}${lengthsSection(summary)}
 ${trainedSection(summary)}
 ${batchingSection(summary.batching)}
 ${findingsSection(summary.findings, previewed)}

@@ -135,7 +135,8 @@ impl Dataset {
                 "a foreign tokenizer's dataset masks as the reference",
             ));
         };
-        let (format, config) = (self.format, &self.config);
+        let config = &self.config;
+        let this = &*self;
         let examples = &self.examples;
         let rows = &self.rows;
         renders
@@ -154,6 +155,7 @@ impl Dataset {
                             "the example was not there to build its row",
                         ));
                     };
+                    let format = this.format_of(index);
                     let example = from_created(example, index, format)?;
                     let (prompt, full) = match render {
                         ForeignRender::Ids { prompt, full } => (prompt, full),
@@ -186,6 +188,9 @@ impl Dataset {
                 let _ = rows.get_or_build(index, || built);
             });
         self.apply_drops();
+        if self.mixture.is_some() {
+            self.reset_order();
+        }
         Ok(())
     }
 }

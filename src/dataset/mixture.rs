@@ -169,6 +169,14 @@ impl Mixture {
     }
 }
 
+/// Examples so far of a mix being put together.
+fn dataset_count(
+    rows: &Option<PackedRows>,
+    lazy: &Option<Vec<std::sync::Mutex<Option<super::Pending>>>>,
+) -> u32 {
+    (rows.as_ref().map_or(0, PackedRows::len) + lazy.as_ref().map_or(0, Vec::len)) as u32
+}
+
 /// A loaded source on its way into a mix.
 pub struct MixPart {
     pub dataset: Dataset,
@@ -182,9 +190,18 @@ impl Dataset {
         self.mixture.as_deref()
     }
 
+    /// What example `index` holds: its source's format in a mix, the dataset's otherwise.
+    pub fn format_of(&self, index: usize) -> Format {
+        match self.mixture() {
+            Some(m) => m.sources[m.source_of(index as u32)].format,
+            None => self.format,
+        }
+    }
+
     /// Several loaded datasets (same tokenizer and settings but for how each reads its file) as
     /// one: their rows end to end, nothing rebuilt, each source's dropped examples still left
-    /// out, and every epoch made of the sources' examples as their weights say.
+    /// out, and every epoch made of the sources' examples as their weights say. Datasets over a
+    /// foreign tokenizer, whose rows have not arrived, give their examples instead.
     pub fn mix(parts: Vec<MixPart>) -> SftResult<Dataset> {
         let internal = |what: &str| SftError::new(ErrorCode::Internal, format!("mix: {what}"));
         let mut sources = Vec::with_capacity(parts.len());
@@ -192,9 +209,11 @@ impl Dataset {
         let mut rows: Option<PackedRows> = None;
         let mut memory: Option<LoadMemory> = None;
         let mut first: Option<Dataset> = None;
+        // Rows packed by loads, or (over a foreign tokenizer) examples whose rows come later.
+        let mut lazy: Option<Vec<std::sync::Mutex<Option<super::Pending>>>> = None;
         for part in parts {
             let mut dataset = part.dataset;
-            let start = rows.as_ref().map_or(0, PackedRows::len) as u32;
+            let start = dataset_count(&rows, &lazy);
             kept.extend(dataset.kept_examples().into_iter().map(|i| start + i));
             sources.push(MixSource {
                 path: part.path,
@@ -216,18 +235,29 @@ impl Dataset {
                 });
             }
             let cache = std::mem::replace(&mut dataset.rows, Arc::new(RowCache::lazy(0)));
-            let RowCache::Packed(packed) =
-                Arc::try_unwrap(cache).map_err(|_| internal("a source's rows are shared"))?
-            else {
-                return Err(internal("a source's rows are not packed"));
-            };
-            match rows.as_mut() {
-                None => rows = Some(packed),
-                Some(all) => all.append(packed),
+            match Arc::try_unwrap(cache).map_err(|_| internal("a source's rows are shared"))? {
+                RowCache::Packed(packed) if lazy.is_none() => match rows.as_mut() {
+                    None => rows = Some(packed),
+                    Some(all) => all.append(packed),
+                },
+                RowCache::Lazy { cells, .. }
+                    if rows.is_none() && cells.iter().all(|c| c.get().is_none()) =>
+                {
+                    let examples = std::mem::take(&mut dataset.examples);
+                    let examples = Arc::try_unwrap(examples)
+                        .map_err(|_| internal("a source's examples are shared"))?;
+                    lazy.get_or_insert_with(Vec::new).extend(examples);
+                }
+                _ => return Err(internal("the sources' rows are of different kinds")),
             }
             first.get_or_insert(dataset);
         }
-        let (Some(first), Some(rows)) = (first, rows) else {
+        let rows = match (rows, lazy) {
+            (Some(rows), None) => Some((RowCache::Packed(rows), Vec::new())),
+            (None, Some(examples)) => Some((RowCache::lazy(examples.len()), examples)),
+            _ => None,
+        };
+        let (Some(first), Some((rows, examples))) = (first, rows) else {
             return Err(SftError::invalid_argument(
                 "loadSFTDataset: a mix needs at least one source",
             ));
@@ -238,8 +268,8 @@ impl Dataset {
             first.format,
             first.masking.clone(),
             first.turn_end.clone(),
-            Vec::new(),
-            RowCache::Packed(rows),
+            examples,
+            rows,
         );
         dataset.load_memory = memory;
         dataset.mixture = Some(Arc::new(Mixture { sources }));

@@ -12,9 +12,11 @@ use super::config::{core_config, LoadSftDatasetOptions};
 use super::dataset::JsSftDataset;
 use super::error::{run_sync, typed_arg, JsResult as Result};
 use super::json::JsJson;
+use super::mix::MixSourceNative;
 use super::path::{path_options, resolve_dataset_path};
 use super::task::Job;
 use crate::dataset::foreign::{read_examples, ForeignRender};
+use crate::dataset::mixture::{check_weight, MixPart};
 use crate::dataset::{Dataset, DatasetConfig};
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::input::dataset_format::Converter;
@@ -179,6 +181,44 @@ impl JsSftDataset {
                 Dataset::for_foreign(examples, answers_of(answers.0)?, settings_of(config)?)?;
             Ok(JsSftDataset {
                 inner: Arc::new(dataset),
+                cache: None,
+                source: None,
+                source_caches: Vec::new(),
+            })
+        })
+    }
+
+    /// A mix of the records `_foreignExamples` read and kept under `handles`, one per source of
+    /// `sources` (as `loadSFTMixNative` takes them).
+    #[napi(
+        factory,
+        js_name = "_forForeignMix",
+        ts_args_type = "handles: number[], sources: MixSourceNative[], answers: any"
+    )]
+    pub fn for_foreign_mix(
+        handles: Vec<u32>,
+        sources: Vec<MixSourceNative>,
+        answers: JsJson,
+    ) -> Result<Self> {
+        run_sync(|| {
+            let foreign = answers_of(answers.0)?;
+            let mut parts = Vec::with_capacity(sources.len());
+            for (k, (handle, source)) in handles.into_iter().zip(sources).enumerate() {
+                let weight = check_weight(source.weight, k, &source.path)?;
+                let examples = take_read(handle)?;
+                let dataset = Dataset::for_foreign(
+                    examples,
+                    foreign.clone(),
+                    settings_of(Some(source.config))?,
+                )?;
+                parts.push(MixPart {
+                    dataset,
+                    path: source.path.into(),
+                    weight,
+                });
+            }
+            Ok(JsSftDataset {
+                inner: Arc::new(Dataset::mix(parts)?),
                 cache: None,
                 source: None,
                 source_caches: Vec::new(),

@@ -44,7 +44,7 @@ pub struct SourceInfo {
     /// Appearances of its examples in one epoch: `rows` times the weight's integer part, plus
     /// the fraction's share of `rows`, rounded.
     pub per_epoch: u32,
-    /// How the token cache served the source; null without a cache.
+    /// How the token cache served the source; absent without a cache.
     pub cache: Option<TokenCacheUse>,
 }
 
