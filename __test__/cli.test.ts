@@ -87,7 +87,7 @@ describe('usage errors exit 2 with one line on stderr', () => {
   it('--help prints the usage and exits 0', () => {
     const r = run('--help')
     expect(r.status).toBe(0)
-    expect(r.stdout).toMatch(/^Usage: sft-dataset <command> <data> \[options\]/)
+    expect(r.stdout).toMatch(/^Usage: sft-dataset <command> <data> \[<data> ...\] \[options\]/)
   })
 })
 
