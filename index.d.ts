@@ -177,7 +177,7 @@ export declare class SFTDataset {
    * *(addition)* The sources of a dataset loaded from several files, with their weights and
    * counts; null for a dataset of one file or of examples.
    */
-  get sources(): Array<SourceInfo> | null
+  get sources(): Array<SFTSourceInfo> | null
   /** *(addition)* Where the token rows live and what they take (see docs/memory.md). */
   get memory(): RowMemory
   /** Number of examples. */
@@ -189,6 +189,11 @@ export declare class SFTDataset {
   shuffleForEpoch(epoch: number): void
   /** Pads the examples at `indices` (positions in the shuffled order) into one batch. */
   collateBatch(indices: Array<number>): Promise<SFTBatch>
+  /**
+   * `collateBatch` of example indices rather than positions of the epoch order: any example
+   * of the data, whether the epoch holds it or not (the command line's previews).
+   */
+  _collateExamples(indices: Array<number>): Promise<SFTBatch>
   /** The example indices in the current epoch order (an addition to the reference API). */
   order(): Uint32Array
   /**
@@ -1248,7 +1253,7 @@ export interface SFTSourceInfo {
    * the fraction's share of `rows`, rounded.
    */
   perEpoch: number
-  /** How the token cache served the source; null without a cache. */
+  /** How the token cache served the source; absent without a cache. */
   cache?: TokenCacheUse
 }
 

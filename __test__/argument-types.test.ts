@@ -48,7 +48,7 @@ const cases: Array<[string, () => unknown, 'sync' | 'async', string]> = [
   ['new SFTDataset', () => new lib.SFTDataset(wrong('x'), tok), 'sync', `new SFTDataset: examples is not an array of examples: ${ARRAY}`],
   // An option of the wrong type is named, with the type it takes and the value given.
   ['createSFTDataset', () => lib.createSFTDataset(examples, tok, wrong({ maxSeqLength: '512' })), 'sync', 'createSFTDataset: option maxSeqLength must be a number, got a string ("512")'],
-  ['loadSFTDataset (path)', () => lib.loadSFTDataset(wrong(5), tok), 'async', 'loadSFTDataset: path must be a string, got number'],
+  ['loadSFTDataset (path)', () => lib.loadSFTDataset(wrong(5), tok), 'async', 'loadSFTDataset: path must be a string or a list of sources, got number'],
   ['loadSFTDataset (config)', () => lib.loadSFTDataset(join(repoRoot, 'examples', 'sample.jsonl'), tok, wrong({ maxSeqLength: '512' })), 'async', 'loadSFTDataset: option maxSeqLength must be a number, got a string ("512")'],
   ['loadSFTDataset (cache)', () => lib.loadSFTDataset(join(repoRoot, 'examples', 'sample.jsonl'), tok, wrong({ cache: 5 })), 'async', 'loadSFTDataset: option cache must be a string or an object, got a number (5)'],
   ['validateSFTFile', () => lib.validateSFTFile(wrong(5)), 'async', `validateSFTFile: an argument has the wrong type, expected a string: ${STRING}`],

@@ -11,7 +11,7 @@ describe('parseCommandLine', () => {
   it('fills every default', () => {
     expect(parseCommandLine(['stats', 'd.jsonl'])).toEqual({
       command: 'stats',
-      file: 'd.jsonl',
+      files: ['d.jsonl'],
       options: {
         tokenizer: undefined,
         maxSeqLength: 2048,
@@ -69,7 +69,7 @@ describe('parseCommandLine', () => {
   it('rejects conflicting and malformed flags', () => {
     expect(() => parseCommandLine(['preview', 'd', '-n', '2', '--index', '1'])).toThrow(new UsageError('-n and --index cannot be used together'))
     expect(() => parseCommandLine(['preview', 'd', '--json', '--html', 'x'])).toThrow('--json and --html cannot be used together')
-    expect(() => parseCommandLine(['stats', 'd', 'e'])).toThrow('stats: unexpected argument "e"')
+    expect(parseCommandLine(['stats', 'd', 'e']).files).toEqual(['d', 'e'])
     expect(() => parseCommandLine(['stats', 'd', '--seed', '1.5'])).toThrow('--seed must be an integer, got "1.5"')
     expect(() => parseCommandLine(['stats', 'd', '--tokenizer'])).toThrow("Option '--tokenizer <value>' argument missing")
   })

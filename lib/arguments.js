@@ -22,6 +22,7 @@ const EXPECTED = new Map([
 // Exports and methods that return a Promise (index.d.ts); a test keeps this list complete.
 const ASYNC = new Set([
   'SFTDataset.collateBatch',
+  'SFTDataset._collateExamples',
   'SFTDataset.exportParquet',
   'SFTDataset.batchingStats',
   'SFTDataset._plannedBatch',
@@ -37,6 +38,7 @@ const ASYNC = new Set([
   'Tokenizer.decodeBatch',
   'Tokenizer.applyChatTemplate',
   '_foreignExamples',
+  'loadSFTMixNative',
   'fixHistoricalMasks',
   'loadSFTDatasetNative',
   'tokenizeConversationForTrainer',

@@ -260,7 +260,7 @@ async function loadForeignMix(sources, tokenizer, config) {
 
 // The asynchronous methods that read rows: on a dataset over a foreign tokenizer they wait for
 // its renders first.
-const READS_ROWS = ['collateBatch', 'tokenizeExample', 'report', 'summary', 'batchingStats', 'exportParquet', '_awaitRows', '_plannedBatch']
+const READS_ROWS = ['collateBatch', '_collateExamples', 'tokenizeExample', 'report', 'summary', 'batchingStats', 'exportParquet', '_awaitRows', '_plannedBatch']
 
 /** Makes the methods of `proto` (SFTDataset's) wait for a foreign tokenizer's rows. */
 function installReadiness(proto) {

@@ -58,17 +58,15 @@ function exampleView(index, full, row, maxSeqLength, describe) {
 
 /**
  * Views of the examples at `indices`, collated `batchSize` at a time in the given order so the
- * padding shown is the padding those rows would get together.
+ * padding shown is the padding those rows would get together. Examples are collated by index,
+ * so an example a mix's epoch leaves out (a weight's fraction draws) is shown too.
  */
 async function buildViews(ds, tokenizer, indices, { maxSeqLength, batchSize }) {
   const describe = pieceDescriber(tokenizer)
-  const order = ds.order()
-  const positionOf = new Map()
-  order.forEach((example, position) => positionOf.set(example, position))
   const views = []
   for (let start = 0; start < indices.length; start += batchSize) {
     const group = indices.slice(start, start + batchSize)
-    const batch = await withoutConsoleWarn(() => ds.collateBatch(group.map((i) => positionOf.get(i))))
+    const batch = await withoutConsoleWarn(() => ds._collateExamples(group))
     const [, width] = batch.shape
     for (let r = 0; r < group.length; r++) {
       const full = await ds.tokenizeExample(group[r])

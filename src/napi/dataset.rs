@@ -240,7 +240,7 @@ impl JsSftDataset {
 
     /// *(addition)* The sources of a dataset loaded from several files, with their weights and
     /// counts; null for a dataset of one file or of examples.
-    #[napi(getter)]
+    #[napi(getter, ts_return_type = "Array<SFTSourceInfo> | null")]
     pub fn sources(&self) -> Option<Vec<SourceInfo>> {
         source_infos(&self.inner, &self.source_caches)
     }
@@ -285,6 +285,35 @@ impl JsSftDataset {
     pub fn collate_batch(&self, indices: Vec<f64>) -> AsyncTask<Job<CollatedBatch, SftBatch>> {
         let resolved = self.inner.resolve_positions(&indices);
         self.inner.start_prefetch();
+        let dataset = self.inner.clone();
+        AsyncTask::new(Job::new(
+            move || dataset.collate_examples(&resolved?),
+            finish_batch,
+        ))
+    }
+
+    /// `collateBatch` of example indices rather than positions of the epoch order: any example
+    /// of the data, whether the epoch holds it or not (the command line's previews).
+    #[napi(js_name = "_collateExamples", ts_return_type = "Promise<SFTBatch>")]
+    pub fn collate_example_indices(
+        &self,
+        indices: Vec<f64>,
+    ) -> AsyncTask<Job<CollatedBatch, SftBatch>> {
+        let count = self.inner.example_count();
+        let resolved: SftResult<Vec<u32>> = indices
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                if i.is_finite() && i >= 0.0 && i.fract() == 0.0 && (i as usize) < count {
+                    Ok(i as u32)
+                } else {
+                    Err(SftError::invalid_argument(format!(
+                        "_collateExamples: indices[{k}] = {} is not an example index in [0, {count})",
+                        crate::error::js_number(i)
+                    )))
+                }
+            })
+            .collect();
         let dataset = self.inner.clone();
         AsyncTask::new(Job::new(
             move || dataset.collate_examples(&resolved?),
