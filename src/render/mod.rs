@@ -183,6 +183,7 @@ impl ChatTemplate {
         env.add_filter(generation::MARK_FILTER, generation::mark_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
+        env.add_function("range", python_semantics::range);
         env.add_test("iterable", is_iterable);
         let syntax_error = |e: Error| {
             SftError::new(

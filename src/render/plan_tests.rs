@@ -248,3 +248,19 @@ fn mlx_node_rendering_has_a_plan_too() {
     assert_eq!(planned, t.render_interpreted(&messages, &opts).unwrap());
     assert_eq!(planned, "user:ab{\"role\":\"user\",\"content\":\"ab\"}\n");
 }
+
+#[test]
+fn ranges_over_any_64_bit_bounds() {
+    let kwargs = json!({"low": i64::MIN, "high": i64::MAX});
+    let opts = RenderOptions {
+        template_kwargs: kwargs.as_object(),
+        ..Default::default()
+    };
+    for source in [
+        "{{ range(1, low)|list }}",
+        "{{ range(high, low, -1)|length }}",
+        "{{ range(low, 2, high)|list }}",
+    ] {
+        planned(source, json!([]), &opts);
+    }
+}

@@ -438,3 +438,81 @@ fn split_name(
         })?;
     Ok((Some(name), Rest(values)))
 }
+
+/// The most items `range` gives, as jinja2's sandbox allows (`MAX_RANGE`).
+const MAX_RANGE: i128 = 100_000;
+
+/// `range` as jinja2's sandbox has it: integer arguments of any size (minijinja's own overflows
+/// on bounds near the ends of 64 bits), Python's error for a zero step or a non-integer, and the
+/// sandbox's for a range of more than [`MAX_RANGE`] items.
+pub fn range(args: Rest<Value>) -> Result<Value, Error> {
+    let mut ints = Vec::with_capacity(args.len());
+    for arg in args.iter() {
+        let int = match arg.kind() {
+            ValueKind::Number | ValueKind::Bool if !arg.is_number() || arg.is_integer() => {
+                i128::try_from(arg.clone()).ok()
+            }
+            _ => None,
+        };
+        ints.push(int.ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "'{}' object cannot be interpreted as an integer",
+                    python_type(arg)
+                ),
+            )
+        })?);
+    }
+    let (start, stop, step) = match ints[..] {
+        [stop] => (0, stop, 1),
+        [start, stop] => (start, stop, 1),
+        [start, stop, step] => (start, stop, step),
+        _ => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("range expected at most 3 arguments, got {}", ints.len()),
+            ))
+        }
+    };
+    if step == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "range() arg 3 must not be zero",
+        ));
+    }
+    let count = if step > 0 {
+        (stop - start + step - 1).max(0) / step
+    } else {
+        (start - stop - step - 1).max(0) / -step
+    };
+    if count > MAX_RANGE {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "Range too big. The sandbox blocks ranges larger than MAX_RANGE ({MAX_RANGE})."
+            ),
+        ));
+    }
+    Ok(Value::from(
+        (0..count)
+            .map(|k| Value::from(start + k * step))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// The name of `value`'s type in Python.
+pub fn python_type(value: &Value) -> &'static str {
+    match value.kind() {
+        ValueKind::Undefined => "Undefined",
+        ValueKind::None => "NoneType",
+        ValueKind::Bool => "bool",
+        ValueKind::Number if value.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::Seq => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    }
+}

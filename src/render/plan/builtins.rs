@@ -551,16 +551,20 @@ pub fn function<'a>(name: &str, args: Vec<(Option<Sym>, V<'a>)>) -> Res<V<'a>> {
                 [start, stop, step] if step != 0 => (start, stop, step),
                 _ => return Err(Bail),
             };
+            // In 128 bits: the bounds may be any 64-bit integers.
+            let (start, stop, step) = (start as i128, stop as i128, step as i128);
             let count = if step > 0 {
                 (stop - start + step - 1).max(0) / step
             } else {
                 (start - stop - step - 1).max(0) / -step
             };
-            if count > MAX_RANGE {
+            if count > MAX_RANGE as i128 {
                 return Err(Bail);
             }
             Ok(V::List(Rc::new(
-                (0..count).map(|k| V::Int(start + k * step)).collect(),
+                (0..count)
+                    .map(|k| V::Int((start + k * step) as i64))
+                    .collect(),
             )))
         }
         "strftime_now" => match &args[..] {
