@@ -167,6 +167,12 @@ fn python_semantics_where_minijinja_differs() {
     let messages = vec![json!({"role": "user", "content": "x", "items": {"type": "str"}})];
     let t = template("{{ messages[0].items.type is defined }}|{{ messages[0]['items'].type }}|{% if messages[0].get %}G{% endif %}");
     assert_eq!(t.render(&messages, &opts).unwrap(), "False|str|G");
+    // Also where the receiver or the lookup is in parentheses.
+    let t = template("{{ ((messages[0]).get)|string }}|{{ ((messages[0]).keys).items is defined }}");
+    assert_eq!(
+        t.render(&messages, &opts).unwrap(),
+        "<built-in method get of dict object>|False"
+    );
 }
 
 #[test]

@@ -44,7 +44,10 @@ pub const DICT_METHODS: [&str; 11] = [
 /// environment reports that).
 pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
     let tree = minijinja::machinery::parse(source, "chat_template", syntax).ok()?;
-    let mut walker = Walker { edits: Vec::new() };
+    let mut walker = Walker {
+        source,
+        edits: Vec::new(),
+    };
     walker.stmt(&tree);
     let mut edits = walker.edits;
     if edits.is_empty() {
@@ -94,11 +97,12 @@ fn expr_start(e: &ast::Expr) -> u32 {
     inner.min(own)
 }
 
-struct Walker {
+struct Walker<'s> {
+    source: &'s str,
     edits: Vec<Edit>,
 }
 
-impl Walker {
+impl Walker<'_> {
     fn replace(&mut self, start: u32, end: u32, text: String) {
         let order = self.edits.len();
         self.edits.push(Edit {
@@ -190,13 +194,21 @@ impl Walker {
             ast::Expr::GetAttr(a) => {
                 self.expr(&a.expr);
                 if DICT_METHODS.contains(&a.name) {
-                    // `x.items` becomes `((x)|getattr('items'))`: the receiver's span ends before
-                    // the dot, so the dot and the name are replaced by the filter call.
-                    let receiver = a.expr.span();
+                    // `x.items` becomes `((x)|getattr('items'))`: the dot and the name are
+                    // replaced by the filter call. Between the receiver's span and the dot there
+                    // may be the closing parentheses of its groups (`(x).items`), which stay.
+                    let receiver = a.expr.span().end_offset;
+                    let Some((dot, end)) = self
+                        .source
+                        .get(receiver as usize..e.span().end_offset as usize)
+                        .and_then(|text| Some((text.find('.')?, text.rfind(a.name)? + a.name.len())))
+                    else {
+                        return;
+                    };
                     self.insert(expr_start(&a.expr), "((".to_string());
                     self.replace(
-                        receiver.end_offset,
-                        e.span().end_offset,
+                        receiver + dot as u32,
+                        receiver + end as u32,
                         format!(")|{GETATTR_FILTER}('{}'))", a.name),
                     );
                 }
