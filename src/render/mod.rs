@@ -211,6 +211,7 @@ impl ChatTemplate {
                 python_semantics::GETATTR_FILTER,
                 python_semantics::getattr_filter,
             );
+            env.add_filter(python_semantics::STR_FILTER, string_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);
             env.add_filter("reject", python_semantics::reject_filter);

@@ -168,7 +168,8 @@ fn python_semantics_where_minijinja_differs() {
     let t = template("{{ messages[0].items.type is defined }}|{{ messages[0]['items'].type }}|{% if messages[0].get %}G{% endif %}");
     assert_eq!(t.render(&messages, &opts).unwrap(), "False|str|G");
     // Also where the receiver or the lookup is in parentheses.
-    let t = template("{{ ((messages[0]).get)|string }}|{{ ((messages[0]).keys).items is defined }}");
+    let t =
+        template("{{ ((messages[0]).get)|string }}|{{ ((messages[0]).keys).items is defined }}");
     assert_eq!(
         t.render(&messages, &opts).unwrap(),
         "<built-in method get of dict object>|False"
@@ -253,6 +254,18 @@ fn mlx_node_rendering_has_a_plan_too() {
     let planned = t.render_planned(&messages, &opts).unwrap().unwrap();
     assert_eq!(planned, t.render_interpreted(&messages, &opts).unwrap());
     assert_eq!(planned, "user:ab{\"role\":\"user\",\"content\":\"ab\"}\n");
+}
+
+#[test]
+fn joins_and_pairs_print_as_python() {
+    let out = render(
+        "{{ 1e-7 ~ '|' ~ true ~ none ~ [1.5] }}|{{ (messages[2].tool_calls[0].function.arguments|dictsort)[0] }}|{{ ('x',) }}|{% for p in messages[0]|items %}{{ p ~ '' }}{% endfor %}",
+        convo(),
+    );
+    assert_eq!(
+        out,
+        "1e-07|TrueNone[1.5]|('a', [1, 'x'])|('x',)|('role', 'system')('content', '  be brief  ')"
+    );
 }
 
 #[test]

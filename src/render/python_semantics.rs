@@ -6,11 +6,13 @@
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`];
+//! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
+//!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
 //! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
 //!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
 //!
-//! The first two are source rewrites made from minijinja's own syntax tree, so they touch
-//! exactly the loops and attribute lookups the template has.
+//! The first three are source rewrites made from minijinja's own syntax tree, so they touch
+//! exactly the loops, attribute lookups and joins the template has.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +25,8 @@ use minijinja::{Error, ErrorKind, State};
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
+/// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
+pub const STR_FILTER: &str = "__sft_py_str";
 
 /// The methods of a Python `dict`, which jinja2 finds before the dict's keys.
 pub const DICT_METHODS: [&str; 11] = [
@@ -92,6 +96,8 @@ fn expr_start(e: &ast::Expr) -> u32 {
         ast::Expr::BinOp(b) => expr_start(&b.left),
         ast::Expr::Compare(c) => expr_start(&c.expr),
         ast::Expr::IfExpr(i) => expr_start(&i.true_expr),
+        // `x is not t` is `not (x is t)`, spanned from the test's name.
+        ast::Expr::UnaryOp(u) => expr_start(&u.expr),
         _ => own,
     };
     inner.min(own)
@@ -201,7 +207,9 @@ impl Walker<'_> {
                     let Some((dot, end)) = self
                         .source
                         .get(receiver as usize..e.span().end_offset as usize)
-                        .and_then(|text| Some((text.find('.')?, text.rfind(a.name)? + a.name.len())))
+                        .and_then(|text| {
+                            Some((text.find('.')?, text.rfind(a.name)? + a.name.len()))
+                        })
                     else {
                         return;
                     };
@@ -218,6 +226,21 @@ impl Walker<'_> {
             ast::Expr::BinOp(b) => {
                 self.expr(&b.left);
                 self.expr(&b.right);
+                if let ast::BinOpKind::Concat = b.op {
+                    // After the operands' own edits, so that their closing text comes first.
+                    for operand in [&b.left, &b.right] {
+                        // minijinja reads `x ~ not -y` as `(x ~ not) - y`, `not` a variable:
+                        // in parentheses it would be the operator.
+                        let plain = match operand {
+                            ast::Expr::Const(c) => c.value.kind() == ValueKind::String,
+                            ast::Expr::Var(v) => v.id == "not",
+                            _ => false,
+                        };
+                        if !plain {
+                            self.wrap(operand, format!("|{STR_FILTER}"));
+                        }
+                    }
+                }
             }
             ast::Expr::Compare(c) => {
                 self.expr(&c.expr);
