@@ -183,6 +183,7 @@ impl ChatTemplate {
         env.add_filter(generation::MARK_FILTER, generation::mark_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
+        env.add_function("range", python_semantics::range);
         env.add_test("iterable", is_iterable);
         let syntax_error = |e: Error| {
             SftError::new(
@@ -210,6 +211,7 @@ impl ChatTemplate {
                 python_semantics::GETATTR_FILTER,
                 python_semantics::getattr_filter,
             );
+            env.add_filter(python_semantics::STR_FILTER, string_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);
             env.add_filter("reject", python_semantics::reject_filter);

@@ -167,6 +167,13 @@ fn python_semantics_where_minijinja_differs() {
     let messages = vec![json!({"role": "user", "content": "x", "items": {"type": "str"}})];
     let t = template("{{ messages[0].items.type is defined }}|{{ messages[0]['items'].type }}|{% if messages[0].get %}G{% endif %}");
     assert_eq!(t.render(&messages, &opts).unwrap(), "False|str|G");
+    // Also where the receiver or the lookup is in parentheses.
+    let t =
+        template("{{ ((messages[0]).get)|string }}|{{ ((messages[0]).keys).items is defined }}");
+    assert_eq!(
+        t.render(&messages, &opts).unwrap(),
+        "<built-in method get of dict object>|False"
+    );
 }
 
 #[test]
@@ -247,4 +254,32 @@ fn mlx_node_rendering_has_a_plan_too() {
     let planned = t.render_planned(&messages, &opts).unwrap().unwrap();
     assert_eq!(planned, t.render_interpreted(&messages, &opts).unwrap());
     assert_eq!(planned, "user:ab{\"role\":\"user\",\"content\":\"ab\"}\n");
+}
+
+#[test]
+fn joins_and_pairs_print_as_python() {
+    let out = render(
+        "{{ 1e-7 ~ '|' ~ true ~ none ~ [1.5] }}|{{ (messages[2].tool_calls[0].function.arguments|dictsort)[0] }}|{{ ('x',) }}|{% for p in messages[0]|items %}{{ p ~ '' }}{% endfor %}",
+        convo(),
+    );
+    assert_eq!(
+        out,
+        "1e-07|TrueNone[1.5]|('a', [1, 'x'])|('x',)|('role', 'system')('content', '  be brief  ')"
+    );
+}
+
+#[test]
+fn ranges_over_any_64_bit_bounds() {
+    let kwargs = json!({"low": i64::MIN, "high": i64::MAX});
+    let opts = RenderOptions {
+        template_kwargs: kwargs.as_object(),
+        ..Default::default()
+    };
+    for source in [
+        "{{ range(1, low)|list }}",
+        "{{ range(high, low, -1)|length }}",
+        "{{ range(low, 2, high)|list }}",
+    ] {
+        planned(source, json!([]), &opts);
+    }
 }

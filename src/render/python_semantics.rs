@@ -6,11 +6,13 @@
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`];
+//! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
+//!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
 //! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
 //!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
 //!
-//! The first two are source rewrites made from minijinja's own syntax tree, so they touch
-//! exactly the loops and attribute lookups the template has.
+//! The first three are source rewrites made from minijinja's own syntax tree, so they touch
+//! exactly the loops, attribute lookups and joins the template has.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +25,8 @@ use minijinja::{Error, ErrorKind, State};
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
+/// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
+pub const STR_FILTER: &str = "__sft_py_str";
 
 /// The methods of a Python `dict`, which jinja2 finds before the dict's keys.
 pub const DICT_METHODS: [&str; 11] = [
@@ -44,7 +48,10 @@ pub const DICT_METHODS: [&str; 11] = [
 /// environment reports that).
 pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
     let tree = minijinja::machinery::parse(source, "chat_template", syntax).ok()?;
-    let mut walker = Walker { edits: Vec::new() };
+    let mut walker = Walker {
+        source,
+        edits: Vec::new(),
+    };
     walker.stmt(&tree);
     let mut edits = walker.edits;
     if edits.is_empty() {
@@ -89,16 +96,19 @@ fn expr_start(e: &ast::Expr) -> u32 {
         ast::Expr::BinOp(b) => expr_start(&b.left),
         ast::Expr::Compare(c) => expr_start(&c.expr),
         ast::Expr::IfExpr(i) => expr_start(&i.true_expr),
+        // `x is not t` is `not (x is t)`, spanned from the test's name.
+        ast::Expr::UnaryOp(u) => expr_start(&u.expr),
         _ => own,
     };
     inner.min(own)
 }
 
-struct Walker {
+struct Walker<'s> {
+    source: &'s str,
     edits: Vec<Edit>,
 }
 
-impl Walker {
+impl Walker<'_> {
     fn replace(&mut self, start: u32, end: u32, text: String) {
         let order = self.edits.len();
         self.edits.push(Edit {
@@ -190,13 +200,23 @@ impl Walker {
             ast::Expr::GetAttr(a) => {
                 self.expr(&a.expr);
                 if DICT_METHODS.contains(&a.name) {
-                    // `x.items` becomes `((x)|getattr('items'))`: the receiver's span ends before
-                    // the dot, so the dot and the name are replaced by the filter call.
-                    let receiver = a.expr.span();
+                    // `x.items` becomes `((x)|getattr('items'))`: the dot and the name are
+                    // replaced by the filter call. Between the receiver's span and the dot there
+                    // may be the closing parentheses of its groups (`(x).items`), which stay.
+                    let receiver = a.expr.span().end_offset;
+                    let Some((dot, end)) = self
+                        .source
+                        .get(receiver as usize..e.span().end_offset as usize)
+                        .and_then(|text| {
+                            Some((text.find('.')?, text.rfind(a.name)? + a.name.len()))
+                        })
+                    else {
+                        return;
+                    };
                     self.insert(expr_start(&a.expr), "((".to_string());
                     self.replace(
-                        receiver.end_offset,
-                        e.span().end_offset,
+                        receiver + dot as u32,
+                        receiver + end as u32,
                         format!(")|{GETATTR_FILTER}('{}'))", a.name),
                     );
                 }
@@ -206,6 +226,21 @@ impl Walker {
             ast::Expr::BinOp(b) => {
                 self.expr(&b.left);
                 self.expr(&b.right);
+                if let ast::BinOpKind::Concat = b.op {
+                    // After the operands' own edits, so that their closing text comes first.
+                    for operand in [&b.left, &b.right] {
+                        // minijinja reads `x ~ not -y` as `(x ~ not) - y`, `not` a variable:
+                        // in parentheses it would be the operator.
+                        let plain = match operand {
+                            ast::Expr::Const(c) => c.value.kind() == ValueKind::String,
+                            ast::Expr::Var(v) => v.id == "not",
+                            _ => false,
+                        };
+                        if !plain {
+                            self.wrap(operand, format!("|{STR_FILTER}"));
+                        }
+                    }
+                }
             }
             ast::Expr::Compare(c) => {
                 self.expr(&c.expr);
@@ -437,4 +472,82 @@ fn split_name(
             )
         })?;
     Ok((Some(name), Rest(values)))
+}
+
+/// The most items `range` gives, as jinja2's sandbox allows (`MAX_RANGE`).
+const MAX_RANGE: i128 = 100_000;
+
+/// `range` as jinja2's sandbox has it: integer arguments of any size (minijinja's own overflows
+/// on bounds near the ends of 64 bits), Python's error for a zero step or a non-integer, and the
+/// sandbox's for a range of more than [`MAX_RANGE`] items.
+pub fn range(args: Rest<Value>) -> Result<Value, Error> {
+    let mut ints = Vec::with_capacity(args.len());
+    for arg in args.iter() {
+        let int = match arg.kind() {
+            ValueKind::Number | ValueKind::Bool if !arg.is_number() || arg.is_integer() => {
+                i128::try_from(arg.clone()).ok()
+            }
+            _ => None,
+        };
+        ints.push(int.ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "'{}' object cannot be interpreted as an integer",
+                    python_type(arg)
+                ),
+            )
+        })?);
+    }
+    let (start, stop, step) = match ints[..] {
+        [stop] => (0, stop, 1),
+        [start, stop] => (start, stop, 1),
+        [start, stop, step] => (start, stop, step),
+        _ => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("range expected at most 3 arguments, got {}", ints.len()),
+            ))
+        }
+    };
+    if step == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "range() arg 3 must not be zero",
+        ));
+    }
+    let count = if step > 0 {
+        (stop - start + step - 1).max(0) / step
+    } else {
+        (start - stop - step - 1).max(0) / -step
+    };
+    if count > MAX_RANGE {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "Range too big. The sandbox blocks ranges larger than MAX_RANGE ({MAX_RANGE})."
+            ),
+        ));
+    }
+    Ok(Value::from(
+        (0..count)
+            .map(|k| Value::from(start + k * step))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// The name of `value`'s type in Python.
+pub fn python_type(value: &Value) -> &'static str {
+    match value.kind() {
+        ValueKind::Undefined => "Undefined",
+        ValueKind::None => "NoneType",
+        ValueKind::Bool => "bool",
+        ValueKind::Number if value.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::Seq => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use minijinja::value::{Value, ValueKind};
+use minijinja::value::{Tuple, Value, ValueKind};
 
 use crate::render::json_dumps::python_float_repr;
 
@@ -70,7 +70,9 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
         },
         ValueKind::String => write_str_repr(out, value.as_str().unwrap_or_default()),
         ValueKind::Seq => {
-            out.push('[');
+            // A `(key, value)` pair of `items` or `dictsort` is a tuple in Python.
+            let tuple = value.downcast_object_ref::<Tuple>().map(|t| t.len());
+            out.push(if tuple.is_some() { '(' } else { '[' });
             if let Ok(items) = value.try_iter() {
                 for (i, item) in items.enumerate() {
                     if i > 0 {
@@ -79,7 +81,11 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
                     write_repr(out, &item, depth + 1);
                 }
             }
-            out.push(']');
+            out.push_str(match tuple {
+                Some(1) => ",)",
+                Some(_) => ")",
+                None => "]",
+            });
         }
         ValueKind::Map => {
             out.push('{');

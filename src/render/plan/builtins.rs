@@ -16,9 +16,11 @@ const MAX_RANGE: i64 = 100_000;
 
 pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
     if op == BinOp::Concat {
-        let mut out = String::new();
-        l.display(&mut out)?;
-        r.display(&mut out)?;
+        // Python's `str()` of each side, as the interpreter's rewrite of `~` (python_semantics).
+        let (l, r) = (l.py_string()?, r.py_string()?);
+        let mut out = String::with_capacity(l.len() + r.len());
+        out.push_str(&l);
+        out.push_str(&r);
         return Ok(V::Owned(Rc::from(out)));
     }
     if let (Some(a), Some(b)) = (l.as_str(), r.as_str()) {
@@ -59,6 +61,8 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
                 _ => return Err(Bail),
             }))
         }
+        // minijinja adds no tuple to anything (Python adds a tuple to a tuple only).
+        (V::Tuple(_), _) | (_, V::Tuple(_)) => Err(Bail),
         _ if op == BinOp::Add => match (l.seq_items(), r.seq_items()) {
             (Some(mut a), Some(b)) => {
                 a.extend(b);
@@ -72,7 +76,7 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
 
 /// The items a `for` loop walks: a sequence's items, a map's keys, nothing for undefined.
 pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
-    if let V::List(items) | V::Slice(items) | V::Iter(items) = value {
+    if let V::List(items) | V::Slice(items) | V::Tuple(items) | V::Iter(items) = value {
         return Ok(items.clone());
     }
     if let Some(items) = value.take_generator() {
@@ -204,7 +208,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
         Filter::DictSort => {
             let mut pairs = value.map_pairs().ok_or(Bail)?;
             let key = |p: &V<'a>| match p {
-                V::List(kv) => kv.first().and_then(|k| k.as_str().map(str::to_string)),
+                V::Tuple(kv) => kv.first().and_then(|k| k.as_str().map(str::to_string)),
                 _ => None,
             };
             let mut keyed = Vec::with_capacity(pairs.len());
@@ -551,16 +555,20 @@ pub fn function<'a>(name: &str, args: Vec<(Option<Sym>, V<'a>)>) -> Res<V<'a>> {
                 [start, stop, step] if step != 0 => (start, stop, step),
                 _ => return Err(Bail),
             };
+            // In 128 bits: the bounds may be any 64-bit integers.
+            let (start, stop, step) = (start as i128, stop as i128, step as i128);
             let count = if step > 0 {
                 (stop - start + step - 1).max(0) / step
             } else {
                 (start - stop - step - 1).max(0) / -step
             };
-            if count > MAX_RANGE {
+            if count > MAX_RANGE as i128 {
                 return Err(Bail);
             }
             Ok(V::List(Rc::new(
-                (0..count).map(|k| V::Int(start + k * step)).collect(),
+                (0..count)
+                    .map(|k| V::Int((start + k * step) as i64))
+                    .collect(),
             )))
         }
         "strftime_now" => match &args[..] {

@@ -195,7 +195,7 @@ impl Compiler {
             ast::Expr::Var(var) => Expr::Var(self.sym(var.id)),
             ast::Expr::Const(c) => Expr::Const(constant(&c.value)?),
             ast::Expr::List(l) => Expr::List(self.exprs(&l.items)?),
-            ast::Expr::Tuple(t) => Expr::List(self.exprs(&t.items)?),
+            ast::Expr::Tuple(t) => Expr::Tuple(self.exprs(&t.items)?),
             ast::Expr::Map(m) => {
                 let mut pairs = Vec::new();
                 for (k, v) in m.keys.iter().zip(&m.values) {

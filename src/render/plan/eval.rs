@@ -345,6 +345,9 @@ impl<'a> Run<'a> {
             Expr::List(items) => V::List(Rc::new(
                 items.iter().map(|e| self.expr(e)).collect::<Res<_>>()?,
             )),
+            Expr::Tuple(items) => V::Tuple(Rc::new(
+                items.iter().map(|e| self.expr(e)).collect::<Res<_>>()?,
+            )),
             Expr::Map(pairs) => {
                 let mut out = Vec::with_capacity(pairs.len());
                 for (k, e) in pairs {

@@ -172,6 +172,8 @@ pub enum Expr {
     Var(Sym),
     Const(Const),
     List(Vec<Expr>),
+    /// A tuple literal: a list that prints as Python's tuple.
+    Tuple(Vec<Expr>),
     Map(Vec<(Box<str>, Expr)>),
     Not(Box<Expr>),
     Neg(Box<Expr>),

@@ -8,6 +8,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use minijinja::value::Tuple;
 use minijinja::Value;
 use serde_json::Value as Json;
 
@@ -39,6 +40,9 @@ pub enum V<'a> {
     /// A slice of a sequence: a list in every way but one, `is sequence` is false (minijinja
     /// slices lazily into an iterable of known length).
     Slice(Rc<Vec<V<'a>>>),
+    /// A map's `(key, value)` pair (what `items` and `dictsort` give): a list in every way but
+    /// one, it prints as Python's tuple.
+    Tuple(Rc<Vec<V<'a>>>),
     /// What `items` gives: iterable, but not a sequence (no length, no index).
     Iter(Rc<Vec<V<'a>>>),
     /// What `map`, `select`, `reject`, `selectattr` and `rejectattr` give: a one-shot generator
@@ -127,7 +131,7 @@ impl<'a> V<'a> {
             V::Owned(s) => !s.is_empty(),
             V::Json(Json::Array(a)) => !a.is_empty(),
             V::Json(Json::Object(m)) => !m.is_empty(),
-            V::List(l) | V::Slice(l) => !l.is_empty(),
+            V::List(l) | V::Slice(l) | V::Tuple(l) => !l.is_empty(),
             V::Map(m) => !m.is_empty(),
             V::Macro(_) | V::Function | V::Gen(_) => true,
             _ => return Err(Bail),
@@ -138,7 +142,7 @@ impl<'a> V<'a> {
     pub fn seq_items(&self) -> Option<Vec<V<'a>>> {
         match self {
             V::Json(Json::Array(a)) => Some(a.iter().map(V::lift).collect()),
-            V::List(l) | V::Slice(l) => Some(l.as_ref().clone()),
+            V::List(l) | V::Slice(l) | V::Tuple(l) => Some(l.as_ref().clone()),
             _ => None,
         }
     }
@@ -146,7 +150,7 @@ impl<'a> V<'a> {
     pub fn seq_len(&self) -> Option<usize> {
         match self {
             V::Json(Json::Array(a)) => Some(a.len()),
-            V::List(l) | V::Slice(l) => Some(l.len()),
+            V::List(l) | V::Slice(l) | V::Tuple(l) => Some(l.len()),
             _ => None,
         }
     }
@@ -160,7 +164,7 @@ impl<'a> V<'a> {
         }
         Some(match self {
             V::Json(Json::Array(a)) => V::lift(&a[i as usize]),
-            V::List(l) | V::Slice(l) => l[i as usize].clone(),
+            V::List(l) | V::Slice(l) | V::Tuple(l) => l[i as usize].clone(),
             _ => return None,
         })
     }
@@ -188,7 +192,7 @@ impl<'a> V<'a> {
 
     /// `(key, value)` pairs of a map, in order.
     pub fn map_pairs(&self) -> Option<Vec<V<'a>>> {
-        let pair = |k: V<'a>, v: V<'a>| V::List(Rc::new(vec![k, v]));
+        let pair = |k: V<'a>, v: V<'a>| V::Tuple(Rc::new(vec![k, v]));
         match self {
             V::Json(Json::Object(m)) => {
                 Some(m.iter().map(|(k, v)| pair(V::Str(k), V::lift(v))).collect())
@@ -216,6 +220,9 @@ impl<'a> V<'a> {
             V::List(l) | V::Slice(l) => {
                 Value::from(l.iter().map(V::to_value).collect::<Res<Vec<_>>>()?)
             }
+            V::Tuple(l) => Value::from_object(Tuple::from(
+                l.iter().map(V::to_value).collect::<Res<Vec<_>>>()?,
+            )),
             V::Other(v) => v.clone(),
             _ => return Err(Bail),
         })

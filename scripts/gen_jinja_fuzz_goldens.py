@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""Differential template fuzzing goldens: small random templates over the constructs chat
+templates use, rendered by Python's jinja2 exactly as transformers 5 sets it up for chat
+templates (its own `_cached_compile_jinja_template`: ImmutableSandboxedEnvironment with
+`trim_blocks`, `lstrip_blocks`, loop controls, the generation extension, its `tojson`,
+`raise_exception`, `strftime_now`, `dict` and `namespace`).
+
+Regenerate (from the repo root) with the transformers 5.x environment of the corpus goldens:
+
+    python3 -m venv /tmp/venv-corpus
+    /tmp/venv-corpus/bin/pip install -r scripts/requirements-corpus.txt
+    /tmp/venv-corpus/bin/python scripts/gen_jinja_fuzz_goldens.py
+
+Writes __test__/fixtures/jinja_fuzz/cases.json.gz (replayed by tests/jinja_fuzz_goldens.rs
+through the interpreter and the render plan). The generator is seeded: the same jinja2 and
+transformers give the same bytes.
+
+The fixture holds `contexts` (the template variables: `messages` and the keyword arguments of the
+render, shared by many cases) and `cases`, each with its template `t`, the index `c` of its
+context, `add_generation_prompt` as `g`, and either the rendered text `out` or the exception `err`
+(`type`, and `message` as `str()` of it: what a user of transformers sees). Templates that do not
+compile in Python are not kept.
+
+How values survive JSON: integers beyond 64 bits are written as {"$bigint": "<digits>"} (the test
+turns them back into integers); floats keep their decimal point or exponent (`1.0`), so serde_json
+reads them back as floats.
+"""
+
+import collections
+import gzip
+import json
+import os
+import random
+import signal
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import jinja2  # noqa: E402
+import transformers  # noqa: E402
+from transformers.utils.chat_template_utils import _cached_compile_jinja_template  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "__test__" / "fixtures" / "jinja_fuzz" / "cases.json.gz"
+SEED = 53
+CASES = 24_000
+CONTEXTS = 240
+I64 = 2**63
+
+# ---------------------------------------------------------------------------------------------
+# Contexts
+# ---------------------------------------------------------------------------------------------
+
+STRINGS = [
+    "", "a", "user", "assistant", " pad ", "x,y", "a, b ,c", "é🙂", "\n", "Hello World",
+    "hello world", "<think>", "</think>", "ß", "ǅungla", "İstanbul", "  two  words \t",
+    "MiXeD cAsE", "{}-{}", "%s!", "1", "3.5", "ab" * 3, "a\u001fb ", "ὈΔΥΣΣΕΎΣ", "x'y\"z",
+    "tab\tsep", "ﬁne", "123abc", "-7",
+]
+KEYS = ["role", "content", "items", "keys", "values", "get", "name", "type", "a", "b", "B", "z"]
+FLOATS = [0.1, 1.0, 2.5, -0.5, 1e-07, 1e21, -0.0, 3.14159, 1e16, 123456789.125, 0.5, 1.5,
+          2.675, 100.0, 1e300]
+BIG_INTS = [2**53 + 1, 2**63 - 1, 2**64 - 1, 2**64 + 3, -(2**63), -(2**70) - 5, 10**30]
+
+
+def scalar(rng):
+    r = rng.random()
+    if r < 0.1:
+        return None
+    if r < 0.2:
+        return rng.random() < 0.5
+    if r < 0.4:
+        return rng.randint(-5, 12)
+    if r < 0.5:
+        return rng.choice(FLOATS)
+    if r < 0.53:
+        return rng.choice(BIG_INTS)
+    return rng.choice(STRINGS)
+
+
+def value(rng, depth=0):
+    r = rng.random()
+    if depth >= 2 or r < 0.6:
+        return scalar(rng)
+    if r < 0.8:
+        return [value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {rng.choice(KEYS): value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+
+
+def message(rng):
+    m = {"role": rng.choice(["user", "assistant", "system", "tool"])}
+    r = rng.random()
+    if r < 0.7:
+        m["content"] = rng.choice(STRINGS)
+    elif r < 0.8:
+        m["content"] = None
+    elif r < 0.9:
+        m["content"] = [{"type": "text", "text": rng.choice(STRINGS)} for _ in range(rng.randint(1, 2))]
+    else:
+        m["content"] = value(rng, 1)
+    if rng.random() < 0.2:
+        m["tool_calls"] = [{"function": {"name": rng.choice(["f", "get", "é"]),
+                                         "arguments": {rng.choice(KEYS): scalar(rng)}}}]
+    for _ in range(rng.choice([0, 0, 0, 1, 2])):
+        m[rng.choice(KEYS)] = value(rng, 1)
+    return m
+
+
+def context(rng):
+    ctx = {
+        "messages": [message(rng) for _ in range(rng.choice([0, 1, 2, 2, 3, 3, 4]))],
+        "s": rng.choice(STRINGS),
+        "n": rng.choice([rng.randint(-3, 9), rng.randint(0, 4), rng.choice(BIG_INTS)] if rng.random() < 0.1
+                        else [rng.randint(-3, 9), rng.randint(0, 4)]),
+        "f": rng.choice(FLOATS),
+        "l": [scalar(rng) for _ in range(rng.randint(0, 5))],
+        "nums": [rng.choice([rng.randint(-4, 9), rng.choice(FLOATS[:12])]) for _ in range(rng.randint(0, 5))],
+        "strs": [rng.choice(STRINGS) for _ in range(rng.randint(0, 5))],
+        "d": {rng.choice(KEYS): value(rng, 1) for _ in range(rng.randint(0, 5))},
+        "x": value(rng),
+        "y": value(rng),
+        "flag": rng.random() < 0.5,
+        "big": rng.choice(BIG_INTS),
+    }
+    if rng.random() < 0.3:
+        ctx["tools"] = [{"type": "function", "function": {"name": rng.choice(["f", "g"]),
+                                                          "parameters": {"x": value(rng, 1)}}}]
+    for name in list(ctx):
+        # Some variables missing now and then: templates see them undefined.
+        if name not in ("messages", "s", "d") and rng.random() < 0.04:
+            del ctx[name]
+    return ctx
+
+
+def to_json(v):
+    if isinstance(v, bool) or v is None or isinstance(v, (str, float)):
+        return v
+    if isinstance(v, int):
+        return v if -I64 <= v < 2 * I64 else {"$bigint": str(v)}
+    if isinstance(v, list):
+        return [to_json(x) for x in v]
+    return {k: to_json(x) for k, x in v.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Templates
+# ---------------------------------------------------------------------------------------------
+
+
+def lit(s):
+    out = "'"
+    for ch in s:
+        if ch == "\n":
+            out += "\\n"
+        elif ch == "\t":
+            out += "\\t"
+        elif ch in "'\\":
+            out += "\\" + ch
+        elif ch < " ":
+            out += "\\u%04x" % ord(ch)
+        else:
+            out += ch
+    return out + "'"
+
+
+class Gen:
+    """A template of a few constructs. Expressions are mostly typed (a string where a string
+    belongs), with an untyped value now and then, so that most cases render and some raise."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.scope = {}  # loop and set variables: name -> kind
+        self.in_loop = 0
+        self.macros = []
+
+    def pick(self, items):
+        return self.rng.choice(items)
+
+    def chance(self, p):
+        return self.rng.random() < p
+
+    # -- expressions ----------------------------------------------------------------------
+
+    def names_of(self, kind):
+        return [n for n, k in self.scope.items() if k == kind]
+
+    def atom(self, kind):
+        own = self.names_of(kind)
+        if own and self.chance(0.35):
+            return self.pick(own)
+        if kind == "str":
+            return self.pick([lit(self.pick(STRINGS)), lit(self.pick(STRINGS)), "s", "s", "s", "strs[0]",
+                              "(messages|first).role", "d.name", "d['a']", "x", "s|trim",
+                              "(messages|last)['content']", "z", "(s ~ '')", "n|string", "f|string"])
+        if kind == "num":
+            return self.pick(["n", "n", "f", str(self.rng.randint(-3, 12)), repr(self.pick(FLOATS[:13])),
+                              "big", str(self.pick(BIG_INTS)), "nums|first|default(0)", "l|length",
+                              "messages|length", "x", "1_000", "0.1", "3", "2", "f", "n"])
+        if kind == "list":
+            return self.pick(["l", "nums", "strs", "messages", "[1, 2, 3]", "['b', 'a', 'B']",
+                              "[3, 1.5, -2]", "range(3)", "range(1, n if n < 9 else 2)",
+                              "s.split(',')", "s.split()", "x", "[]", "d.keys()|list", "strs", "l",
+                              "tools", "[none, true, 'x']", "(1, 'a')", "strs", "messages", "nums"])
+        if kind == "dict":
+            return self.pick(["d", "d", "d", "messages|first", "messages|last", "{'a': 1, 'b': [2]}",
+                              "{'items': 1, 'get': 'g'}", "x", "{}", "dict(a=1, b='c')",
+                              "(messages|last).tool_calls[0].function", "tools|first", "d"])
+        if kind == "bool":
+            return self.pick(["flag", "true", "false", "none", "add_generation_prompt", "x", "z"])
+        return self.pick(["x", "y", "z", "none", "s", "n", "f", "l", "d", "messages", "big",
+                          "messages[0]", "messages[0].content", "d.items", "d.get", "d['items']"])
+
+    def expr(self, kind="any", depth=0):
+        if kind == "any":
+            kind = self.pick(["str", "str", "str", "num", "num", "list", "dict", "bool", "raw"])
+        if depth > 2 or self.chance(0.45):
+            return self.atom(kind)
+        e = lambda k="any": self.expr(k, depth + 1)  # noqa: E731
+        if kind == "str":
+            forms = [
+                lambda: f"{e('str')} ~ {e()}",
+                lambda: f"{e('str')} + {e('str')}",
+                lambda: f"({e('str')})|" + self.pick(["trim", "lower", "upper", "capitalize", "title",
+                                                       "replace('a', 'A')", "indent(2)", "indent(2, true)",
+                                                       "string", "default('dflt')", "d('q', true)",
+                                                       "center(9)", "truncate(5)", "first", "last",
+                                                       "reverse", "wordcount", "length"]),
+                lambda: f"({e('str')})." + self.pick(["strip()", "strip('a ')", "lstrip()", "rstrip('\\n')",
+                                                       "upper()", "lower()", "title()", "capitalize()",
+                                                       "replace('a', '_')", "split(',')[0]",
+                                                       "startswith('a')", "endswith('d')", "count('a')",
+                                                       "find('l')", "format(1, 'b')", "splitlines()",
+                                                       "isdigit()", "swapcase()", "casefold()", "zfill(4)"]),
+                lambda: f"({e('list')})|join" + self.pick(["", "(', ')", "('|')"]),
+                lambda: f"({e()})|tojson" + self.pick(["", "", "(indent=2)", "(sort_keys=true)",
+                                                       "(ensure_ascii=true)", "(separators=(',', ':'))"]),
+                lambda: f"({e()})|string",
+                lambda: f"{e('str')}[" + self.pick(["0]", "-1]", "1:]", ":2]", "::-1]", "1:-1]", "::2]"]),
+                lambda: f"({e()})|" + self.pick(["first", "last"]),
+                lambda: f"'%s-%s'|format({e()}, {e()})",
+                lambda: f"{e('str')} if {e('bool')} else {e('str')}",
+                lambda: f"{e('str')} if {e('bool')}",
+                lambda: f"{e('str')} * 2",
+                lambda: f"({e('dict')}).get('name', 'none')",
+                lambda: f"({e('dict')})|dictsort|first|last",
+            ]
+        elif kind == "num":
+            forms = [
+                lambda: f"{e('num')} " + self.pick(["+", "-", "*", "/", "//", "%"]) + f" {e('num')}",
+                lambda: f"({e('num')}) ** " + self.pick(["2", "0", "-1", "0.5"]),
+                lambda: f"({e()})|length",
+                lambda: f"({e('num')})|" + self.pick(["abs", "round", "round(1)", "round(2, 'floor')",
+                                                       "int", "float", "string|length"]),
+                lambda: f"({e()})|int",
+                lambda: f"({e()})|float",
+                lambda: f"({e('list')})|" + self.pick(["sum", "max", "min", "length", "count"]),
+                lambda: f"-{e('num')}",
+                lambda: f"({e('str')}).count('a')",
+                lambda: "loop.index" if self.in_loop else "n",
+                lambda: f"({e('num')}) if {e('bool')} else 0",
+            ]
+        elif kind == "list":
+            forms = [
+                lambda: f"({e('list')})|" + self.pick(["reverse|list", "sort|list", "list", "unique|list",
+                                                        "sort(reverse=true)", "sort(attribute='role')",
+                                                        "map('upper')|list", "map(attribute='role')|list",
+                                                        "select|list", "select('odd')|list",
+                                                        "select('string')|list", "reject('none')|list",
+                                                        "selectattr('role', 'equalto', 'user')|list",
+                                                        "rejectattr('content')|list", "map('string')|list",
+                                                        "batch(2)|list", "slice(2)|list"]),
+                lambda: f"({e('list')})|" + self.pick(["map('upper')", "select", "reject", "selectattr('role')"]),
+                lambda: f"{e('list')} + {e('list')}",
+                lambda: f"{e('list')}[" + self.pick(["1:]", ":2]", "::-1]", "-2:]", "1:3]"]),
+                lambda: f"({e('dict')})|" + self.pick(["dictsort", "items|list", "list"]),
+                lambda: f"({e('dict')})." + self.pick(["items()|list", "keys()|list", "values()|list"]),
+                lambda: f"({e('str')}).split(" + self.pick(["", "','", "' '", "'a', 1"]) + ")",
+                lambda: f"({e('str')})|list",
+                lambda: f"[{e()}, {e()}]",
+            ]
+        elif kind == "dict":
+            forms = [
+                lambda: f"{{'k': {e()}, {e('str')}: 1}}",
+                lambda: f"dict({e('dict')}, z={e()})" if self.chance(0.3) else f"({e('list')})[0]",
+                lambda: f"({e('dict')})['" + self.pick(KEYS) + "']",
+                lambda: f"({e('dict')})." + self.pick(KEYS),
+                lambda: f"({e('dict')}).get('" + self.pick(KEYS) + "')",
+                lambda: f"({e('dict')})|default({{}})",
+            ]
+        elif kind == "bool":
+            forms = [
+                lambda: f"{e()} " + self.pick(["==", "!=", "<", ">", "<=", ">="]) + f" {e()}",
+                lambda: f"{e('num')} " + self.pick(["<", ">=", "=="]) + f" {e('num')}",
+                lambda: f"{e()} " + self.pick(["in", "not in"]) + f" {e(self.pick(['list', 'str', 'dict']))}",
+                lambda: f"{e()} is " + self.pick(["", "not "]) + self.pick([
+                    "defined", "undefined", "none", "string", "number", "integer", "float", "boolean",
+                    "mapping", "iterable", "sequence", "true", "false", "odd", "even", "divisibleby(3)",
+                    "equalto 'user'", "eq 1", "sameas none", "in ['a', 'user']", "lower", "upper",
+                    "callable", "escaped", "gt 1", "le 2", "ne 'x'"]),
+                lambda: f"not {e()}",
+                lambda: f"{e()} and {e()}",
+                lambda: f"{e()} or {e()}",
+                lambda: f"({e('str')}).startswith(" + self.pick(["'a'", "('a', 'u')", "'<'"]) + ")",
+                lambda: f"({e('list')})|" + self.pick(["length > 1", "first is string"]),
+            ]
+        else:  # raw: anything at all
+            forms = [lambda: self.atom("raw"), lambda: f"{e()} ~ {e()}", lambda: f"{e()} + {e()}",
+                     lambda: f"{e()}[0]", lambda: f"({e()}).items()", lambda: f"({e()})|items",
+                     lambda: f"{e()} is iterable", lambda: f"({e()})|length"]
+        return self.pick(forms)()
+
+    # -- statements -----------------------------------------------------------------------
+
+    def ws(self):
+        return "-" if self.chance(0.2) else ""
+
+    def text(self):
+        return self.pick(["text", "\n", "  ", "<|im_start|>", " | ", "\n  ", "é", "[", "]", ": "])
+
+    def output(self):
+        l, r = self.ws(), self.ws()
+        return f"{{{{{l} {self.expr(self.pick(['str', 'str', 'num', 'any']))} {r}}}}}"
+
+    def block(self, depth, count=None):
+        out = []
+        for _ in range(count or self.rng.randint(1, 3)):
+            out.append(self.stmt(depth))
+        return "".join(out)
+
+    def body_outside_loop(self, depth):
+        # A call block's body is a function and a set block's is captured: `break` cannot reach
+        # the loop around them.
+        saved, self.in_loop = self.in_loop, 0
+        body = self.block(depth + 1, 1)
+        self.in_loop = saved
+        return body
+
+    def stmt(self, depth):
+        choices = ["text", "output", "output", "output", "set"]
+        if depth < 3:
+            choices += ["if", "if", "for", "for"]
+        if self.in_loop:
+            choices += ["loopvar", "loopvar", "control"]
+        if self.macros:
+            choices += ["call"]
+        if depth < 2:
+            choices += ["setblock", "ns"]
+        kind = self.pick(choices)
+        nl = "\n" if self.chance(0.3) else ""
+        ind = "  " if nl and self.chance(0.5) else ""
+        if kind == "text":
+            return self.text()
+        if kind == "output":
+            return self.output()
+        if kind == "set":
+            name = self.pick(["v", "w"])
+            k = self.pick(["str", "num", "list", "any"])
+            self.scope[name] = k if k != "any" else "raw"
+            return f"{ind}{{%{self.ws()} set {name} = {self.expr(k)} {self.ws()}%}}{nl}"
+        if kind == "setblock":
+            self.scope["sb"] = "str"
+            return f"{{% set sb %}}{self.body_outside_loop(depth)}{{% endset %}}{{{{ sb|length }}}}"
+        if kind == "ns":
+            self.scope["ns.acc"] = "str"
+            self.scope["ns.count"] = "num"
+            return ("{% set ns = namespace(acc='', count=0) %}"
+                    f"{{% for it in {self.expr('list')} %}}{{% set ns.acc = ns.acc ~ it %}}"
+                    "{% set ns.count = ns.count + 1 %}{% endfor %}{{ ns.count }}:{{ ns.acc }}")
+        if kind == "if":
+            saved = dict(self.scope)
+            out = f"{ind}{{%{self.ws()} if {self.expr('bool')} {self.ws()}%}}{nl}{self.block(depth + 1)}"
+            if self.chance(0.35):
+                out += f"{ind}{{%{self.ws()} elif {self.expr('bool')} {self.ws()}%}}{nl}{self.block(depth + 1)}"
+            if self.chance(0.5):
+                out += f"{ind}{{%{self.ws()} else {self.ws()}%}}{nl}{self.block(depth + 1)}"
+            # A name set in one branch is undefined when another runs.
+            self.scope = saved
+            return out + f"{ind}{{%{self.ws()} endif {self.ws()}%}}{nl}"
+        if kind == "for":
+            r = self.rng.random()
+            saved = dict(self.scope)
+            if r < 0.3:
+                target, it = "m", self.pick(["messages", "messages[1:]", "messages|reverse",
+                                              "messages|selectattr('role', 'equalto', 'user')"])
+                self.scope["m"] = "dict"
+                self.scope["m.content"] = "str"
+                self.scope["m.role"] = "str"
+            elif r < 0.45:
+                target, it = "k, val", self.pick(["d.items()", "d|dictsort", "d|items", "{'a': 1}.items()",
+                                                  "messages[0].items()", "x.items()"])
+                self.scope["k"] = "str"
+                self.scope["val"] = "raw"
+            else:
+                target = "it"
+                it = self.expr(self.pick(["list", "list", "list", "str", "dict", "any"]))
+                self.scope["it"] = self.pick(["str", "num", "raw"])
+            cond = f" if {self.expr('bool', 1)}" if self.chance(0.2) else ""
+            self.in_loop += 1
+            body = self.block(depth + 1)
+            self.in_loop -= 1
+            out = f"{ind}{{%{self.ws()} for {target} in {it}{cond} {self.ws()}%}}{nl}{body}"
+            if self.chance(0.2):
+                out += f"{{% else %}}{self.block(depth + 1, 1)}"
+            self.scope = saved
+            return out + f"{ind}{{%{self.ws()} endfor {self.ws()}%}}{nl}"
+        if kind == "loopvar":
+            var = self.pick(["loop.index", "loop.index0", "loop.revindex", "loop.revindex0", "loop.first",
+                             "loop.last", "loop.length", "loop.previtem", "loop.nextitem",
+                             "loop.cycle('odd', 'even')", "loop.depth", "loop.changed(it)",
+                             "loop.previtem is defined", "loop.nextitem is undefined"])
+            return f"{{{{ {var} }}}}"
+        if kind == "control":
+            return f"{{% if {self.expr('bool', 1)} %}}{{% {self.pick(['break', 'continue'])} %}}{{% endif %}}"
+        if kind == "call":
+            name = self.pick(self.macros)
+            args = self.pick(["", f"{self.expr()}", f"{self.expr()}, {self.expr()}", f"b={self.expr()}",
+                              f"{self.expr()}, c=1" if self.chance(0.2) else ""])
+            if name == "wrap" or self.chance(0.05):
+                return f"{{% call {name}({args}) %}}{self.body_outside_loop(depth)}{{% endcall %}}"
+            return f"{{{{ {name}({args}) }}}}"
+        raise AssertionError(kind)
+
+    def template(self):
+        head = ""
+        if self.chance(0.3):
+            self.macros.append("f")
+            head += self.pick([
+                "{% macro f(a, b='B') %}[{{ a }}|{{ b }}]{% endmacro %}",
+                "{% macro f(a, b=none) -%}\n  <{{ a }}{% if b is not none %}/{{ b }}{% endif %}>\n{%- endmacro %}",
+                "{% macro f(a='x', b=[1, 2]) %}{{ a ~ b|length }}{% endmacro %}",
+                "{% macro f(a) %}{% for i in a %}{{ i }},{% endfor %}{% endmacro %}",
+            ])
+        if self.chance(0.15):
+            self.macros.append("wrap")
+            head += self.pick([
+                "{% macro wrap(a='') %}<{{ caller() }}{{ a }}>{% endmacro %}",
+                "{% macro wrap(a=1, b=2) %}{{ a + b }}{{ caller()|trim }}{% endmacro %}",
+            ])
+        body = self.block(0, self.rng.randint(1, 3))
+        if self.chance(0.1):
+            body += "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+        if self.chance(0.05):
+            body = "{% if not messages %}{{ raise_exception('no messages: ' ~ s) }}{% endif %}" + body
+        return head + body
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------
+
+
+class TooSlow(Exception):
+    pass
+
+
+def too_slow(signum, frame):
+    raise TooSlow()
+
+
+def render(template, ctx, add_generation_prompt):
+    kwargs = {k: v for k, v in ctx.items() if k not in ("messages", "tools")}
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        return {"out": template.render(messages=ctx["messages"], tools=ctx.get("tools"), documents=None,
+                                       add_generation_prompt=add_generation_prompt, **kwargs)}
+    except TooSlow:
+        return None
+    except Exception as e:  # what apply_chat_template lets through
+        return {"err": {"type": type(e).__name__, "message": str(e)}}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def main():
+    signal.signal(signal.SIGALRM, too_slow)
+    rng = random.Random(SEED)
+    contexts = [context(rng) for _ in range(CONTEXTS)]
+    cases = []
+    skipped = collections.Counter()
+    seen = set()
+    while len(cases) < CASES:
+        source = Gen(rng).template()
+        if source in seen or len(source) > 600:
+            skipped["repeated or long"] += 1
+            continue
+        try:
+            template = _cached_compile_jinja_template(source)
+        except (jinja2.TemplateSyntaxError, SyntaxError):
+            skipped["syntax"] += 1
+            continue
+        seen.add(source)
+        c = rng.randrange(CONTEXTS)
+        g = rng.random() < 0.5
+        result = render(template, contexts[c], g)
+        if result is None or "out" in result and len(result["out"]) > 2000:
+            skipped["slow or long"] += 1
+            continue
+        cases.append({"t": source, "c": c, "g": g, **result})
+    doc = {
+        "transformers": transformers.__version__,
+        "jinja2": jinja2.__version__,
+        "seed": SEED,
+        "contexts": [to_json(ctx) for ctx in contexts],
+        "cases": cases,
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+    with open(OUT, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz:
+        gz.write(data)
+    errors = sum("err" in c for c in cases)
+    print(f"{len(cases)} cases ({errors} raise; not kept: {dict(skipped)}), {len(data)} bytes of JSON, "
+          f"{OUT.stat().st_size} bytes written to {OUT.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
