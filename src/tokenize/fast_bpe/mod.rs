@@ -47,6 +47,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 mod unicode_classes;
+mod whole_chars;
 mod word_split;
 
 use std::borrow::Cow;
@@ -135,6 +136,7 @@ impl FastBpe {
         let model_vocab: FxHashMap<&str, u32> =
             spec.vocab.iter().map(|(t, id)| (t.as_str(), *id)).collect();
         let mut merges = PairTable::with_capacity(spec.merges.len());
+        let mut pairs = Vec::with_capacity(spec.merges.len());
         let mut joined = String::new();
         for (rank, (a, b)) in spec.merges.iter().enumerate() {
             let lookup = |t: &str| {
@@ -147,7 +149,9 @@ impl FastBpe {
             joined.push_str(b);
             let merged = lookup(&joined)?;
             // Later duplicates overwrite earlier ones, as in HF's map.
-            merges.insert(lookup(a)?, lookup(b)?, rank as u32, merged);
+            let pair = (lookup(a)?, lookup(b)?);
+            merges.insert(pair.0, pair.1, rank as u32, merged);
+            pairs.push(pair);
         }
         let model = if byte_level {
             let mut byte_ids = [0u32; 256];
@@ -162,7 +166,7 @@ impl FastBpe {
                     )
                 })?;
             }
-            let byte_vocab = spec
+            let byte_vocab: Vec<(Vec<u8>, u32)> = spec
                 .vocab
                 .iter()
                 .filter_map(|(t, id)| Some((alphabet.decode_token(t)?, *id)))
@@ -170,9 +174,10 @@ impl FastBpe {
             BpeModel::new(
                 Alphabet::Bytes(Box::new(byte_ids)),
                 merges,
-                byte_vocab,
+                &byte_vocab,
                 spec.ignore_merges,
             )
+            .with_whole_chars(&pairs, &byte_vocab)
         } else {
             // A merged symbol is known by its id alone: two spellings of one id would make the
             // chunking of `chars` (which reasons on spellings) unsound.
@@ -199,7 +204,7 @@ impl FastBpe {
                 unk,
                 m.fuse_unk,
             );
-            let text_vocab = spec
+            let text_vocab: Vec<(Vec<u8>, u32)> = spec
                 .vocab
                 .iter()
                 .map(|(t, id)| (t.as_bytes().to_vec(), *id))
@@ -207,7 +212,7 @@ impl FastBpe {
             BpeModel::new(
                 Alphabet::Chars(Box::new(symbols)),
                 merges,
-                text_vocab,
+                &text_vocab,
                 spec.ignore_merges,
             )
         };

@@ -9,9 +9,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use rustc_hash::FxHashMap;
+
 use super::chars::{CharSymbols, Initials};
 use super::piece_cache::{Cached, PieceCache, WORD_LIMIT};
 use super::tables::{PairTable, WordTable};
+use super::whole_chars::{
+    WholeChars, AFTER_ASCII, AFTER_MULTIBYTE, BEFORE_ASCII, BEFORE_MULTIBYTE,
+};
 
 /// Gives every model its own serial number, which keys the per-thread piece caches.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -45,6 +50,8 @@ pub(super) struct BpeModel {
     /// A word's first ranks are all byte pairs; this table is small enough to stay in cache,
     /// where the merges map is not.
     byte_pairs: Box<[(u32, u32)]>,
+    /// Byte-level models: the multi-byte chars a word may start as one token (`whole_chars`).
+    whole_chars: WholeChars,
 }
 
 #[derive(Clone, Copy)]
@@ -75,7 +82,7 @@ impl BpeModel {
     pub(super) fn new(
         alphabet: Alphabet,
         merges: PairTable,
-        vocab: Vec<(Vec<u8>, u32)>,
+        vocab: &[(Vec<u8>, u32)],
         ignore_merges: bool,
     ) -> Self {
         let mut model = Self {
@@ -85,6 +92,7 @@ impl BpeModel {
             exact_words: None,
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             byte_pairs: Box::default(),
+            whole_chars: WholeChars::default(),
         };
         if let Alphabet::Bytes(byte_ids) = &model.alphabet {
             model.byte_pairs = (0..1usize << 16)
@@ -109,6 +117,29 @@ impl BpeModel {
             ));
         }
         model
+    }
+
+    /// A byte-level model that starts the chars `WholeChars` allows as one token. `pairs`: the
+    /// merges as `new` got them (left and right ids, in rank order), `vocab` its entries.
+    pub(super) fn with_whole_chars(
+        mut self,
+        pairs: &[(u32, u32)],
+        vocab: &[(Vec<u8>, u32)],
+    ) -> Self {
+        let Alphabet::Bytes(byte_ids) = &self.alphabet else {
+            return self;
+        };
+        let spelling: FxHashMap<u32, &[u8]> =
+            vocab.iter().map(|(bytes, id)| (*id, &bytes[..])).collect();
+        let whole = WholeChars::new(
+            pairs.iter().map(|&(l, r)| (l, r, self.merge_of(l, r).0)),
+            |id| spelling.get(&id).copied(),
+            vocab.iter().map(|(bytes, id)| (&bytes[..], *id)),
+            |l, r| self.merge_of(l, r),
+            byte_ids,
+        );
+        self.whole_chars = whole;
+        self
     }
 
     fn merge_of(&self, left: u32, right: u32) -> (u32, u32) {
@@ -177,7 +208,9 @@ impl BpeModel {
         spans: Option<&mut Vec<(usize, usize)>>,
     ) {
         match &self.alphabet {
-            Alphabet::Bytes(_) => self.encode_bytes(word.as_bytes(), scratch, ids, spans),
+            Alphabet::Bytes(_) => {
+                self.encode_bytes(word.as_bytes(), Some(word), scratch, ids, spans)
+            }
             Alphabet::Chars(chars) => self.encode_chars(chars, word, scratch, ids, spans),
         }
     }
@@ -185,7 +218,7 @@ impl BpeModel {
     /// `encode_word` on a vocabulary entry as `new` holds it (bytes, or UTF-8 text).
     fn encode_entry(&self, entry: &[u8], scratch: &mut Scratch, ids: &mut Vec<u32>) {
         match &self.alphabet {
-            Alphabet::Bytes(_) => self.encode_bytes(entry, scratch, ids, None),
+            Alphabet::Bytes(_) => self.encode_bytes(entry, None, scratch, ids, None),
             Alphabet::Chars(chars) => {
                 if let Ok(text) = std::str::from_utf8(entry) {
                     self.encode_chars(chars, text, scratch, ids, None);
@@ -210,9 +243,11 @@ impl BpeModel {
         true
     }
 
+    /// `text`: `word` as text, when the caller has it (its chars may then start whole).
     fn encode_bytes(
         &self,
         word: &[u8],
+        text: Option<&str>,
         scratch: &mut Scratch,
         ids: &mut Vec<u32>,
         mut spans: Option<&mut Vec<(usize, usize)>>,
@@ -224,14 +259,59 @@ impl BpeModel {
             return;
         }
         scratch.symbols.clear();
-        scratch
-            .symbols
-            .extend(word.iter().enumerate().map(|(i, &b)| Symbol {
-                id: byte_ids[usize::from(b)],
-                start: i as u32,
-                len: 1,
-            }));
+        match text {
+            Some(text) if !self.whole_chars.is_empty() && !word.is_ascii() => {
+                self.char_symbols(text, byte_ids, &mut scratch.symbols)
+            }
+            _ => scratch
+                .symbols
+                .extend(word.iter().enumerate().map(|(i, &b)| Symbol {
+                    id: byte_ids[usize::from(b)],
+                    start: i as u32,
+                    len: 1,
+                })),
+        }
         self.merge_chunk(word, 0, word.len() as u32, scratch, ids, spans);
+    }
+
+    /// The first symbols of `text`: a byte each, but one token for each char `whole_chars`
+    /// allows next to its neighbours (the bytes before and after it).
+    fn char_symbols(&self, text: &str, byte_ids: &[u32; 256], symbols: &mut Vec<Symbol>) {
+        let bytes = text.as_bytes();
+        for (i, c) in text.char_indices() {
+            let len = c.len_utf8();
+            let whole =
+                (len > 1)
+                    .then(|| self.whole_chars.get(c))
+                    .flatten()
+                    .filter(|&(_, flags)| {
+                        let before = match i.checked_sub(1).map(|k| bytes[k]) {
+                            None => true,
+                            Some(b) if b < 0x80 => flags & AFTER_ASCII != 0,
+                            Some(_) => flags & AFTER_MULTIBYTE != 0,
+                        };
+                        let after = match bytes.get(i + len) {
+                            None => true,
+                            Some(&b) if b < 0x80 => flags & BEFORE_ASCII != 0,
+                            Some(_) => flags & BEFORE_MULTIBYTE != 0,
+                        };
+                        before && after
+                    });
+            match whole {
+                Some((id, _)) => symbols.push(Symbol {
+                    id,
+                    start: i as u32,
+                    len: len as u32,
+                }),
+                None => {
+                    symbols.extend(bytes[i..i + len].iter().enumerate().map(|(k, &b)| Symbol {
+                        id: byte_ids[usize::from(b)],
+                        start: (i + k) as u32,
+                        len: 1,
+                    }))
+                }
+            }
+        }
     }
 
     /// Char-level BPE of `word`, chunk by chunk (see `chars`).

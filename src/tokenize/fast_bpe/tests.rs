@@ -18,6 +18,7 @@ const SUPPORTED: [&str; 6] = [
     "qwen3.5",
 ];
 const RANDOM_STRINGS: usize = 20_000;
+const MULTILINGUAL_STRINGS: usize = 10_000;
 
 pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -424,6 +425,86 @@ fn matches_hf_on_random_strings() {
             tokens += check(&hf, &fast, &random_string(&mut rng), name);
         }
         eprintln!("{name}: {RANDOM_STRINGS} random strings, {tokens} tokens identical");
+    }
+}
+
+/// Script ranges the multilingual strings draw letters from: Han, kana, Hangul, Thai,
+/// Cyrillic, Greek, Arabic, Hebrew, Devanagari, Bengali, Tamil, symbols and emoji.
+const SCRIPTS: [(u32, u32); 14] = [
+    (0x4E00, 0x9FFF),
+    (0x3041, 0x30FF),
+    (0xAC00, 0xD7A3),
+    (0x0E01, 0x0E5B),
+    (0x0400, 0x04FF),
+    (0x0370, 0x03FF),
+    (0x0600, 0x06FF),
+    (0x0590, 0x05FF),
+    (0x0900, 0x097F),
+    (0x0980, 0x09FF),
+    (0x0B80, 0x0BFF),
+    (0x2000, 0x2BFF),
+    (0x3000, 0x303F),
+    (0x1F300, 0x1FAFF),
+];
+
+/// Text in one script after another, as chat data in many languages holds it: runs of letters
+/// (mostly the ones the vocabulary has as single tokens, the rest any code point of the
+/// script), with or without spaces, punctuation, digits and Latin words between them.
+fn multilingual_string(rng: &mut Rng, letters: &[Vec<char>]) -> String {
+    let mut s = String::new();
+    for _ in 0..1 + rng.below(6) {
+        let script = rng.below(SCRIPTS.len());
+        let (from, to) = SCRIPTS[script];
+        for _ in 0..1 + rng.below(40) {
+            let pool = &letters[script];
+            let c = if !pool.is_empty() && rng.below(5) != 0 {
+                Some(pool[rng.below(pool.len())])
+            } else {
+                char::from_u32(from + rng.below((to - from + 1) as usize) as u32)
+            };
+            s.extend(c);
+        }
+        s.push_str(rng.pick(&[
+            "", "", "", " ", " ", "，", "。", ", ", ". ", "\n", "1", " 42 ", "abc", " the ", "!",
+            "ー", "\u{200d}", "؟", "।",
+        ]));
+    }
+    s
+}
+
+/// The letters of each of `SCRIPTS` that `hf` has as a token of their own.
+fn single_token_letters(hf: &Tokenizer) -> Vec<Vec<char>> {
+    let mut letters = vec![Vec::new(); SCRIPTS.len()];
+    let mut ids: Vec<u32> = hf.get_vocab(false).into_values().collect();
+    ids.sort_unstable();
+    for id in ids {
+        let Ok(text) = hf.decode(&[id], false) else {
+            continue;
+        };
+        let mut chars = text.chars();
+        if let (Some(c), None) = (chars.next(), chars.next()) {
+            if let Some(k) = SCRIPTS
+                .iter()
+                .position(|&(from, to)| (from..=to).contains(&(c as u32)))
+            {
+                letters[k].push(c);
+            }
+        }
+    }
+    letters
+}
+
+#[test]
+fn matches_hf_on_multilingual_strings() {
+    for (seed, name) in SUPPORTED.iter().enumerate() {
+        let (hf, fast) = load(name);
+        let letters = single_token_letters(&hf);
+        let mut rng = Rng(0xA076_1D64_78BD_642F ^ (seed as u64 + 1));
+        let mut tokens = 0;
+        for _ in 0..MULTILINGUAL_STRINGS {
+            tokens += check(&hf, &fast, &multilingual_string(&mut rng, &letters), name);
+        }
+        eprintln!("{name}: {MULTILINGUAL_STRINGS} multilingual strings, {tokens} tokens identical");
     }
 }
 
