@@ -130,6 +130,9 @@ struct Work {
 impl FastBpe {
     pub fn from_tokenizer_json(json: &str) -> Result<Self, Unsupported> {
         let spec = config::parse(json)?;
+        if matches!(spec.normalizer, NormalizerSpec::Nfc) {
+            normalize::prepare_nfc();
+        }
         let alphabet = ByteAlphabet::new();
         let byte_level = matches!(spec.decoder, DecoderSpec::ByteLevel);
 

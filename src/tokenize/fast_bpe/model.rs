@@ -68,6 +68,7 @@ pub(super) struct Scratch {
     ranks: Vec<(u32, u32)>,
     prev: Vec<usize>,
     next: Vec<usize>,
+    heap: Vec<Reverse<u64>>,
     initials: Initials,
     cuts: Vec<(usize, usize)>,
     pieces: PieceCache,
@@ -439,7 +440,11 @@ impl BpeModel {
     }
 
     /// The same merge order as `merge_by_scan`, in O(n log n) for long pre-tokens
-    /// (runs of spaces or symbols can be arbitrarily long).
+    /// (runs of spaces or symbols can be arbitrarily long, and words of scripts written
+    /// without spaces are long). Heap entries are `rank << 32 | position`: the lowest rank
+    /// first, the leftmost on a tie. An entry is stale when the pair at its position no
+    /// longer has its rank (a pair with the same rank is the same pair, so merging it then is
+    /// merging the pair as it stands). Removed symbols get length 0.
     fn merge_by_heap(&self, scratch: &mut Scratch) {
         let n = scratch.symbols.len();
         let symbols = &mut scratch.symbols;
@@ -449,49 +454,46 @@ impl BpeModel {
         next.clear();
         prev.extend((0..n).map(|i| i.wrapping_sub(1)));
         next.extend(1..=n);
-        let mut alive = vec![true; n];
-        let mut heap: BinaryHeap<Reverse<(u32, usize, u32)>> = BinaryHeap::with_capacity(n);
+        let key = |rank: u32, pos: usize| Reverse((u64::from(rank) << 32) | pos as u64);
+        let mut entries = std::mem::take(&mut scratch.heap);
+        entries.clear();
         for i in 0..n - 1 {
-            let (rank, id) = self.merge_of(symbols[i].id, symbols[i + 1].id);
+            let (rank, _) = self.merge_of(symbols[i].id, symbols[i + 1].id);
             if rank != NO_MERGE {
-                heap.push(Reverse((rank, i, id)));
+                entries.push(key(rank, i));
             }
         }
-        while let Some(Reverse((_, pos, new_id))) = heap.pop() {
-            if !alive[pos] || next[pos] >= n {
+        let mut heap = BinaryHeap::from(entries);
+        while let Some(Reverse(entry)) = heap.pop() {
+            let (rank, pos) = ((entry >> 32) as u32, (entry & 0xFFFF_FFFF) as usize);
+            if symbols[pos].len == 0 || next[pos] >= n {
                 continue;
             }
             let right = next[pos];
-            let (rank, id) = self.merge_of(symbols[pos].id, symbols[right].id);
-            if rank == NO_MERGE || id != new_id {
+            let (current, new_id) = self.merge_of(symbols[pos].id, symbols[right].id);
+            if current != rank {
                 continue;
             }
             symbols[pos].id = new_id;
             symbols[pos].len += symbols[right].len;
-            alive[right] = false;
+            symbols[right].len = 0;
             next[pos] = next[right];
             if next[pos] < n {
                 prev[next[pos]] = pos;
-                let (rank, id) = self.merge_of(new_id, symbols[next[pos]].id);
+                let (rank, _) = self.merge_of(new_id, symbols[next[pos]].id);
                 if rank != NO_MERGE {
-                    heap.push(Reverse((rank, pos, id)));
+                    heap.push(key(rank, pos));
                 }
             }
             if prev[pos] < n {
                 let p = prev[pos];
-                let (rank, id) = self.merge_of(symbols[p].id, new_id);
+                let (rank, _) = self.merge_of(symbols[p].id, new_id);
                 if rank != NO_MERGE {
-                    heap.push(Reverse((rank, p, id)));
+                    heap.push(key(rank, p));
                 }
             }
         }
-        let mut kept = 0;
-        for i in 0..n {
-            if alive[i] {
-                symbols[kept] = symbols[i];
-                kept += 1;
-            }
-        }
-        symbols.truncate(kept);
+        scratch.heap = heap.into_vec();
+        symbols.retain(|s| s.len > 0);
     }
 }

@@ -2,6 +2,9 @@
 
 use std::borrow::Cow;
 
+use std::sync::LazyLock;
+
+use unicode_normalization_alignments::char::canonical_combining_class;
 use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 /// A normalized piece of the input. `align` is `None` when normalizing changed nothing;
@@ -12,11 +15,60 @@ pub(super) struct Normalized<'a> {
     pub(super) align: Option<Vec<(usize, usize)>>,
 }
 
+/// Chars below U+10000 that the NFC quick check passes over: combining class 0 and
+/// `NFC_Quick_Check=Yes`, so that the check's only step for them is to reset the last combining
+/// class. One bit each, made on first use.
+static INERT: LazyLock<Box<[u64]>> = LazyLock::new(|| {
+    let mut bits = vec![0u64; 0x1_0000 / 64].into_boxed_slice();
+    for cp in 0..0x1_0000u32 {
+        let Some(c) = char::from_u32(cp) else {
+            continue;
+        };
+        if canonical_combining_class(c) == 0
+            && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes
+        {
+            bits[cp as usize / 64] |= 1 << (cp % 64);
+        }
+    }
+    bits
+});
+
+/// Builds the table of `quick_check_yes` now (a few milliseconds), so that the first text
+/// encoded does not pay for it.
+pub(super) fn prepare_nfc() {
+    LazyLock::force(&INERT);
+}
+
+/// Whether the NFC quick check says Yes for `text`: the check of UAX #15, with the chars of
+/// `INERT` (ASCII, and most letters of most scripts) passed over at one lookup each.
+fn quick_check_yes(text: &str) -> bool {
+    let start = ascii_prefix_len(text.as_bytes());
+    if start == text.len() {
+        return true;
+    }
+    let inert = &**INERT;
+    let mut last_class = 0u8;
+    for c in text[start..].chars() {
+        let cp = c as u32;
+        if cp < 0x1_0000 && inert[cp as usize / 64] & (1 << (cp % 64)) != 0 {
+            last_class = 0;
+            continue;
+        }
+        let class = canonical_combining_class(c);
+        if class != 0 && last_class > class {
+            return false;
+        }
+        if is_nfc_quick(std::iter::once(c)) != IsNormalized::Yes {
+            return false;
+        }
+        last_class = class;
+    }
+    true
+}
+
 /// `base` is where `text` starts in the caller's input.
 pub(super) fn nfc(text: &str, base: usize) -> Normalized<'_> {
-    // ASCII is in NFC and leaves the quick check where it starts (combining class 0), so the
-    // check begins at the first other byte: a char boundary.
-    if is_nfc_quick(text[ascii_prefix_len(text.as_bytes())..].chars()) == IsNormalized::Yes {
+    if quick_check_yes(text) {
         return Normalized {
             text: Cow::Borrowed(text),
             align: None,
@@ -186,5 +238,44 @@ mod tests {
             changed += usize::from(expected != text);
         }
         assert!(changed > 1_000, "only {changed} texts changed");
+    }
+
+    #[test]
+    fn the_quick_check_agrees_with_the_crate_on_every_script() {
+        // Any code point, and runs of letters and marks of many scripts (whose order of
+        // combining classes the check looks at), with composing pairs among them.
+        let ranges = [
+            (0x80u32, 0x1_0000u32),
+            (0x0300, 0x0370),
+            (0x0590, 0x0700),
+            (0x0900, 0x0A00),
+            (0x0E00, 0x0E80),
+            (0x1100, 0x1200),
+            (0x3040, 0x3100),
+            (0xAC00, 0xAC40),
+            (0x1_0000, 0x11_0000),
+        ];
+        let mut rng = crate::test_support::Rng(0x9c_0ffe);
+        let (mut yes, mut other) = (0, 0);
+        for _ in 0..50_000 {
+            let mut text = String::new();
+            for _ in 0..1 + rng.below(12) {
+                if rng.chance(20) {
+                    text.push('a');
+                }
+                let (from, to) = ranges[rng.below(ranges.len())];
+                text.extend(char::from_u32(
+                    from + rng.below((to - from) as usize) as u32,
+                ));
+            }
+            let want = is_nfc_quick(text.chars()) == IsNormalized::Yes;
+            assert_eq!(quick_check_yes(&text), want, "{text:?}");
+            if want {
+                yes += 1;
+            } else {
+                other += 1;
+            }
+        }
+        assert!(yes > 5_000 && other > 5_000, "{yes} yes, {other} other");
     }
 }
