@@ -158,7 +158,10 @@ impl Walker<'_> {
                 self.stmts(&w.body);
             }
             ast::Stmt::Set(s) => self.expr(&s.expr),
-            ast::Stmt::SetBlock(s) => self.stmts(&s.body),
+            ast::Stmt::SetBlock(s) => {
+                self.set_block_scope(s);
+                self.stmts(&s.body);
+            }
             ast::Stmt::AutoEscape(a) => self.stmts(&a.body),
             ast::Stmt::FilterBlock(f) => self.stmts(&f.body),
             ast::Stmt::Block(b) => self.stmts(&b.body),
@@ -173,6 +176,46 @@ impl Walker<'_> {
             ast::Stmt::Do(d) => self.call(&d.call),
             _ => {}
         }
+    }
+
+    /// jinja2 runs a `{% set x %}` block's body in a scope of its own (what it sets is not seen
+    /// after it), where minijinja runs it in the enclosing one: the body is wrapped in
+    /// `{% with %}...{% endwith %}`, each tag with the whitespace control of the tag it follows
+    /// or precedes.
+    fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
+        let head_end = match &s.filter {
+            Some(filter) => filter.span().end_offset,
+            None => s.target.span().end_offset,
+        } as usize;
+        let end = s.span().end_offset as usize;
+        let (Some(head), Some(tail)) = (
+            self.source.get(head_end..end),
+            self.source.get(..end.saturating_sub("endset".len())),
+        ) else {
+            return;
+        };
+        // `  -%}` after the target or filter: the opening tag's end.
+        let after = head.trim_start();
+        let (open_mark, after) = match after.strip_prefix(['-', '+']) {
+            Some(rest) => (&after[..1], rest),
+            None => ("", after),
+        };
+        if !after.starts_with("%}") {
+            return;
+        }
+        let open_at = end - after.len() + 2;
+        // `{%-  ` before `endset`: the closing tag's start.
+        let before = tail.trim_end();
+        let (close_mark, before) = match before.strip_suffix(['-', '+']) {
+            Some(rest) => (&before[before.len() - 1..], rest),
+            None => ("", before),
+        };
+        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some("endset") {
+            return;
+        }
+        let close_at = before.len() - 2;
+        self.insert(open_at as u32, format!("{{% with {open_mark}%}}"));
+        self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
     }
 
     fn call(&mut self, c: &ast::Call) {
