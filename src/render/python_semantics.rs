@@ -5,14 +5,17 @@
 //!   iterable passes through [`ITERABLE_FILTER`];
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
-//!   with those names go through [`GETATTR_FILTER`];
+//!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
+//!   where the dict has no such key ([`GETITEM_FILTER`]);
 //! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
 //!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
+//! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
+//!   `{% with %}`;
 //! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
 //!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
 //!
-//! The first three are source rewrites made from minijinja's own syntax tree, so they touch
-//! exactly the loops, attribute lookups and joins the template has.
+//! All but the last are source rewrites made from minijinja's own syntax tree, so they touch
+//! exactly the loops, lookups, joins and set blocks the template has.
 
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +28,8 @@ use minijinja::{Error, ErrorKind, State};
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
+/// The filter that looks up a dict method's name in brackets as Python does.
+pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
 pub const STR_FILTER: &str = "__sft_py_str";
 
@@ -309,6 +314,29 @@ impl Walker<'_> {
             ast::Expr::GetItem(i) => {
                 self.expr(&i.expr);
                 self.expr(&i.subscript_expr);
+                let name = match &i.subscript_expr {
+                    ast::Expr::Const(c) => c.value.as_str(),
+                    _ => None,
+                };
+                if let Some(name) = name.filter(|n| DICT_METHODS.contains(n)) {
+                    // `x['items']` becomes `((x)|getitem('items'))`, from the bracket on.
+                    let receiver = i.expr.span().end_offset;
+                    let end = e.span().end_offset;
+                    let Some(open) = self
+                        .source
+                        .get(receiver as usize..end as usize)
+                        .filter(|text| text.ends_with(']'))
+                        .and_then(|text| text.find('['))
+                    else {
+                        return;
+                    };
+                    self.insert(expr_start(&i.expr), "((".to_string());
+                    self.replace(
+                        receiver + open as u32,
+                        end,
+                        format!(")|{GETITEM_FILTER}('{name}'))"),
+                    );
+                }
             }
             ast::Expr::Slice(s) => {
                 self.expr(&s.expr);
@@ -341,16 +369,32 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
 /// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is
 /// the method; on anything else, minijinja's own lookup.
 pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
-    if value.kind() == ValueKind::Map
-        && value
-            .as_object()
-            .is_none_or(|o| o.repr() == ObjectRepr::Map)
-    {
+    if is_dict(&value) {
         return Ok(Value::from_object(DictMethod {
             name: name.to_string(),
         }));
     }
     value.get_attr(name)
+}
+
+/// [`GETITEM_FILTER`]: `value['name']` as jinja2 looks it up: the item, or where a dict has no
+/// such key, the dict method of that name (jinja2 tries the attribute when the item fails).
+pub fn getitem_filter(value: Value, name: &str) -> Result<Value, Error> {
+    let item = value.get_item(&Value::from(name))?;
+    if item.is_undefined() && is_dict(&value) {
+        return Ok(Value::from_object(DictMethod {
+            name: name.to_string(),
+        }));
+    }
+    Ok(item)
+}
+
+/// Whether `value` is a plain map (a Python dict), not an object that looks like one.
+fn is_dict(value: &Value) -> bool {
+    value.kind() == ValueKind::Map
+        && value
+            .as_object()
+            .is_none_or(|o| o.repr() == ObjectRepr::Map)
 }
 
 /// A dict's bound method, as a template sees it when it names one without calling it: true,
