@@ -216,6 +216,10 @@ impl ChatTemplate {
                 python_semantics::GETITEM_FILTER,
                 python_semantics::getitem_filter,
             );
+            env.add_filter(
+                python_semantics::COMPARE_FILTER,
+                python_semantics::compare_filter,
+            );
             env.add_filter(python_semantics::STR_FILTER, string_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);
@@ -787,6 +791,44 @@ mod tests {
             err.message,
             "chat template exceeded the render limit of 10000000 steps (does it loop for ever?) (line 1)"
         );
+    }
+
+    #[test]
+    fn comparisons_refuse_what_python_refuses() {
+        let out = render(
+            "{{ true < 2 }}{{ [1] < [1, 0] }}{{ 1 in [1.0] }}{{ 'k' not in {'k': 1} }}{{ x < 1 }}",
+            json!([]),
+            false,
+        );
+        assert!(out.is_err());
+        let out = render(
+            "{{ true < 2 }}{{ [1] < [1, 0] }}{{ 1 in [1.0] }}{{ 'k' not in {'k': 1} }}",
+            json!([]),
+            false,
+        );
+        assert_eq!(out.unwrap(), "TrueTrueTrueFalse");
+        for (source, message) in [
+            (
+                "{{ 'a' < 1 }}",
+                "'<' not supported between instances of 'str' and 'int'",
+            ),
+            (
+                "{{ [1] >= ['a'] }}",
+                "'>=' not supported between instances of 'int' and 'str'",
+            ),
+            (
+                "{{ 1 in 'abc' }}",
+                "'in <string>' requires string as left operand, not int",
+            ),
+            ("{{ [1] in {} }}", "unhashable type: 'list'"),
+            (
+                "{{ 1 not in none }}",
+                "argument of type 'NoneType' is not iterable",
+            ),
+        ] {
+            let err = render(source, json!([]), false).unwrap_err();
+            assert!(err.message.contains(message), "{source}: {}", err.message);
+        }
     }
 
     #[test]

@@ -28,6 +28,9 @@ use minijinja::{Error, ErrorKind, State};
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
+/// The filter that orders (`<`, `<=`, `>`, `>=`) and tests membership (`in`, `not in`) as
+/// Python does.
+pub const COMPARE_FILTER: &str = "__sft_py_compare";
 /// The filter that looks up a dict method's name in brackets as Python does.
 pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
@@ -223,6 +226,49 @@ impl Walker<'_> {
         self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
     }
 
+    /// `a < b` becomes `((a)|compare('<', b))`, and likewise `<=`, `>`, `>=`, `in` and
+    /// `not in`: the operator between the operands (after the closing parentheses of the left
+    /// one's groups, before the opening ones of the right one's) is replaced.
+    fn comparison(&mut self, b: &ast::BinOp) {
+        let left_end = b.left.span().end_offset;
+        let right_start = expr_start(&b.right);
+        let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
+            return;
+        };
+        let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
+        let rest = &between[closing..];
+        let op = ["<=", ">=", "<", ">", "in"]
+            .into_iter()
+            .find(|op| rest.starts_with(op))
+            .or_else(|| {
+                let after_not = rest.strip_prefix("not")?;
+                let gap = after_not.len() - after_not.trim_start().len();
+                (gap > 0 && after_not[gap..].starts_with("in")).then_some("not in")
+            });
+        let Some(op) = op else {
+            return;
+        };
+        let op_len = if op == "not in" {
+            rest.find("in").map_or(0, |at| at + 2)
+        } else {
+            op.len()
+        };
+        let after = &rest[op_len..];
+        if !after.chars().all(|c| c == '(' || c.is_whitespace())
+            || (op.ends_with("in") && !after.starts_with(|c: char| c == '(' || c.is_whitespace()))
+        {
+            return;
+        }
+        let op_start = left_end + closing as u32;
+        self.insert(expr_start(&b.left), "((".to_string());
+        self.replace(
+            op_start,
+            op_start + op_len as u32,
+            format!(")|{COMPARE_FILTER}('{op}', "),
+        );
+        self.insert(b.right.span().end_offset, "))".to_string());
+    }
+
     fn call(&mut self, c: &ast::Call) {
         // `x.items()` calls the method either way: only the receiver is walked.
         match &c.expr {
@@ -274,6 +320,16 @@ impl Walker<'_> {
             ast::Expr::BinOp(b) => {
                 self.expr(&b.left);
                 self.expr(&b.right);
+                if matches!(
+                    b.op,
+                    ast::BinOpKind::Lt
+                        | ast::BinOpKind::Lte
+                        | ast::BinOpKind::Gt
+                        | ast::BinOpKind::Gte
+                        | ast::BinOpKind::In
+                ) {
+                    self.comparison(b);
+                }
                 if let ast::BinOpKind::Concat = b.op {
                     // After the operands' own edits, so that their closing text comes first.
                     for operand in [&b.left, &b.right] {
@@ -637,4 +693,120 @@ pub fn python_type(value: &Value) -> &'static str {
         ValueKind::Map => "dict",
         _ => "object",
     }
+}
+
+/// [`COMPARE_FILTER`]: `left op right` as Python answers it, or Python's `TypeError` where it
+/// refuses: ordering across types (numbers and bools are one type), of maps or of `None`;
+/// `in` a string of anything but a string, `in` a map of a list or a map, `in` a value that is
+/// not a container. An undefined operand of an ordering raises.
+pub fn compare_filter(left: Value, op: &str, right: Value) -> Result<Value, Error> {
+    let answer = match op {
+        "in" => contains(&left, &right)?,
+        "not in" => !contains(&left, &right)?,
+        _ => order(&left, op, &right)?,
+    };
+    Ok(Value::from(answer))
+}
+
+fn type_error(message: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, message)
+}
+
+fn contains(needle: &Value, haystack: &Value) -> Result<bool, Error> {
+    match haystack.kind() {
+        ValueKind::Undefined => Ok(false),
+        ValueKind::String => {
+            let text = haystack.as_str().unwrap_or_default();
+            match needle.as_str() {
+                Some(n) => Ok(text.contains(n)),
+                None => Err(type_error(format!(
+                    "'in <string>' requires string as left operand, not {}",
+                    python_type_name(needle)
+                ))),
+            }
+        }
+        ValueKind::Map if is_dict(haystack) => match python_type_name(needle) {
+            unhashable @ ("list" | "dict") => {
+                Err(type_error(format!("unhashable type: '{unhashable}'")))
+            }
+            _ => Ok(haystack.try_iter()?.any(|key| key == *needle)),
+        },
+        ValueKind::Seq | ValueKind::Iterable | ValueKind::Map => {
+            Ok(haystack.try_iter()?.any(|item| item == *needle))
+        }
+        _ => Err(type_error(format!(
+            "argument of type '{}' is not iterable",
+            python_type_name(haystack)
+        ))),
+    }
+}
+
+fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
+    use std::cmp::Ordering;
+    for side in [left, right] {
+        if side.is_undefined() {
+            return Err(Error::from(ErrorKind::UndefinedError));
+        }
+    }
+    let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
+    let ordering: Option<Ordering> = match (left.kind(), right.kind()) {
+        _ if number(left) && number(right) => {
+            let as_int = |v: &Value| match v.kind() {
+                ValueKind::Bool => Some(i128::from(v.is_true())),
+                _ if v.is_integer() => i128::try_from(v.clone()).ok(),
+                _ => None,
+            };
+            match (as_int(left), as_int(right)) {
+                (Some(a), Some(b)) => Some(a.cmp(&b)),
+                _ => {
+                    let as_float = |v: &Value| match as_int(v) {
+                        Some(i) => i as f64,
+                        None => f64::try_from(v.clone()).unwrap_or(f64::NAN),
+                    };
+                    as_float(left).partial_cmp(&as_float(right))
+                }
+            }
+        }
+        (ValueKind::String, ValueKind::String) => left.as_str().partial_cmp(&right.as_str()),
+        (ValueKind::Seq, ValueKind::Seq) if left.is_tuple() == right.is_tuple() => {
+            let (a, b): (Vec<Value>, Vec<Value>) =
+                (left.try_iter()?.collect(), right.try_iter()?.collect());
+            // Python compares the first items that differ, else the lengths.
+            match a.iter().zip(&b).find(|(x, y)| x != y) {
+                Some((x, y)) => return order(x, op, y),
+                None => Some(a.len().cmp(&b.len())),
+            }
+        }
+        _ => {
+            return Err(type_error(format!(
+                "'{op}' not supported between instances of '{}' and '{}'",
+                python_type_name(left),
+                python_type_name(right)
+            )))
+        }
+    };
+    Ok(match (ordering, op) {
+        (None, _) => false,
+        (Some(o), "<") => o == Ordering::Less,
+        (Some(o), "<=") => o != Ordering::Greater,
+        (Some(o), ">") => o == Ordering::Greater,
+        (Some(o), _) => o != Ordering::Less,
+    })
+}
+
+/// [`python_type`], with the names of the objects a template can hold that are not data.
+fn python_type_name(value: &Value) -> &'static str {
+    if value.is_tuple() {
+        return "tuple";
+    }
+    if is_generator(value) {
+        return "generator";
+    }
+    if value.downcast_object_ref::<DictMethod>().is_some() {
+        return "builtin_function_or_method";
+    }
+    if value.kind() == ValueKind::Map && value.to_string().starts_with("<macro ") {
+        return "Macro";
+    }
+    python_type(value)
 }
