@@ -220,6 +220,10 @@ impl ChatTemplate {
                 python_semantics::COMPARE_FILTER,
                 python_semantics::compare_filter,
             );
+            env.add_filter(
+                python_semantics::SLICEABLE_FILTER,
+                python_semantics::sliceable_filter,
+            );
             env.add_filter(python_semantics::STR_FILTER, string_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);

@@ -2,7 +2,8 @@
 //! follows Python:
 //!
 //! - iterating `None` raises `TypeError` (minijinja iterates it as empty): every `for` loop's
-//!   iterable passes through [`ITERABLE_FILTER`];
+//!   iterable passes through [`ITERABLE_FILTER`]; slicing an undefined value raises
+//!   ([`SLICEABLE_FILTER`]);
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
@@ -31,6 +32,9 @@ pub const GETATTR_FILTER: &str = "__sft_py_getattr";
 /// The filter that orders (`<`, `<=`, `>`, `>=`) and tests membership (`in`, `not in`) as
 /// Python does.
 pub const COMPARE_FILTER: &str = "__sft_py_compare";
+/// The filter every sliced value passes through: jinja2 refuses to slice an undefined value
+/// (minijinja slices it as an empty list).
+pub const SLICEABLE_FILTER: &str = "__sft_py_sliceable";
 /// The filter that looks up a dict method's name in brackets as Python does.
 pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
@@ -55,7 +59,7 @@ pub const DICT_METHODS: [&str; 11] = [
 /// Python does; `None` when nothing needs rewriting (or the source does not parse: the
 /// environment reports that).
 pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
-    let tree = minijinja::machinery::parse(source, "chat_template", syntax).ok()?;
+    let tree = minijinja::machinery::parse(source, "chat_template", syntax.clone()).ok()?;
     let mut walker = Walker {
         source,
         edits: Vec::new(),
@@ -79,6 +83,8 @@ pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
         last = e.end;
     }
     out.push_str(source.get(last..)?);
+    // A rewrite that does not parse (a construct the edits did not foresee) is not used.
+    minijinja::machinery::parse(&out, "chat_template", syntax).ok()?;
     Some(out)
 }
 
@@ -269,6 +275,22 @@ impl Walker<'_> {
         self.insert(b.right.span().end_offset, "))".to_string());
     }
 
+    /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (a literal is never undefined).
+    fn slice(&mut self, s: &ast::Slice, guard: bool) {
+        self.expr(&s.expr);
+        for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+            self.expr(part);
+        }
+        let literal = matches!(
+            s.expr,
+            ast::Expr::Const(_) | ast::Expr::List(_) | ast::Expr::Tuple(_) | ast::Expr::Map(_)
+        );
+        if guard && !literal {
+            self.insert(expr_start(&s.expr), "(".to_string());
+            self.wrap(&s.expr, format!("|{SLICEABLE_FILTER})"));
+        }
+    }
+
     fn call(&mut self, c: &ast::Call) {
         // `x.items()` calls the method either way: only the receiver is walked.
         match &c.expr {
@@ -365,7 +387,13 @@ impl Walker<'_> {
             }
             ast::Expr::Test(t) => {
                 self.expr(&t.expr);
-                self.args(&t.args);
+                for arg in &t.args {
+                    match arg {
+                        // A test's argument without parentheses takes no filter.
+                        ast::CallArg::Pos(ast::Expr::Slice(s)) => self.slice(s, false),
+                        arg => self.args(std::slice::from_ref(arg)),
+                    }
+                }
             }
             ast::Expr::GetItem(i) => {
                 self.expr(&i.expr);
@@ -394,12 +422,7 @@ impl Walker<'_> {
                     );
                 }
             }
-            ast::Expr::Slice(s) => {
-                self.expr(&s.expr);
-                for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
-                    self.expr(part);
-                }
-            }
+            ast::Expr::Slice(s) => self.slice(s, true),
             ast::Expr::List(l) => l.items.iter().for_each(|x| self.expr(x)),
             ast::Expr::Tuple(t) => t.items.iter().for_each(|x| self.expr(x)),
             ast::Expr::Map(m) => {
@@ -420,6 +443,16 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
         ));
     }
     Ok(value)
+}
+
+/// [`SLICEABLE_FILTER`]: the value unchanged, but jinja2's error for an undefined value. `None`
+/// passes as undefined: jinja2's lookup gives an undefined value where Python's slice fails
+/// (printed as nothing; slicing that raises).
+pub fn sliceable_filter(value: Value) -> Result<Value, Error> {
+    match value.kind() {
+        ValueKind::Undefined => Err(Error::from(ErrorKind::UndefinedError)),
+        _ => Ok(value),
+    }
 }
 
 /// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is
