@@ -191,12 +191,10 @@ impl Dataset {
     }
 
     pub fn shuffle_for_epoch(&self, epoch: f64) {
-        let members = match &self.mixture {
-            Some(mixture) => {
-                Some(mixture.epoch_members(&self.kept_examples(), self.config.seed, epoch))
-            }
-            None => None,
-        };
+        let members = self
+            .mixture
+            .as_ref()
+            .map(|mixture| mixture.epoch_members(&self.kept_examples(), self.config.seed, epoch));
         let len = members.as_ref().map_or(self.len(), Vec::len);
         let positions = epoch_order(len, self.config.seed, epoch);
         let order = Arc::new(match members.as_ref().or(self.kept.as_ref()) {
