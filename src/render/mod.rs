@@ -28,6 +28,7 @@ pub mod mlx_node;
 pub mod plan;
 #[cfg(test)]
 mod plan_tests;
+pub mod python_filters;
 pub mod python_semantics;
 pub mod python_str;
 pub mod python_value;
@@ -171,7 +172,7 @@ impl ChatTemplate {
         // only where debug assertions are on).
         env.set_debug(false);
         env.set_fuel(Some(RENDER_FUEL));
-        env.set_unknown_method_callback(python_method);
+        env.set_unknown_method_callback(if mlx { python_method } else { jinja2_method });
         env.set_formatter(python_formatter);
         if mlx {
             env.add_filter("tojson", mlx_node::compact_tojson);
@@ -211,12 +212,30 @@ impl ChatTemplate {
                 python_semantics::GETATTR_FILTER,
                 python_semantics::getattr_filter,
             );
+            env.add_filter(
+                python_semantics::GETITEM_FILTER,
+                python_semantics::getitem_filter,
+            );
+            env.add_filter(
+                python_semantics::COMPARE_FILTER,
+                python_semantics::compare_filter,
+            );
+            env.add_filter(
+                python_semantics::SLICEABLE_FILTER,
+                python_semantics::sliceable_filter,
+            );
             env.add_filter(python_semantics::STR_FILTER, string_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);
             env.add_filter("reject", python_semantics::reject_filter);
             env.add_filter("selectattr", python_semantics::selectattr_filter);
             env.add_filter("rejectattr", python_semantics::rejectattr_filter);
+            env.add_filter("int", python_filters::int_filter);
+            env.add_filter("float", python_filters::float_filter);
+            env.add_filter("center", python_filters::center_filter);
+            env.add_filter("truncate", python_filters::truncate_filter);
+            env.add_filter("wordcount", python_filters::wordcount_filter);
+            env.add_test("callable", python_filters::is_callable);
         }
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
             .map_err(syntax_error)?;
@@ -519,6 +538,23 @@ fn python_method(
     minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
 
+/// [`python_method`] and the string methods of Python's that minijinja-contrib lacks.
+fn jinja2_method(
+    state: &mut minijinja::State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    match (value.as_str(), method, args) {
+        (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
+        (Some(s), "zfill", [width]) if width.is_integer() || width.kind() == ValueKind::Bool => {
+            let width = i64::try_from(width.clone()).unwrap_or(i64::from(width.is_true()));
+            Ok(Value::from(python_filters::zfill(s, width)))
+        }
+        _ => python_method(state, value, method, args),
+    }
+}
+
 /// minijinja's error text with the template location, on one line.
 fn describe(e: &Error) -> String {
     let mut text = match e.detail() {
@@ -759,6 +795,44 @@ mod tests {
             err.message,
             "chat template exceeded the render limit of 10000000 steps (does it loop for ever?) (line 1)"
         );
+    }
+
+    #[test]
+    fn comparisons_refuse_what_python_refuses() {
+        let out = render(
+            "{{ true < 2 }}{{ [1] < [1, 0] }}{{ 1 in [1.0] }}{{ 'k' not in {'k': 1} }}{{ x < 1 }}",
+            json!([]),
+            false,
+        );
+        assert!(out.is_err());
+        let out = render(
+            "{{ true < 2 }}{{ [1] < [1, 0] }}{{ 1 in [1.0] }}{{ 'k' not in {'k': 1} }}",
+            json!([]),
+            false,
+        );
+        assert_eq!(out.unwrap(), "TrueTrueTrueFalse");
+        for (source, message) in [
+            (
+                "{{ 'a' < 1 }}",
+                "'<' not supported between instances of 'str' and 'int'",
+            ),
+            (
+                "{{ [1] >= ['a'] }}",
+                "'>=' not supported between instances of 'int' and 'str'",
+            ),
+            (
+                "{{ 1 in 'abc' }}",
+                "'in <string>' requires string as left operand, not int",
+            ),
+            ("{{ [1] in {} }}", "unhashable type: 'list'"),
+            (
+                "{{ 1 not in none }}",
+                "argument of type 'NoneType' is not iterable",
+            ),
+        ] {
+            let err = render(source, json!([]), false).unwrap_err();
+            assert!(err.message.contains(message), "{source}: {}", err.message);
+        }
     }
 
     #[test]

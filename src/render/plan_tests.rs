@@ -283,3 +283,38 @@ fn ranges_over_any_64_bit_bounds() {
         planned(source, json!([]), &opts);
     }
 }
+
+/// Cases where the differential fuzzer (`tests/jinja_fuzz_goldens.rs`) found the plan writing
+/// other bytes than the interpreter.
+#[test]
+fn plan_agrees_where_the_fuzzer_found_it_did_not() {
+    let opts = RenderOptions::default();
+    // What a `{% set %}` block's body sets is not seen after it, whatever its whitespace
+    // control.
+    for source in [
+        "{% set sb %}{%- set v = 'in' -%}{% endset %}{{ sb|length }}{{ v }}",
+        "{% set v = 'out' %}{% set sb -%}\n {% set v = 'in' %} x {%- endset %}[{{ sb }}]{{ v }}",
+        "{% set sb | upper %}\n  {% set v = 'in' %}a{{ v }}\n  {% endset %}[{{ sb }}]{{ v }}",
+    ] {
+        planned(source, convo(), &opts);
+        let messages = convo().as_array().cloned().unwrap();
+        let out = template(source).render(&messages, &opts).unwrap();
+        assert!(!out.ends_with("in"), "{source}: {out:?}");
+    }
+    // `break` in a loop's `else` block leaves the loop around it.
+    planned(
+        "{% for it in [none, true, 'x'] %}{% for m in [] %}x{% else %}{% break %}{% endfor %}{{ loop.previtem }}{% endfor %}",
+        convo(),
+        &opts,
+    );
+    // A slice of a list prints its floats as Python does.
+    let kwargs = json!({"l": [" pad ", 1e16, 4]});
+    let opts = RenderOptions {
+        template_kwargs: kwargs.as_object(),
+        ..Default::default()
+    };
+    assert_eq!(
+        planned("{{ l[:2] }}{{ l[1:2][0] }}", json!([]), &opts).as_deref(),
+        Some("[' pad ', 1e+16]1e+16")
+    );
+}

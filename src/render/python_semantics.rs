@@ -2,17 +2,21 @@
 //! follows Python:
 //!
 //! - iterating `None` raises `TypeError` (minijinja iterates it as empty): every `for` loop's
-//!   iterable passes through [`ITERABLE_FILTER`];
+//!   iterable passes through [`ITERABLE_FILTER`]; slicing an undefined value raises
+//!   ([`SLICEABLE_FILTER`]);
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
-//!   with those names go through [`GETATTR_FILTER`];
+//!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
+//!   where the dict has no such key ([`GETITEM_FILTER`]);
 //! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
 //!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
+//! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
+//!   `{% with %}`;
 //! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
 //!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
 //!
-//! The first three are source rewrites made from minijinja's own syntax tree, so they touch
-//! exactly the loops, attribute lookups and joins the template has.
+//! All but the last are source rewrites made from minijinja's own syntax tree, so they touch
+//! exactly the loops, lookups, joins and set blocks the template has.
 
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +29,14 @@ use minijinja::{Error, ErrorKind, State};
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
+/// The filter that orders (`<`, `<=`, `>`, `>=`) and tests membership (`in`, `not in`) as
+/// Python does.
+pub const COMPARE_FILTER: &str = "__sft_py_compare";
+/// The filter every sliced value passes through: jinja2 refuses to slice an undefined value
+/// (minijinja slices it as an empty list).
+pub const SLICEABLE_FILTER: &str = "__sft_py_sliceable";
+/// The filter that looks up a dict method's name in brackets as Python does.
+pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
 pub const STR_FILTER: &str = "__sft_py_str";
 
@@ -47,7 +59,7 @@ pub const DICT_METHODS: [&str; 11] = [
 /// Python does; `None` when nothing needs rewriting (or the source does not parse: the
 /// environment reports that).
 pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
-    let tree = minijinja::machinery::parse(source, "chat_template", syntax).ok()?;
+    let tree = minijinja::machinery::parse(source, "chat_template", syntax.clone()).ok()?;
     let mut walker = Walker {
         source,
         edits: Vec::new(),
@@ -71,6 +83,8 @@ pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
         last = e.end;
     }
     out.push_str(source.get(last..)?);
+    // A rewrite that does not parse (a construct the edits did not foresee) is not used.
+    minijinja::machinery::parse(&out, "chat_template", syntax).ok()?;
     Some(out)
 }
 
@@ -158,7 +172,10 @@ impl Walker<'_> {
                 self.stmts(&w.body);
             }
             ast::Stmt::Set(s) => self.expr(&s.expr),
-            ast::Stmt::SetBlock(s) => self.stmts(&s.body),
+            ast::Stmt::SetBlock(s) => {
+                self.set_block_scope(s);
+                self.stmts(&s.body);
+            }
             ast::Stmt::AutoEscape(a) => self.stmts(&a.body),
             ast::Stmt::FilterBlock(f) => self.stmts(&f.body),
             ast::Stmt::Block(b) => self.stmts(&b.body),
@@ -172,6 +189,105 @@ impl Walker<'_> {
             }
             ast::Stmt::Do(d) => self.call(&d.call),
             _ => {}
+        }
+    }
+
+    /// jinja2 runs a `{% set x %}` block's body in a scope of its own (what it sets is not seen
+    /// after it), where minijinja runs it in the enclosing one: the body is wrapped in
+    /// `{% with %}...{% endwith %}`, each tag with the whitespace control of the tag it follows
+    /// or precedes.
+    fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
+        let head_end = match &s.filter {
+            Some(filter) => filter.span().end_offset,
+            None => s.target.span().end_offset,
+        } as usize;
+        let end = s.span().end_offset as usize;
+        let (Some(head), Some(tail)) = (
+            self.source.get(head_end..end),
+            self.source.get(..end.saturating_sub("endset".len())),
+        ) else {
+            return;
+        };
+        // `  -%}` after the target or filter: the opening tag's end.
+        let after = head.trim_start();
+        let (open_mark, after) = match after.strip_prefix(['-', '+']) {
+            Some(rest) => (&after[..1], rest),
+            None => ("", after),
+        };
+        if !after.starts_with("%}") {
+            return;
+        }
+        let open_at = end - after.len() + 2;
+        // `{%-  ` before `endset`: the closing tag's start.
+        let before = tail.trim_end();
+        let (close_mark, before) = match before.strip_suffix(['-', '+']) {
+            Some(rest) => (&before[before.len() - 1..], rest),
+            None => ("", before),
+        };
+        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some("endset") {
+            return;
+        }
+        let close_at = before.len() - 2;
+        self.insert(open_at as u32, format!("{{% with {open_mark}%}}"));
+        self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
+    }
+
+    /// `a < b` becomes `((a)|compare('<', b))`, and likewise `<=`, `>`, `>=`, `in` and
+    /// `not in`: the operator between the operands (after the closing parentheses of the left
+    /// one's groups, before the opening ones of the right one's) is replaced.
+    fn comparison(&mut self, b: &ast::BinOp) {
+        let left_end = b.left.span().end_offset;
+        let right_start = expr_start(&b.right);
+        let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
+            return;
+        };
+        let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
+        let rest = &between[closing..];
+        let op = ["<=", ">=", "<", ">", "in"]
+            .into_iter()
+            .find(|op| rest.starts_with(op))
+            .or_else(|| {
+                let after_not = rest.strip_prefix("not")?;
+                let gap = after_not.len() - after_not.trim_start().len();
+                (gap > 0 && after_not[gap..].starts_with("in")).then_some("not in")
+            });
+        let Some(op) = op else {
+            return;
+        };
+        let op_len = if op == "not in" {
+            rest.find("in").map_or(0, |at| at + 2)
+        } else {
+            op.len()
+        };
+        let after = &rest[op_len..];
+        if !after.chars().all(|c| c == '(' || c.is_whitespace())
+            || (op.ends_with("in") && !after.starts_with(|c: char| c == '(' || c.is_whitespace()))
+        {
+            return;
+        }
+        let op_start = left_end + closing as u32;
+        self.insert(expr_start(&b.left), "((".to_string());
+        self.replace(
+            op_start,
+            op_start + op_len as u32,
+            format!(")|{COMPARE_FILTER}('{op}', "),
+        );
+        self.insert(b.right.span().end_offset, "))".to_string());
+    }
+
+    /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (a literal is never undefined).
+    fn slice(&mut self, s: &ast::Slice, guard: bool) {
+        self.expr(&s.expr);
+        for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+            self.expr(part);
+        }
+        let literal = matches!(
+            s.expr,
+            ast::Expr::Const(_) | ast::Expr::List(_) | ast::Expr::Tuple(_) | ast::Expr::Map(_)
+        );
+        if guard && !literal {
+            self.insert(expr_start(&s.expr), "(".to_string());
+            self.wrap(&s.expr, format!("|{SLICEABLE_FILTER})"));
         }
     }
 
@@ -226,6 +342,16 @@ impl Walker<'_> {
             ast::Expr::BinOp(b) => {
                 self.expr(&b.left);
                 self.expr(&b.right);
+                if matches!(
+                    b.op,
+                    ast::BinOpKind::Lt
+                        | ast::BinOpKind::Lte
+                        | ast::BinOpKind::Gt
+                        | ast::BinOpKind::Gte
+                        | ast::BinOpKind::In
+                ) {
+                    self.comparison(b);
+                }
                 if let ast::BinOpKind::Concat = b.op {
                     // After the operands' own edits, so that their closing text comes first.
                     for operand in [&b.left, &b.right] {
@@ -261,18 +387,42 @@ impl Walker<'_> {
             }
             ast::Expr::Test(t) => {
                 self.expr(&t.expr);
-                self.args(&t.args);
+                for arg in &t.args {
+                    match arg {
+                        // A test's argument without parentheses takes no filter.
+                        ast::CallArg::Pos(ast::Expr::Slice(s)) => self.slice(s, false),
+                        arg => self.args(std::slice::from_ref(arg)),
+                    }
+                }
             }
             ast::Expr::GetItem(i) => {
                 self.expr(&i.expr);
                 self.expr(&i.subscript_expr);
-            }
-            ast::Expr::Slice(s) => {
-                self.expr(&s.expr);
-                for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
-                    self.expr(part);
+                let name = match &i.subscript_expr {
+                    ast::Expr::Const(c) => c.value.as_str(),
+                    _ => None,
+                };
+                if let Some(name) = name.filter(|n| DICT_METHODS.contains(n)) {
+                    // `x['items']` becomes `((x)|getitem('items'))`, from the bracket on.
+                    let receiver = i.expr.span().end_offset;
+                    let end = e.span().end_offset;
+                    let Some(open) = self
+                        .source
+                        .get(receiver as usize..end as usize)
+                        .filter(|text| text.ends_with(']'))
+                        .and_then(|text| text.find('['))
+                    else {
+                        return;
+                    };
+                    self.insert(expr_start(&i.expr), "((".to_string());
+                    self.replace(
+                        receiver + open as u32,
+                        end,
+                        format!(")|{GETITEM_FILTER}('{name}'))"),
+                    );
                 }
             }
+            ast::Expr::Slice(s) => self.slice(s, true),
             ast::Expr::List(l) => l.items.iter().for_each(|x| self.expr(x)),
             ast::Expr::Tuple(t) => t.items.iter().for_each(|x| self.expr(x)),
             ast::Expr::Map(m) => {
@@ -295,19 +445,45 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
     Ok(value)
 }
 
+/// [`SLICEABLE_FILTER`]: the value unchanged, but jinja2's error for an undefined value. `None`
+/// passes as undefined: jinja2's lookup gives an undefined value where Python's slice fails
+/// (printed as nothing; slicing that raises).
+pub fn sliceable_filter(value: Value) -> Result<Value, Error> {
+    match value.kind() {
+        ValueKind::Undefined => Err(Error::from(ErrorKind::UndefinedError)),
+        _ => Ok(value),
+    }
+}
+
 /// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is
 /// the method; on anything else, minijinja's own lookup.
 pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
-    if value.kind() == ValueKind::Map
-        && value
-            .as_object()
-            .is_none_or(|o| o.repr() == ObjectRepr::Map)
-    {
+    if is_dict(&value) {
         return Ok(Value::from_object(DictMethod {
             name: name.to_string(),
         }));
     }
     value.get_attr(name)
+}
+
+/// [`GETITEM_FILTER`]: `value['name']` as jinja2 looks it up: the item, or where a dict has no
+/// such key, the dict method of that name (jinja2 tries the attribute when the item fails).
+pub fn getitem_filter(value: Value, name: &str) -> Result<Value, Error> {
+    let item = value.get_item(&Value::from(name))?;
+    if item.is_undefined() && is_dict(&value) {
+        return Ok(Value::from_object(DictMethod {
+            name: name.to_string(),
+        }));
+    }
+    Ok(item)
+}
+
+/// Whether `value` is a plain map (a Python dict), not an object that looks like one.
+fn is_dict(value: &Value) -> bool {
+    value.kind() == ValueKind::Map
+        && value
+            .as_object()
+            .is_none_or(|o| o.repr() == ObjectRepr::Map)
 }
 
 /// A dict's bound method, as a template sees it when it names one without calling it: true,
@@ -550,4 +726,120 @@ pub fn python_type(value: &Value) -> &'static str {
         ValueKind::Map => "dict",
         _ => "object",
     }
+}
+
+/// [`COMPARE_FILTER`]: `left op right` as Python answers it, or Python's `TypeError` where it
+/// refuses: ordering across types (numbers and bools are one type), of maps or of `None`;
+/// `in` a string of anything but a string, `in` a map of a list or a map, `in` a value that is
+/// not a container. An undefined operand of an ordering raises.
+pub fn compare_filter(left: Value, op: &str, right: Value) -> Result<Value, Error> {
+    let answer = match op {
+        "in" => contains(&left, &right)?,
+        "not in" => !contains(&left, &right)?,
+        _ => order(&left, op, &right)?,
+    };
+    Ok(Value::from(answer))
+}
+
+fn type_error(message: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, message)
+}
+
+fn contains(needle: &Value, haystack: &Value) -> Result<bool, Error> {
+    match haystack.kind() {
+        ValueKind::Undefined => Ok(false),
+        ValueKind::String => {
+            let text = haystack.as_str().unwrap_or_default();
+            match needle.as_str() {
+                Some(n) => Ok(text.contains(n)),
+                None => Err(type_error(format!(
+                    "'in <string>' requires string as left operand, not {}",
+                    python_type_name(needle)
+                ))),
+            }
+        }
+        ValueKind::Map if is_dict(haystack) => match python_type_name(needle) {
+            unhashable @ ("list" | "dict") => {
+                Err(type_error(format!("unhashable type: '{unhashable}'")))
+            }
+            _ => Ok(haystack.try_iter()?.any(|key| key == *needle)),
+        },
+        ValueKind::Seq | ValueKind::Iterable | ValueKind::Map => {
+            Ok(haystack.try_iter()?.any(|item| item == *needle))
+        }
+        _ => Err(type_error(format!(
+            "argument of type '{}' is not iterable",
+            python_type_name(haystack)
+        ))),
+    }
+}
+
+fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
+    use std::cmp::Ordering;
+    for side in [left, right] {
+        if side.is_undefined() {
+            return Err(Error::from(ErrorKind::UndefinedError));
+        }
+    }
+    let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
+    let ordering: Option<Ordering> = match (left.kind(), right.kind()) {
+        _ if number(left) && number(right) => {
+            let as_int = |v: &Value| match v.kind() {
+                ValueKind::Bool => Some(i128::from(v.is_true())),
+                _ if v.is_integer() => i128::try_from(v.clone()).ok(),
+                _ => None,
+            };
+            match (as_int(left), as_int(right)) {
+                (Some(a), Some(b)) => Some(a.cmp(&b)),
+                _ => {
+                    let as_float = |v: &Value| match as_int(v) {
+                        Some(i) => i as f64,
+                        None => f64::try_from(v.clone()).unwrap_or(f64::NAN),
+                    };
+                    as_float(left).partial_cmp(&as_float(right))
+                }
+            }
+        }
+        (ValueKind::String, ValueKind::String) => left.as_str().partial_cmp(&right.as_str()),
+        (ValueKind::Seq, ValueKind::Seq) if left.is_tuple() == right.is_tuple() => {
+            let (a, b): (Vec<Value>, Vec<Value>) =
+                (left.try_iter()?.collect(), right.try_iter()?.collect());
+            // Python compares the first items that differ, else the lengths.
+            match a.iter().zip(&b).find(|(x, y)| x != y) {
+                Some((x, y)) => return order(x, op, y),
+                None => Some(a.len().cmp(&b.len())),
+            }
+        }
+        _ => {
+            return Err(type_error(format!(
+                "'{op}' not supported between instances of '{}' and '{}'",
+                python_type_name(left),
+                python_type_name(right)
+            )))
+        }
+    };
+    Ok(match (ordering, op) {
+        (None, _) => false,
+        (Some(o), "<") => o == Ordering::Less,
+        (Some(o), "<=") => o != Ordering::Greater,
+        (Some(o), ">") => o == Ordering::Greater,
+        (Some(o), _) => o != Ordering::Less,
+    })
+}
+
+/// [`python_type`], with the names of the objects a template can hold that are not data.
+fn python_type_name(value: &Value) -> &'static str {
+    if value.is_tuple() {
+        return "tuple";
+    }
+    if is_generator(value) {
+        return "generator";
+    }
+    if value.downcast_object_ref::<DictMethod>().is_some() {
+        return "builtin_function_or_method";
+    }
+    if value.kind() == ValueKind::Map && value.to_string().starts_with("<macro ") {
+        return "Macro";
+    }
+    python_type(value)
 }

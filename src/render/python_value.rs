@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use minijinja::value::{Tuple, Value, ValueKind};
 
 use crate::render::json_dumps::python_float_repr;
+use crate::render::python_semantics::is_generator;
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
@@ -34,11 +35,14 @@ pub fn py_repr(value: &Value) -> String {
 }
 
 /// Whether printing `value` in Python differs from minijinja's own spelling: floats, and lists
-/// or maps (whose items Python shows by `repr`).
+/// or maps (whose items Python shows by `repr`), slices of lists included.
 pub fn needs_python_spelling(value: &Value) -> bool {
     match value.kind() {
         ValueKind::Number => !value.is_integer(),
         ValueKind::Seq | ValueKind::Map => true,
+        // minijinja's lazy lists (what slicing a list gives), which Python holds as lists; not
+        // a generator (printing it must not consume it).
+        ValueKind::Iterable => !is_generator(value),
         _ => false,
     }
 }
@@ -69,7 +73,7 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             Err(_) => out.push_str(&value.to_string()),
         },
         ValueKind::String => write_str_repr(out, value.as_str().unwrap_or_default()),
-        ValueKind::Seq => {
+        ValueKind::Seq | ValueKind::Iterable if !is_generator(value) => {
             // A `(key, value)` pair of `items` or `dictsort` is a tuple in Python.
             let tuple = value.downcast_object_ref::<Tuple>().map(|t| t.len());
             out.push(if tuple.is_some() { '(' } else { '[' });

@@ -138,7 +138,12 @@ pub fn attr<'a>(object: &V<'a>, sym: Sym, name: &str) -> Res<V<'a>> {
 /// `object[key]`.
 pub fn item<'a>(object: &V<'a>, key: &V<'a>) -> Res<V<'a>> {
     if let Some(k) = key.as_str() {
-        return object.map_get(k).ok_or(Bail);
+        return match object.map_get(k) {
+            // A dict without the key gives jinja2's attribute of that name: a dict method's
+            // name is the method (the interpreter's).
+            Some(V::Undef) if DICT_METHODS.contains(&k) => Err(Bail),
+            found => found.ok_or(Bail),
+        };
     }
     match (key, object.as_str()) {
         // A string's item is its character at that index (counted from the end when negative).

@@ -132,7 +132,7 @@ impl<'a> Run<'a> {
                 }
             },
             Stmt::EmitJoined(parts) => self.emit_joined(parts)?,
-            Stmt::For(f) => self.for_loop(f)?,
+            Stmt::For(f) => return self.for_loop(f),
             Stmt::If(cond, then, otherwise) => {
                 let branch = if self.expr(cond)?.truthy()? {
                     then
@@ -283,7 +283,8 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn for_loop(&mut self, f: &'a ForLoop) -> Res<()> {
+    /// Runs a loop; a `break` or `continue` in its `else` block is the enclosing loop's.
+    fn for_loop(&mut self, f: &'a ForLoop) -> Res<Flow> {
         let iterable = self.expr(&f.iter)?;
         let mut items = builtins::iterate(&iterable)?;
         let sized = !matches!(iterable, V::Iter(_));
@@ -300,7 +301,7 @@ impl<'a> Run<'a> {
                 items = Rc::new(kept);
             }
             if items.is_empty() {
-                return self.block(&f.else_body).map(|_| ());
+                return self.block(&f.else_body);
             }
             let state = Rc::new(LoopState {
                 items,
@@ -321,7 +322,7 @@ impl<'a> Run<'a> {
                     Flow::Next | Flow::Continue => {}
                 }
             }
-            Ok(())
+            Ok(Flow::Next)
         })();
         self.pop_frame();
         result

@@ -379,7 +379,9 @@ pub fn slice<'a>(
     // minijinja slices a sequence lazily: the result is iterable, not a sequence (no length,
     // no index), and slicing none or undefined gives an empty list.
     let items = match value {
-        V::None | V::Undef => return Ok(V::List(Rc::new(Vec::new()))),
+        // jinja2 raises for an undefined value and gives an undefined one for `None` (the
+        // interpreter's).
+        V::None | V::Undef => return Err(Bail),
         V::Iter(items) => items.as_ref().clone(),
         other => other.seq_items().ok_or(Bail)?,
     };

@@ -1,0 +1,401 @@
+//! jinja2's filters and tests and Python's string methods that minijinja lacks or spells
+//! differently, with Python's results: `int` and `float` (Python's number parsing, the filter's
+//! default where Python's conversion fails), `center`, `truncate`, `wordcount`, the `callable`
+//! test, and the `swapcase` and `zfill` methods.
+
+use std::sync::OnceLock;
+
+use minijinja::value::{Kwargs, Rest, Value, ValueKind};
+use minijinja::{Error, ErrorKind};
+
+use super::python_str::python_strip;
+use super::python_value::py_str;
+
+/// jinja2's `truncate.leeway` policy: a string at most this much longer than the length asked
+/// for is left whole.
+const TRUNCATE_LEEWAY: i64 = 5;
+
+/// jinja2's `int(default=0, base=10)`: `int(value, base)` of a string, `int(value)` of anything
+/// else; where that fails, `int(float(value))`; where that fails too, `default`.
+pub fn int_filter(
+    value: Value,
+    default: Option<Value>,
+    base: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let default = pick(default, &kwargs, "default")?.unwrap_or(Value::from(0));
+    let base = pick(base, &kwargs, "base")?;
+    kwargs.assert_all_used()?;
+    refuse_undefined(&value)?;
+    if let Some(text) = value.as_str() {
+        let base = match &base {
+            None => Some(10),
+            Some(b) if b.is_integer() => i64::try_from(b.clone()).ok(),
+            Some(_) => None,
+        };
+        if let Some(int) = base.and_then(|base| parse_int(text, base)) {
+            return Ok(Value::from(int));
+        }
+    }
+    Ok(match value.kind() {
+        ValueKind::Bool => Value::from(i64::from(value.is_true())),
+        ValueKind::Number if value.is_integer() => value,
+        _ => match as_float(&value) {
+            Some(f) if f.is_infinite() && !value.is_number() => default,
+            Some(f) if f.is_infinite() => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "cannot convert float infinity to integer",
+                ))
+            }
+            // `i128` holds every float below 2**127 whole; larger ones are Python integers
+            // minijinja has no type for.
+            Some(f) if f.abs() < 1.7e38 => Value::from(f.trunc() as i128),
+            Some(f) if !f.is_nan() => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "integer too large for the template engine",
+                ))
+            }
+            _ => default,
+        },
+    })
+}
+
+/// jinja2's `float(default=0.0)`: Python's `float(value)`, or `default` where it fails.
+pub fn float_filter(value: Value, default: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let default = pick(default, &kwargs, "default")?.unwrap_or(Value::from(0.0));
+    kwargs.assert_all_used()?;
+    refuse_undefined(&value)?;
+    Ok(as_float(&value).map_or(default, Value::from))
+}
+
+/// jinja2's `center(width=80)`: Python's `str.center` of `str(value)`.
+pub fn center_filter(value: Value, width: Option<Value>) -> Result<Value, Error> {
+    let text = py_str(&value);
+    let width = int_arg(width, 80, "center")?;
+    let len = text.chars().count() as i64;
+    let margin = width - len;
+    if margin <= 0 {
+        return Ok(Value::from(text));
+    }
+    // CPython's split of an odd margin: the extra space goes left when the width is odd.
+    let left = margin / 2 + (margin & width & 1);
+    let right = margin - left;
+    Ok(Value::from(format!(
+        "{}{text}{}",
+        " ".repeat(left as usize),
+        " ".repeat(right as usize)
+    )))
+}
+
+/// jinja2's `truncate(length=255, killwords=False, end='...', leeway=5)` of a string: whole
+/// where it is at most `length + leeway` characters long; else cut to `length - len(end)`
+/// characters (back to the last space unless `killwords`) and `end` appended.
+pub fn truncate_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    if args.len() > 4 {
+        return Err(Error::from(ErrorKind::TooManyArguments));
+    }
+    let arg = |i: usize| args.get(i).cloned();
+    let length = int_arg(pick(arg(0), &kwargs, "length")?, 255, "truncate")?;
+    let killwords = pick(arg(1), &kwargs, "killwords")?.is_some_and(|v| v.is_true());
+    let end = match pick(arg(2), &kwargs, "end")? {
+        None => "...".to_string(),
+        Some(end) => end.as_str().map(str::to_string).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                "truncate: end must be a string",
+            )
+        })?,
+    };
+    let leeway = match pick(arg(3), &kwargs, "leeway")? {
+        Some(v) if v.is_none() => TRUNCATE_LEEWAY,
+        other => int_arg(other, TRUNCATE_LEEWAY, "truncate")?,
+    };
+    kwargs.assert_all_used()?;
+    let end_len = end.chars().count() as i64;
+    if length < end_len {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("expected length >= {end_len}, got {length}"),
+        ));
+    }
+    if leeway < 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("expected leeway >= 0, got {leeway}"),
+        ));
+    }
+    let Some(text) = value.as_str() else {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "truncate of a value of type {} is not supported",
+                value.kind()
+            ),
+        ));
+    };
+    if text.chars().count() as i64 <= length + leeway {
+        return Ok(value);
+    }
+    let keep: String = text.chars().take((length - end_len) as usize).collect();
+    let kept = match (killwords, keep.rfind(' ')) {
+        (false, Some(space)) => &keep[..space],
+        _ => keep.as_str(),
+    };
+    Ok(Value::from(format!("{kept}{end}")))
+}
+
+/// jinja2's `wordcount`: the matches of Python's `\w+` in `str(value)` (runs of letters, digits,
+/// numerals and `_`).
+pub fn wordcount_filter(value: Value) -> Value {
+    static WORD: OnceLock<Option<onig::Regex>> = OnceLock::new();
+    let text = py_str(&value);
+    let count = match WORD.get_or_init(|| onig::Regex::new(r"[\p{L}\p{N}_]+").ok()) {
+        Some(word) => word.find_iter(&text).count(),
+        None => 0,
+    };
+    Value::from(count)
+}
+
+/// jinja2's `callable` test: functions, macros, bound methods and `loop` are; so is an undefined
+/// value (jinja2's `Undefined` defines `__call__`, to raise).
+pub fn is_callable(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::Plain => true,
+        // Macros and `loop` are minijinja objects that look like maps.
+        ValueKind::Map if value.as_object().is_some() => {
+            let shown = value.to_string();
+            shown.starts_with("<macro ") || shown.starts_with("<loop ")
+        }
+        _ => false,
+    }
+}
+
+/// `s.swapcase()`: upper case letters to lower case (a capital sigma as `lower()` writes it in
+/// its place: final `ς` at a word's end), lower case letters to upper case, the rest as is.
+pub fn swapcase(s: &str) -> String {
+    let mut lowered: Option<String> = None;
+    let mut out = String::with_capacity(s.len());
+    for (at, c) in s.char_indices() {
+        if c == 'Σ' {
+            // Both sigmas are two bytes, as is `Σ`: the offsets of `s` and `s.to_lowercase()`
+            // agree up to a character whose lower case has another length.
+            let lowered = lowered.get_or_insert_with(|| s.to_lowercase());
+            let offset = s[..at].to_lowercase().len();
+            out.push_str(lowered.get(offset..offset + 2).unwrap_or("σ"));
+        } else if c.is_uppercase() {
+            out.extend(c.to_lowercase());
+        } else if c.is_lowercase() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `s.zfill(width)`: zeros on the left up to `width` characters, after a leading sign.
+pub fn zfill(s: &str, width: i64) -> String {
+    let fill = width - s.chars().count() as i64;
+    if fill <= 0 {
+        return s.to_string();
+    }
+    let zeros = "0".repeat(fill as usize);
+    match s.strip_prefix(['+', '-']) {
+        Some(rest) => format!("{}{zeros}{rest}", &s[..1]),
+        None => format!("{zeros}{s}"),
+    }
+}
+
+/// A filter argument given by position or by name (not both).
+fn pick(positional: Option<Value>, kwargs: &Kwargs, name: &str) -> Result<Option<Value>, Error> {
+    let named: Option<Value> = kwargs.get(name)?;
+    match (positional, named) {
+        (Some(_), Some(_)) => Err(Error::new(
+            ErrorKind::TooManyArguments,
+            format!("got multiple values for argument '{name}'"),
+        )),
+        (positional, named) => Ok(positional.or(named)),
+    }
+}
+
+/// An integer argument (`True` is 1), or `default` where it is not given.
+fn int_arg(value: Option<Value>, default: i64, filter: &str) -> Result<i64, Error> {
+    match value {
+        None => Ok(default),
+        Some(v) if v.kind() == ValueKind::Bool => Ok(i64::from(v.is_true())),
+        Some(v) if v.is_integer() => i64::try_from(v).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                format!("{filter}: integer too large"),
+            )
+        }),
+        Some(v) => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "'{}' object cannot be interpreted as an integer",
+                super::python_semantics::python_type(&v)
+            ),
+        )),
+    }
+}
+
+/// jinja2's `int` and `float` of an undefined value raise, as every use of one but printing does.
+fn refuse_undefined(value: &Value) -> Result<(), Error> {
+    if value.is_undefined() {
+        return Err(Error::from(ErrorKind::UndefinedError));
+    }
+    Ok(())
+}
+
+/// Python's `float(value)`: of a number, a bool or a string Python can read; `None` for anything
+/// Python refuses.
+fn as_float(value: &Value) -> Option<f64> {
+    match value.kind() {
+        ValueKind::Bool => Some(f64::from(u8::from(value.is_true()))),
+        ValueKind::Number => f64::try_from(value.clone()).ok(),
+        ValueKind::String => parse_float(value.as_str()?),
+        _ => None,
+    }
+}
+
+/// Python's `float(text)`: around Python's whitespace, a sign and a decimal number (single
+/// underscores between digits allowed), or `inf`, `infinity`, `nan` in any case.
+fn parse_float(text: &str) -> Option<f64> {
+    let text = python_strip(text);
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let word = unsigned.to_ascii_lowercase();
+    if matches!(word.as_str(), "inf" | "infinity" | "nan") {
+        return text.parse().ok();
+    }
+    let mut digits = String::with_capacity(text.len());
+    let mut previous = None;
+    for c in text.chars() {
+        match c {
+            '_' if previous.is_some_and(|p: char| p.is_ascii_digit()) => {}
+            '_' => return None,
+            c if previous == Some('_') && !c.is_ascii_digit() => return None,
+            '0'..='9' | '.' | 'e' | 'E' | '+' | '-' => digits.push(c),
+            _ => return None,
+        }
+        previous = Some(c);
+    }
+    if previous == Some('_') || !digits.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Python's `int(text, base)`: around Python's whitespace, a sign, the base's prefix where the
+/// base is 2, 8 or 16 (any of them for base 0, which refuses leading zeros), and digits with
+/// single underscores between them (and after a prefix). `None` where Python raises.
+fn parse_int(text: &str, base: i64) -> Option<i128> {
+    if base != 0 && !(2..=36).contains(&base) {
+        return None;
+    }
+    let auto = base == 0;
+    let text = python_strip(text);
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let prefix = |p: &str| {
+        unsigned
+            .get(..2)
+            .filter(|head| head.eq_ignore_ascii_case(p))
+            .map(|_| &unsigned[2..])
+    };
+    let (base, body, prefixed) = match base {
+        0 => match (prefix("0x"), prefix("0o"), prefix("0b")) {
+            (Some(rest), _, _) => (16, rest, true),
+            (_, Some(rest), _) => (8, rest, true),
+            (_, _, Some(rest)) => (2, rest, true),
+            _ => (10, unsigned, false),
+        },
+        16 | 8 | 2 => {
+            let name = match base {
+                16 => "0x",
+                8 => "0o",
+                _ => "0b",
+            };
+            match prefix(name) {
+                Some(rest) => (base, rest, true),
+                None => (base, unsigned, false),
+            }
+        }
+        base => (base, unsigned, false),
+    };
+    let body = if prefixed {
+        body.strip_prefix('_').unwrap_or(body)
+    } else {
+        body
+    };
+    if body.is_empty() || body.starts_with('_') || body.ends_with('_') || body.contains("__") {
+        return None;
+    }
+    let mut value: i128 = 0;
+    let mut all_zero = true;
+    for c in body.chars().filter(|&c| c != '_') {
+        let digit = c.to_digit(base as u32)?;
+        all_zero &= digit == 0;
+        value = value
+            .checked_mul(base as i128)?
+            .checked_add(digit as i128)?;
+    }
+    // Base 0 reads `010` as an error, not as octal or ten (`000` is zero).
+    if auto && !prefixed && body.starts_with('0') && !all_zero {
+        return None;
+    }
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_parse_as_python_parses_them() {
+        assert_eq!(parse_int(" 1_0 ", 10), Some(10));
+        assert_eq!(parse_int("1__0", 10), None);
+        assert_eq!(parse_int("_10", 10), None);
+        assert_eq!(parse_int("0x1A", 16), Some(26));
+        assert_eq!(parse_int("0x_1f", 16), Some(31));
+        assert_eq!(parse_int("0b1_1", 0), Some(3));
+        assert_eq!(parse_int("012", 0), None);
+        assert_eq!(parse_int("000", 0), Some(0));
+        assert_eq!(parse_int("z", 36), Some(35));
+        assert_eq!(parse_int("12", 37), None);
+        assert_eq!(parse_int("+ 5", 10), None);
+        assert_eq!(parse_int(" -7 ", 10), Some(-7));
+        assert_eq!(parse_float("1_0.5"), Some(10.5));
+        assert_eq!(parse_float("1e+0_5"), Some(100000.0));
+        assert_eq!(parse_float("1_e5"), None);
+        assert_eq!(parse_float("1."), Some(1.0));
+        assert_eq!(parse_float(".5"), Some(0.5));
+        assert_eq!(parse_float("-Infinity"), Some(f64::NEG_INFINITY));
+        assert!(parse_float("nAn").is_some_and(f64::is_nan));
+        assert_eq!(parse_float("123abc"), None);
+        assert_eq!(parse_float(""), None);
+    }
+
+    #[test]
+    fn string_filters_and_methods_give_pythons_text() {
+        let center = |s: &str, w: i64| center_filter(Value::from(s), Some(Value::from(w)));
+        assert_eq!(center("abc", 8).unwrap().as_str(), Some("  abc   "));
+        assert_eq!(center("ab", 9).unwrap().as_str(), Some("    ab   "));
+        assert_eq!(center("é🙂", 5).unwrap().as_str(), Some("  é🙂 "));
+        assert_eq!(
+            wordcount_filter(Value::from("a b, c_d é🙂 x1 ½")),
+            Value::from(6)
+        );
+        assert_eq!(
+            swapcase("Hello ὈΔΥΣΣΕΎΣ ΣΑΣ Σ ß ǅungla İstanbul ﬁne"),
+            "hELLO ὀδυσσεύς σας σ SS ǅUNGLA i\u{307}STANBUL FINE"
+        );
+        assert_eq!(zfill("-42", 5), "-0042");
+        assert_eq!(zfill("+4", 1), "+4");
+        assert_eq!(zfill("-", 3), "-00");
+    }
+}
