@@ -10,7 +10,7 @@ use napi_derive::napi;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use super::arrays::{Owned, OwnedU32};
+use super::arrays::{Owned, OwnedParts, OwnedU32};
 use super::error::{run_sync, to_js, JsResult as Result};
 use super::handles::{self, Handle};
 use super::ids::{token_ids, IdsInput};
@@ -292,63 +292,83 @@ fn to_u32_arrays(_: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<Vec<OwnedU32>>
 pub struct FlatIds {
     /// The ids of every text, one text after another.
     #[napi(ts_type = "Uint32Array")]
-    pub ids: OwnedU32,
+    pub ids: OwnedParts<u32>,
     /// `texts.length + 1` positions in `ids`: the ids of text `k` are
     /// `ids.subarray(offsets[k], offsets[k + 1])`.
     #[napi(ts_type = "Uint32Array")]
     pub offsets: OwnedU32,
 }
 
-/// Every text's ids one after another, and the offsets of `FlatIds`.
-type Flat = (Vec<u32>, Vec<u32>);
+/// Every text's ids, as the runs of consecutive texts were encoded, and where each text's ids
+/// start in the runs put end to end (and where the last ends).
+type Flat = (Vec<Vec<u32>>, Vec<u32>);
 
-/// The work of `encodeBatchFlat`: every text's ids, then one vector of them all and the offsets,
-/// both made off the JS thread (the copies in parallel).
+/// Texts are encoded in runs of consecutive texts, each run into one vector: about an eighth of a
+/// core's share of the batch, between these bounds, so that every core has several runs to take
+/// (none waits long on another's last one) and a small batch wakes no more cores than it needs.
+const FLAT_RUN_BYTES: std::ops::RangeInclusive<usize> = (4 << 10)..=(32 << 10);
+
+/// The work of `encodeBatchFlat`: the texts in runs on all cores, each run's ids appended to one
+/// vector, and the offsets. The runs cross to JS as one array, copied once.
 fn encode_flat(
     tokenizer: Arc<ChatTokenizer>,
     texts: Texts,
     add_special_tokens: Option<bool>,
 ) -> impl FnOnce() -> SftResult<Flat> + Send + 'static {
-    let encode = encode_all(tokenizer, texts, add_special_tokens);
-    move || flatten(encode()?)
+    let add = add_special_tokens.unwrap_or(true);
+    move || {
+        let total: usize = (0..texts.len()).map(|k| texts.get(k).len()).sum();
+        let run_bytes = (total / (rayon::current_num_threads() * 8))
+            .clamp(*FLAT_RUN_BYTES.start(), *FLAT_RUN_BYTES.end());
+        let mut runs = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for k in 0..texts.len() {
+            bytes += texts.get(k).len();
+            if bytes >= run_bytes {
+                runs.push((start, k + 1, bytes));
+                (start, bytes) = (k + 1, 0);
+            }
+        }
+        if start < texts.len() || runs.is_empty() {
+            runs.push((start, texts.len(), bytes));
+        }
+        let encoded = runs
+            .into_par_iter()
+            .map(|(from, to, bytes)| {
+                let mut ids = Vec::with_capacity(bytes / 3 + 8);
+                let mut ends = Vec::with_capacity(to - from);
+                for k in from..to {
+                    tokenizer.encode_append(texts.get(k), add, &mut ids)?;
+                    ends.push(ids.len());
+                }
+                Ok((ids, ends))
+            })
+            .collect::<SftResult<Vec<_>>>()?;
+        let mut offsets = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0);
+        let mut before = 0usize;
+        for (ids, ends) in &encoded {
+            for &end in ends {
+                offsets.push(u32::try_from(before + end).map_err(|_| {
+                    SftError::invalid_argument(format!(
+                        "Tokenizer.encodeBatchFlat: the texts make more than {} ids, more than a \
+                         Uint32Array of offsets can point to; call it on fewer texts at a time",
+                        u32::MAX
+                    ))
+                })?);
+            }
+            before += ids.len();
+        }
+        Ok((encoded.into_iter().map(|(ids, _)| ids).collect(), offsets))
+    }
 }
 
-/// `rows` one after another, and where each starts (and the last ends).
-fn flatten(rows: Vec<Vec<u32>>) -> SftResult<Flat> {
-    let mut offsets = Vec::with_capacity(rows.len() + 1);
-    let mut total = 0usize;
-    offsets.push(0);
-    for row in &rows {
-        total += row.len();
-        offsets.push(u32::try_from(total).map_err(|_| {
-            SftError::invalid_argument(format!(
-                "Tokenizer.encodeBatchFlat: the texts make more than {} ids, more than a \
-                 Uint32Array of offsets can point to; call it on fewer texts at a time",
-                u32::MAX
-            ))
-        })?);
-    }
-    let mut ids = vec![0u32; total];
-    let mut parts = Vec::with_capacity(rows.len());
-    let mut rest = &mut ids[..];
-    for row in &rows {
-        let (part, after) = rest.split_at_mut(row.len());
-        parts.push(part);
-        rest = after;
-    }
-    parts
-        .into_par_iter()
-        .zip(rows.par_iter())
-        .for_each(|(part, row)| part.copy_from_slice(row));
-    Ok((ids, offsets))
-}
-
-// The ids cross as one copy into V8's own memory (`OwnedU32`), like every other id array: a lent
-// external buffer would save that copy, but transferring it to a worker would copy it and leave
-// it attached rather than move it.
-fn to_flat(_: &napi::Env, (ids, offsets): Flat) -> SftResult<FlatIds> {
+// The ids cross as one copy into V8's own memory, like every other id array: a lent external
+// buffer would save that copy, but transferring it to a worker would copy it and leave it
+// attached rather than move it.
+fn to_flat(_: &napi::Env, (runs, offsets): Flat) -> SftResult<FlatIds> {
     Ok(FlatIds {
-        ids: Owned(ids),
+        ids: OwnedParts(runs),
         offsets: Owned(offsets),
     })
 }

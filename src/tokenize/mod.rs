@@ -218,6 +218,20 @@ impl ChatTokenizer {
         Ok(encoding.get_ids().to_vec())
     }
 
+    /// `encode`, appending to `ids` (no vector of its own with the fast engine).
+    pub fn encode_append(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        ids: &mut Vec<u32>,
+    ) -> SftResult<()> {
+        match &self.fast {
+            Some(fast) => fast.encode_append(text, add_special_tokens, ids),
+            None => ids.extend(self.encode(text, add_special_tokens)?),
+        }
+        Ok(())
+    }
+
     /// Encodes without special tokens and keeps byte offsets.
     pub fn encode_with_offsets(&self, text: &str) -> SftResult<EncodedText> {
         if let Some(fast) = &self.fast {

@@ -372,6 +372,17 @@ impl FastBpe {
         ids
     }
 
+    /// `encode_with`, appending to `ids`.
+    pub fn encode_append(&self, text: &str, add_special_tokens: bool, ids: &mut Vec<u32>) {
+        if add_special_tokens {
+            ids.extend_from_slice(&self.prefix_ids);
+        }
+        self.encode_into(text, ids, None, None);
+        if add_special_tokens {
+            ids.extend_from_slice(&self.suffix_ids);
+        }
+    }
+
     /// Ids with the byte range each token covers in `text` (see the module docs for
     /// tokens inside a multi-byte char).
     pub fn encode_with_offsets(&self, text: &str) -> (Vec<u32>, Vec<(usize, usize)>) {
