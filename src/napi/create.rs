@@ -310,22 +310,37 @@ pub(crate) fn finish_load(
     env: &Env,
     (loaded, data_warnings, file): LoadedWithWarnings,
 ) -> SftResult<JsSftDataset> {
-    emit_data_warnings(env, data_warnings).map_err(|e| {
+    let cache = cache_use(&loaded);
+    load_warnings(env, data_warnings, loaded.warnings)?;
+    Ok(JsSftDataset {
+        inner: Arc::new(loaded.dataset),
+        cache,
+        source: Some(file),
+        source_caches: Vec::new(),
+    })
+}
+
+/// How the token cache served a load; `None` without a cache.
+pub(crate) fn cache_use(loaded: &CachedLoad) -> Option<TokenCacheUse> {
+    loaded.status.map(|status| TokenCacheUse {
+        status: status.name().to_string(),
+        file: loaded.entry.as_ref().map(|p| p.display().to_string()),
+        key: loaded.key.clone(),
+    })
+}
+
+/// A load's data warnings (silent loss) as Node warnings, and the token cache's printed.
+pub(crate) fn load_warnings(
+    env: &Env,
+    data: Vec<(&'static str, String)>,
+    cache: Vec<String>,
+) -> SftResult<()> {
+    emit_data_warnings(env, data).map_err(|e| {
         SftError::new(
             ErrorCode::Internal,
             format!("process.emitWarning failed: {e}"),
         )
     })?;
-    print_warnings(env, loaded.warnings.into_iter())
-        .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
-    Ok(JsSftDataset {
-        inner: Arc::new(loaded.dataset),
-        cache: loaded.status.map(|status| TokenCacheUse {
-            status: status.name().to_string(),
-            file: loaded.entry.map(|p| p.display().to_string()),
-            key: loaded.key,
-        }),
-        source: Some(file),
-        source_caches: Vec::new(),
-    })
+    print_warnings(env, cache.into_iter())
+        .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))
 }

@@ -130,6 +130,18 @@ pub struct JsSftDataset {
     pub(crate) source_caches: Vec<Option<TokenCacheUse>>,
 }
 
+impl JsSftDataset {
+    /// A dataset made here or over another library's tokenizer: no file, no token cache.
+    pub(crate) fn of(inner: Arc<Dataset>) -> Self {
+        JsSftDataset {
+            inner,
+            cache: None,
+            source: None,
+            source_caches: Vec::new(),
+        }
+    }
+}
+
 impl Drop for JsSftDataset {
     fn drop(&mut self) {
         self.inner.cancel_prefetch();
@@ -217,12 +229,7 @@ impl JsSftDataset {
             }
             let inner = creation.finish()?;
             inner.start_prefetch();
-            Ok(JsSftDataset {
-                inner,
-                cache: None,
-                source: None,
-                source_caches: Vec::new(),
-            })
+            Ok(JsSftDataset::of(inner))
         })
     }
 

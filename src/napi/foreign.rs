@@ -155,12 +155,7 @@ impl JsSftDataset {
             let config = settings_of(config)?;
             let dataset =
                 Dataset::for_foreign(JsJson::list(examples), answers_of(answers.0)?, config)?;
-            Ok(JsSftDataset {
-                inner: Arc::new(dataset),
-                cache: None,
-                source: None,
-                source_caches: Vec::new(),
-            })
+            Ok(JsSftDataset::of(Arc::new(dataset)))
         })
     }
 
@@ -179,12 +174,7 @@ impl JsSftDataset {
             let examples = take_read(handle)?;
             let dataset =
                 Dataset::for_foreign(examples, answers_of(answers.0)?, settings_of(config)?)?;
-            Ok(JsSftDataset {
-                inner: Arc::new(dataset),
-                cache: None,
-                source: None,
-                source_caches: Vec::new(),
-            })
+            Ok(JsSftDataset::of(Arc::new(dataset)))
         })
     }
 
@@ -217,12 +207,7 @@ impl JsSftDataset {
                     weight,
                 });
             }
-            Ok(JsSftDataset {
-                inner: Arc::new(Dataset::mix(parts)?),
-                cache: None,
-                source: None,
-                source_caches: Vec::new(),
-            })
+            Ok(JsSftDataset::of(Arc::new(Dataset::mix(parts)?)))
         })
     }
 

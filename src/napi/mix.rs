@@ -8,15 +8,14 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::config::{memory_budget, progress_hook, LoadSftDatasetOptions, TokenCacheUse};
-use super::create::{load_file, LoadedWithWarnings};
+use super::create::{cache_use, load_file, load_warnings, LoadedWithWarnings};
 use super::dataset::JsSftDataset;
 use super::task::Job;
 use super::tokenizer::tokenizer_arg;
-use super::warnings::{emit_data_warnings, print_warnings};
 use crate::dataset::loader::{LoadProgress, ProgressHook};
 use crate::dataset::mixture::{check_weight, MixPart};
 use crate::dataset::{Dataset, DEFAULT_MEMORY_BUDGET};
-use crate::error::{ErrorCode, SftError, SftResult};
+use crate::error::{SftError, SftResult};
 
 /// One source of a mix as `lib/index.js` hands it over: its path resolved and checked, its
 /// weight, and the load's options with the source's own `format`, `columns`, `roles` and
@@ -122,12 +121,8 @@ pub fn load_sft_mix_native(
                 bytes += std::fs::metadata(&file).map_or(0, |m| m.len());
                 held += loaded.dataset.row_memory().0.resident;
                 data_warnings.extend(warnings);
+                caches.push(cache_use(&loaded));
                 cache_warnings.extend(loaded.warnings);
-                caches.push(loaded.status.map(|status| TokenCacheUse {
-                    status: status.name().to_string(),
-                    file: loaded.entry.map(|p| p.display().to_string()),
-                    key: loaded.key,
-                }));
                 parts.push(MixPart {
                     dataset: loaded.dataset,
                     path: file,
@@ -146,14 +141,7 @@ pub fn load_sft_mix_native(
 }
 
 fn finish_mix(env: &Env, mixed: MixLoaded) -> SftResult<JsSftDataset> {
-    emit_data_warnings(env, mixed.data_warnings).map_err(|e| {
-        SftError::new(
-            ErrorCode::Internal,
-            format!("process.emitWarning failed: {e}"),
-        )
-    })?;
-    print_warnings(env, mixed.cache_warnings.into_iter())
-        .map_err(|e| SftError::new(ErrorCode::Internal, format!("console.warn failed: {e}")))?;
+    load_warnings(env, mixed.data_warnings, mixed.cache_warnings)?;
     let inner = Arc::new(mixed.dataset);
     Ok(JsSftDataset {
         inner,
