@@ -235,6 +235,13 @@ impl ChatTemplate {
             env.add_filter("center", python_filters::center_filter);
             env.add_filter("truncate", python_filters::truncate_filter);
             env.add_filter("wordcount", python_filters::wordcount_filter);
+            env.add_filter("first", python_filters::first_filter);
+            env.add_filter("last", python_filters::last_filter);
+            env.add_filter("length", python_filters::length_filter);
+            env.add_filter("count", python_filters::length_filter);
+            env.add_filter("list", python_filters::list_filter);
+            env.add_filter("items", python_filters::items_filter);
+            env.add_filter("sum", python_filters::sum_filter);
             env.add_test("callable", python_filters::is_callable);
         }
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))

@@ -434,15 +434,16 @@ impl Walker<'_> {
     }
 }
 
-/// [`ITERABLE_FILTER`]: the value unchanged, or Python's `TypeError` for `None`.
+/// [`ITERABLE_FILTER`]: the value unchanged, or Python's `TypeError` for `None` (which
+/// minijinja iterates as empty) and for the values neither iterates (numbers, bools, bound
+/// methods).
 pub fn iterable_filter(value: Value) -> Result<Value, Error> {
-    if value.is_none() {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            "'NoneType' object is not iterable",
-        ));
+    match value.kind() {
+        ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
+            Err(super::python_filters::not_iterable(&value))
+        }
+        _ => Ok(value),
     }
-    Ok(value)
 }
 
 /// [`SLICEABLE_FILTER`]: the value unchanged, but jinja2's error for an undefined value. `None`
@@ -828,7 +829,7 @@ fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
 }
 
 /// [`python_type`], with the names of the objects a template can hold that are not data.
-fn python_type_name(value: &Value) -> &'static str {
+pub fn python_type_name(value: &Value) -> &'static str {
     if value.is_tuple() {
         return "tuple";
     }
