@@ -245,6 +245,7 @@ impl ChatTemplate {
             env.add_filter("list", python_filters::list_filter);
             env.add_filter("items", python_filters::items_filter);
             env.add_filter("sum", python_filters::sum_filter);
+            env.add_filter("dictsort", python_filters::dictsort_filter);
             env.add_test("callable", python_filters::is_callable);
         }
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
@@ -852,7 +853,7 @@ mod tests {
             json!([]),
             false,
         );
-        assert_eq!(out.unwrap(), "ab[1, 2]abab243-3");
+        assert_eq!(out.unwrap(), "ab[1, 2]abab23-3");
         for (source, message) in [
             (
                 "{{ 'a' + 1 }}",
