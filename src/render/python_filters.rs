@@ -353,55 +353,6 @@ fn parse_int(text: &str, base: i64) -> Option<i128> {
     Some(if negative { -value } else { value })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_parse_as_python_parses_them() {
-        assert_eq!(parse_int(" 1_0 ", 10), Some(10));
-        assert_eq!(parse_int("1__0", 10), None);
-        assert_eq!(parse_int("_10", 10), None);
-        assert_eq!(parse_int("0x1A", 16), Some(26));
-        assert_eq!(parse_int("0x_1f", 16), Some(31));
-        assert_eq!(parse_int("0b1_1", 0), Some(3));
-        assert_eq!(parse_int("012", 0), None);
-        assert_eq!(parse_int("000", 0), Some(0));
-        assert_eq!(parse_int("z", 36), Some(35));
-        assert_eq!(parse_int("12", 37), None);
-        assert_eq!(parse_int("+ 5", 10), None);
-        assert_eq!(parse_int(" -7 ", 10), Some(-7));
-        assert_eq!(parse_float("1_0.5"), Some(10.5));
-        assert_eq!(parse_float("1e+0_5"), Some(100000.0));
-        assert_eq!(parse_float("1_e5"), None);
-        assert_eq!(parse_float("1."), Some(1.0));
-        assert_eq!(parse_float(".5"), Some(0.5));
-        assert_eq!(parse_float("-Infinity"), Some(f64::NEG_INFINITY));
-        assert!(parse_float("nAn").is_some_and(f64::is_nan));
-        assert_eq!(parse_float("123abc"), None);
-        assert_eq!(parse_float(""), None);
-    }
-
-    #[test]
-    fn string_filters_and_methods_give_pythons_text() {
-        let center = |s: &str, w: i64| center_filter(Value::from(s), Some(Value::from(w)));
-        assert_eq!(center("abc", 8).unwrap().as_str(), Some("  abc   "));
-        assert_eq!(center("ab", 9).unwrap().as_str(), Some("    ab   "));
-        assert_eq!(center("é🙂", 5).unwrap().as_str(), Some("  é🙂 "));
-        assert_eq!(
-            wordcount_filter(Value::from("a b, c_d é🙂 x1 ½")),
-            Value::from(6)
-        );
-        assert_eq!(
-            swapcase("Hello ὈΔΥΣΣΕΎΣ ΣΑΣ Σ ß ǅungla İstanbul ﬁne"),
-            "hELLO ὀδυσσεύς σας σ SS ǅUNGLA i\u{307}STANBUL FINE"
-        );
-        assert_eq!(zfill("-42", 5), "-0042");
-        assert_eq!(zfill("+4", 1), "+4");
-        assert_eq!(zfill("-", 3), "-00");
-    }
-}
-
 /// jinja2's `first`: `next(iter(value))`, Python's error where the value is not iterable.
 pub fn first_filter(value: Value) -> Result<Value, Error> {
     minijinja::filters::first(&value).map_err(|_| not_iterable(&value))
@@ -499,4 +450,53 @@ pub fn dictsort_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
             python_type_name(&value)
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_parse_as_python_parses_them() {
+        assert_eq!(parse_int(" 1_0 ", 10), Some(10));
+        assert_eq!(parse_int("1__0", 10), None);
+        assert_eq!(parse_int("_10", 10), None);
+        assert_eq!(parse_int("0x1A", 16), Some(26));
+        assert_eq!(parse_int("0x_1f", 16), Some(31));
+        assert_eq!(parse_int("0b1_1", 0), Some(3));
+        assert_eq!(parse_int("012", 0), None);
+        assert_eq!(parse_int("000", 0), Some(0));
+        assert_eq!(parse_int("z", 36), Some(35));
+        assert_eq!(parse_int("12", 37), None);
+        assert_eq!(parse_int("+ 5", 10), None);
+        assert_eq!(parse_int(" -7 ", 10), Some(-7));
+        assert_eq!(parse_float("1_0.5"), Some(10.5));
+        assert_eq!(parse_float("1e+0_5"), Some(100000.0));
+        assert_eq!(parse_float("1_e5"), None);
+        assert_eq!(parse_float("1."), Some(1.0));
+        assert_eq!(parse_float(".5"), Some(0.5));
+        assert_eq!(parse_float("-Infinity"), Some(f64::NEG_INFINITY));
+        assert!(parse_float("nAn").is_some_and(f64::is_nan));
+        assert_eq!(parse_float("123abc"), None);
+        assert_eq!(parse_float(""), None);
+    }
+
+    #[test]
+    fn string_filters_and_methods_give_pythons_text() {
+        let center = |s: &str, w: i64| center_filter(Value::from(s), Some(Value::from(w)));
+        assert_eq!(center("abc", 8).unwrap().as_str(), Some("  abc   "));
+        assert_eq!(center("ab", 9).unwrap().as_str(), Some("    ab   "));
+        assert_eq!(center("é🙂", 5).unwrap().as_str(), Some("  é🙂 "));
+        assert_eq!(
+            wordcount_filter(Value::from("a b, c_d é🙂 x1 ½")),
+            Value::from(6)
+        );
+        assert_eq!(
+            swapcase("Hello ὈΔΥΣΣΕΎΣ ΣΑΣ Σ ß ǅungla İstanbul ﬁne"),
+            "hELLO ὀδυσσεύς σας σ SS ǅUNGLA i\u{307}STANBUL FINE"
+        );
+        assert_eq!(zfill("-42", 5), "-0042");
+        assert_eq!(zfill("+4", 1), "+4");
+        assert_eq!(zfill("-", 3), "-00");
+    }
 }
