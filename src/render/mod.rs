@@ -29,6 +29,7 @@ pub mod plan;
 #[cfg(test)]
 mod plan_tests;
 pub mod python_filters;
+pub mod python_ops;
 pub mod python_semantics;
 pub mod python_str;
 pub mod python_value;
@@ -225,6 +226,8 @@ impl ChatTemplate {
                 python_semantics::sliceable_filter,
             );
             env.add_filter(python_semantics::STR_FILTER, string_filter);
+            env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
+            env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);
             env.add_filter("reject", python_semantics::reject_filter);
@@ -235,6 +238,14 @@ impl ChatTemplate {
             env.add_filter("center", python_filters::center_filter);
             env.add_filter("truncate", python_filters::truncate_filter);
             env.add_filter("wordcount", python_filters::wordcount_filter);
+            env.add_filter("first", python_filters::first_filter);
+            env.add_filter("last", python_filters::last_filter);
+            env.add_filter("length", python_filters::length_filter);
+            env.add_filter("count", python_filters::length_filter);
+            env.add_filter("list", python_filters::list_filter);
+            env.add_filter("items", python_filters::items_filter);
+            env.add_filter("sum", python_filters::sum_filter);
+            env.add_filter("dictsort", python_filters::dictsort_filter);
             env.add_test("callable", python_filters::is_callable);
         }
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
@@ -828,6 +839,50 @@ mod tests {
             (
                 "{{ 1 not in none }}",
                 "argument of type 'NoneType' is not iterable",
+            ),
+        ] {
+            let err = render(source, json!([]), false).unwrap_err();
+            assert!(err.message.contains(message), "{source}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn arithmetic_refuses_what_python_refuses() {
+        let out = render(
+            "{{ 'a' + 'b' }}{{ [1] + [2] }}{{ 'ab' * 2 }}{{ true + 1 }}{{ 7 // 2 }}{{ -(3) }}",
+            json!([]),
+            false,
+        );
+        assert_eq!(out.unwrap(), "ab[1, 2]abab23-3");
+        for (source, message) in [
+            (
+                "{{ 'a' + 1 }}",
+                "can only concatenate str (not \"int\") to str",
+            ),
+            (
+                "{{ 1 + 'a' }}",
+                "unsupported operand type(s) for +: 'int' and 'str'",
+            ),
+            (
+                "{{ [1] * 2.5 }}",
+                "can't multiply sequence by non-int of type 'float'",
+            ),
+            (
+                "{{ {} ** 2 }}",
+                "unsupported operand type(s) for ** or pow(): 'dict' and 'int'",
+            ),
+            ("{{ 1 / 0 }}", "division by zero"),
+            ("{{ 1.5 // 0 }}", "float floor division by zero"),
+            ("{{ 0 ** -1 }}", "0.0 cannot be raised to a negative power"),
+            ("{{ -'a' }}", "bad operand type for unary -: 'str'"),
+            ("{{ 3|first }}", "'int' object is not iterable"),
+            (
+                "{{ none|length }}",
+                "object of type 'NoneType' has no len()",
+            ),
+            (
+                "{% for x in 2.5 %}{% endfor %}",
+                "'float' object is not iterable",
             ),
         ] {
             let err = render(source, json!([]), false).unwrap_err();

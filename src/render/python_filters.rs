@@ -1,13 +1,15 @@
 //! jinja2's filters and tests and Python's string methods that minijinja lacks or spells
 //! differently, with Python's results: `int` and `float` (Python's number parsing, the filter's
 //! default where Python's conversion fails), `center`, `truncate`, `wordcount`, the `callable`
-//! test, and the `swapcase` and `zfill` methods.
+//! test, and the `swapcase` and `zfill` methods; and minijinja's `first`, `last`, `length`,
+//! `list`, `items`, `sum` and `dictsort` with Python's errors where a value is not a container.
 
 use std::sync::OnceLock;
 
 use minijinja::value::{Kwargs, Rest, Value, ValueKind};
-use minijinja::{Error, ErrorKind};
+use minijinja::{Error, ErrorKind, State};
 
+use super::python_semantics::python_type_name;
 use super::python_str::python_strip;
 use super::python_value::py_str;
 
@@ -349,6 +351,105 @@ fn parse_int(text: &str, base: i64) -> Option<i128> {
         return None;
     }
     Some(if negative { -value } else { value })
+}
+
+/// jinja2's `first`: `next(iter(value))`, Python's error where the value is not iterable.
+pub fn first_filter(value: Value) -> Result<Value, Error> {
+    minijinja::filters::first(&value).map_err(|_| not_iterable(&value))
+}
+
+/// jinja2's `last`: `next(iter(reversed(value)))`, Python's error where the value is not
+/// reversible.
+pub fn last_filter(value: Value) -> Result<Value, Error> {
+    minijinja::filters::last(value.clone()).map_err(|_| {
+        type_error(format!(
+            "'{}' object is not reversible",
+            python_type_name(&value)
+        ))
+    })
+}
+
+/// jinja2's `length` and `count`: `len(value)` (0 for an undefined value), Python's error where
+/// the value has no length.
+pub fn length_filter(value: Value) -> Result<Value, Error> {
+    minijinja::filters::length(&value)
+        .map(Value::from)
+        .map_err(|_| {
+            type_error(format!(
+                "object of type '{}' has no len()",
+                python_type_name(&value)
+            ))
+        })
+}
+
+/// jinja2's `list`: `list(value)`, Python's error where the value is not iterable.
+pub fn list_filter(state: &State, value: Value) -> Result<Value, Error> {
+    minijinja::filters::list(state, value.clone()).map_err(|_| not_iterable(&value))
+}
+
+/// jinja2's `items`: a mapping's pairs, nothing for an undefined value, jinja2's error for
+/// anything else.
+pub fn items_filter(value: Value) -> Result<Value, Error> {
+    minijinja::filters::items(&value)
+        .map_err(|_| type_error("Can only get item pairs from a mapping.".to_string()))
+}
+
+/// jinja2's `sum`: Python's `sum`, whose `TypeError` names the running total's type and the
+/// item's where an item is not a number.
+pub fn sum_filter(
+    state: &State,
+    value: Value,
+    attribute: Option<&str>,
+    start: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let plain = attribute.is_none() && start.is_none() && kwargs.args().next().is_none();
+    let summed = minijinja::filters::sum(state, value.clone(), attribute, start, kwargs);
+    match summed {
+        Err(e) if plain && e.kind() == ErrorKind::InvalidOperation => {
+            let mut total = "int";
+            for item in value.try_iter()? {
+                match item.kind() {
+                    ValueKind::Number if !item.is_integer() => total = "float",
+                    ValueKind::Number | ValueKind::Bool | ValueKind::Undefined => {}
+                    _ => {
+                        return Err(type_error(format!(
+                            "unsupported operand type(s) for +: '{total}' and '{}'",
+                            python_type_name(&item)
+                        )))
+                    }
+                }
+            }
+            Err(e)
+        }
+        summed => summed,
+    }
+}
+
+/// Python's `TypeError` for iterating `value`.
+pub fn not_iterable(value: &Value) -> Error {
+    type_error(format!(
+        "'{}' object is not iterable",
+        python_type_name(value)
+    ))
+}
+
+fn type_error(message: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, message)
+}
+
+/// jinja2's `dictsort`: the sorted `value.items()`, Python's `AttributeError` where the value is
+/// not a mapping (an undefined one keeps minijinja's error, as jinja2 raises its own).
+pub fn dictsort_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    minijinja::filters::dictsort(&value, kwargs).map_err(|e| {
+        if value.is_undefined() || e.kind() != ErrorKind::InvalidOperation {
+            return e;
+        }
+        type_error(format!(
+            "'{}' object has no attribute 'items'",
+            python_type_name(&value)
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! follows Python:
 //!
 //! - iterating `None` raises `TypeError` (minijinja iterates it as empty): every `for` loop's
-//!   iterable passes through [`ITERABLE_FILTER`]; slicing an undefined value raises
-//!   ([`SLICEABLE_FILTER`]);
+//!   iterable passes through [`ITERABLE_FILTER`]; slicing an undefined value, `None`, a number
+//!   or a dict raises ([`SLICEABLE_FILTER`]);
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
@@ -12,6 +12,7 @@
 //!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
 //! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
 //!   `{% with %}`;
+//! - arithmetic refuses what Python refuses, with Python's words (see `python_ops`);
 //! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
 //!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
 //!
@@ -25,6 +26,8 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
+use super::python_ops;
+
 /// The filter every loop's iterable passes through.
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
 /// The filter that looks up a dict method's name as Python does.
@@ -33,7 +36,7 @@ pub const GETATTR_FILTER: &str = "__sft_py_getattr";
 /// Python does.
 pub const COMPARE_FILTER: &str = "__sft_py_compare";
 /// The filter every sliced value passes through: jinja2 refuses to slice an undefined value
-/// (minijinja slices it as an empty list).
+/// or `None` (minijinja slices them as empty lists).
 pub const SLICEABLE_FILTER: &str = "__sft_py_sliceable";
 /// The filter that looks up a dict method's name in brackets as Python does.
 pub const GETITEM_FILTER: &str = "__sft_py_getitem";
@@ -233,9 +236,11 @@ impl Walker<'_> {
     }
 
     /// `a < b` becomes `((a)|compare('<', b))`, and likewise `<=`, `>`, `>=`, `in` and
-    /// `not in`: the operator between the operands (after the closing parentheses of the left
-    /// one's groups, before the opening ones of the right one's) is replaced.
-    fn comparison(&mut self, b: &ast::BinOp) {
+    /// `not in` (`filter` the comparison's, `ops` its operators) and the arithmetic operators
+    /// (`filter` the arithmetic one): the operator between the operands (after the closing
+    /// parentheses of the left one's groups, before the opening ones of the right one's) is
+    /// replaced.
+    fn binary(&mut self, b: &ast::BinOp, ops: &[&'static str], filter: &str) {
         let left_end = b.left.span().end_offset;
         let right_start = expr_start(&b.right);
         let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
@@ -243,11 +248,12 @@ impl Walker<'_> {
         };
         let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
         let rest = &between[closing..];
-        let op = ["<=", ">=", "<", ">", "in"]
-            .into_iter()
+        let op = ops
+            .iter()
+            .copied()
             .find(|op| rest.starts_with(op))
             .or_else(|| {
-                let after_not = rest.strip_prefix("not")?;
+                let after_not = rest.strip_prefix("not").filter(|_| ops.contains(&"in"))?;
                 let gap = after_not.len() - after_not.trim_start().len();
                 (gap > 0 && after_not[gap..].starts_with("in")).then_some("not in")
             });
@@ -270,7 +276,7 @@ impl Walker<'_> {
         self.replace(
             op_start,
             op_start + op_len as u32,
-            format!(")|{COMPARE_FILTER}('{op}', "),
+            format!(")|{filter}('{op}', "),
         );
         self.insert(b.right.span().end_offset, "))".to_string());
     }
@@ -338,7 +344,14 @@ impl Walker<'_> {
                 }
             }
             ast::Expr::Call(c) => self.call(c),
-            ast::Expr::UnaryOp(u) => self.expr(&u.expr),
+            ast::Expr::UnaryOp(u) => {
+                self.expr(&u.expr);
+                let number = matches!(&u.expr, ast::Expr::Const(c) if c.value.is_number());
+                if matches!(u.op, ast::UnaryOpKind::Neg) && !number {
+                    self.insert(expr_start(&u.expr), "(".to_string());
+                    self.wrap(&u.expr, format!("|{})", python_ops::NEGATABLE_FILTER));
+                }
+            }
             ast::Expr::BinOp(b) => {
                 self.expr(&b.left);
                 self.expr(&b.right);
@@ -350,7 +363,19 @@ impl Walker<'_> {
                         | ast::BinOpKind::Gte
                         | ast::BinOpKind::In
                 ) {
-                    self.comparison(b);
+                    self.binary(b, &["<=", ">=", "<", ">", "in"], COMPARE_FILTER);
+                }
+                if matches!(
+                    b.op,
+                    ast::BinOpKind::Add
+                        | ast::BinOpKind::Sub
+                        | ast::BinOpKind::Mul
+                        | ast::BinOpKind::Div
+                        | ast::BinOpKind::FloorDiv
+                        | ast::BinOpKind::Rem
+                        | ast::BinOpKind::Pow
+                ) {
+                    self.binary(b, &python_ops::OPERATORS, python_ops::ARITH_FILTER);
                 }
                 if let ast::BinOpKind::Concat = b.op {
                     // After the operands' own edits, so that their closing text comes first.
@@ -434,23 +459,30 @@ impl Walker<'_> {
     }
 }
 
-/// [`ITERABLE_FILTER`]: the value unchanged, or Python's `TypeError` for `None`.
+/// [`ITERABLE_FILTER`]: the value unchanged, or Python's `TypeError` for `None` (which
+/// minijinja iterates as empty) and for the values neither iterates (numbers, bools, bound
+/// methods).
 pub fn iterable_filter(value: Value) -> Result<Value, Error> {
-    if value.is_none() {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            "'NoneType' object is not iterable",
-        ));
+    match value.kind() {
+        ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
+            Err(super::python_filters::not_iterable(&value))
+        }
+        _ => Ok(value),
     }
-    Ok(value)
 }
 
-/// [`SLICEABLE_FILTER`]: the value unchanged, but jinja2's error for an undefined value. `None`
-/// passes as undefined: jinja2's lookup gives an undefined value where Python's slice fails
-/// (printed as nothing; slicing that raises).
+/// [`SLICEABLE_FILTER`]: the value unchanged, but jinja2's error for an undefined value and
+/// Python's `TypeError` for what Python cannot slice (`None`, numbers, bools, a dict).
 pub fn sliceable_filter(value: Value) -> Result<Value, Error> {
     match value.kind() {
         ValueKind::Undefined => Err(Error::from(ErrorKind::UndefinedError)),
+        ValueKind::Number | ValueKind::Bool | ValueKind::None => Err(type_error(format!(
+            "'{}' object is not subscriptable",
+            python_type_name(&value)
+        ))),
+        ValueKind::Map if is_dict(&value) => {
+            Err(type_error("unhashable type: 'slice'".to_string()))
+        }
         _ => Ok(value),
     }
 }
@@ -758,8 +790,9 @@ fn contains(needle: &Value, haystack: &Value) -> Result<bool, Error> {
                 ))),
             }
         }
+        // A lazy sequence is a range or a generator in jinja2, both hashable.
         ValueKind::Map if is_dict(haystack) => match python_type_name(needle) {
-            unhashable @ ("list" | "dict") => {
+            unhashable @ ("list" | "dict") if needle.kind() != ValueKind::Iterable => {
                 Err(type_error(format!("unhashable type: '{unhashable}'")))
             }
             _ => Ok(haystack.try_iter()?.any(|key| key == *needle)),
@@ -828,7 +861,7 @@ fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
 }
 
 /// [`python_type`], with the names of the objects a template can hold that are not data.
-fn python_type_name(value: &Value) -> &'static str {
+pub fn python_type_name(value: &Value) -> &'static str {
     if value.is_tuple() {
         return "tuple";
     }
@@ -840,6 +873,10 @@ fn python_type_name(value: &Value) -> &'static str {
     }
     if value.kind() == ValueKind::Map && value.to_string().starts_with("<macro ") {
         return "Macro";
+    }
+    // minijinja's lazy sequences (a slice, a reversed list) stand for jinja2's lists.
+    if value.kind() == ValueKind::Iterable {
+        return "list";
     }
     python_type(value)
 }
