@@ -10,38 +10,20 @@
 //! docs/templates.md, "Known residual differences"). `JINJA_FUZZ_DUMP=<file>` appends every
 //! differing case to that file, one JSON line each.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use sft_dataset::example::json_value::from_digits;
 use sft_dataset::render::{ChatTemplate, RenderOptions};
 
-fn read_cases() -> Value {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/jinja_fuzz/cases.json.gz");
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
-}
+use common::{read_gz, revive};
 
-/// The fixture's `{"$bigint": "digits"}` as the integer it stands for.
-fn revive(value: &mut Value) {
-    match value {
-        Value::Array(items) => items.iter_mut().for_each(revive),
-        Value::Object(map) => {
-            if let (1, Some(Value::String(digits))) = (map.len(), map.get("$bigint")) {
-                *value = from_digits(digits).expect("fixture integers fit 128 bits");
-                return;
-            }
-            map.values_mut().for_each(revive);
-        }
-        _ => {}
-    }
+fn read_cases() -> Value {
+    read_gz(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/jinja_fuzz/cases.json.gz"),
+    )
 }
 
 /// Python's exception text as it appears in ours: the interpreter's message wraps minijinja's

@@ -9,9 +9,10 @@
 
 mod common;
 
+use common::{read_gz, revive};
+
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -37,32 +38,6 @@ fn root() -> &'static Path {
 
 fn corpus_dir() -> PathBuf {
     root().join("__test__/fixtures/template_corpus")
-}
-
-fn read_gz(path: &Path) -> Value {
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-/// The fixture's `{"$bigint": "digits"}` as the integer it stands for.
-fn revive(value: &mut Value) {
-    match value {
-        Value::Array(items) => items.iter_mut().for_each(revive),
-        Value::Object(map) => {
-            if map.len() == 1 {
-                if let Some(Value::String(digits)) = map.get("$bigint") {
-                    *value = sft_dataset::example::json_value::from_digits(digits).unwrap();
-                    return;
-                }
-            }
-            map.values_mut().for_each(revive);
-        }
-        _ => {}
-    }
 }
 
 fn conversations() -> Vec<Value> {

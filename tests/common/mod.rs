@@ -351,3 +351,31 @@ pub fn completion_only_settings<'a>(
         loss: None,
     }
 }
+
+/// The JSON of a gzipped fixture.
+pub fn read_gz(path: &Path) -> Json {
+    use std::io::Read;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A fixture's `{"$bigint": "digits"}` (how the goldens spell integers beyond JS's safe range)
+/// as the integer it stands for, everywhere in `value`.
+pub fn revive(value: &mut Json) {
+    match value {
+        Json::Array(items) => items.iter_mut().for_each(revive),
+        Json::Object(map) => {
+            if let (1, Some(Json::String(digits))) = (map.len(), map.get("$bigint")) {
+                *value = sft_dataset::example::json_value::from_digits(digits)
+                    .expect("fixture integers fit 128 bits");
+                return;
+            }
+            map.values_mut().for_each(revive);
+        }
+        _ => {}
+    }
+}
