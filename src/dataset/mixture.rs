@@ -472,7 +472,7 @@ mod tests {
             assert_eq!(e.code, ErrorCode::InvalidArgument);
             assert!(e
                 .message
-                .starts_with("loadSFTDataset: source 1 (b.jsonl): weight"));
+                .starts_with("loadSFTDataset: sources[1] (b.jsonl): weight"));
         }
     }
 }
