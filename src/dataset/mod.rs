@@ -37,7 +37,6 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use rayon::prelude::*;
 
 use crate::batch::shuffle::epoch_order;
-use crate::dataset::loader::PARALLEL_GRAIN;
 use crate::dataset::report::{example_report, DatasetReport, ExampleReport};
 use crate::error::{js_number, ErrorCode, SftError, SftResult};
 use crate::example::{from_created, Format};
@@ -330,24 +329,28 @@ impl Dataset {
         self.cancelled.store(true, Ordering::Relaxed);
     }
 
-    /// Builds the rows of `indices` on other threads, in that order, a chunk at a time; chunks
-    /// keep the walk close to that order and let other rayon work in between.
+    /// Builds the rows of `indices` on other threads, in that order: one job a chunk, each
+    /// building its rows one after the other. A job never waits for other jobs (no parallel
+    /// loop inside), so a thread that takes one while it waits for its own work nests one job
+    /// on its stack, not a chain of them: a process that makes hundreds of datasets at once
+    /// overflowed the rayon threads' stacks when each chunk was a parallel loop.
     fn spawn_rows(self: &Arc<Self>, indices: Vec<u32>) {
-        let weak = Arc::downgrade(self);
-        rayon::spawn(move || {
-            for chunk in indices.chunks(PREFETCH_CHUNK) {
+        let indices = Arc::new(indices);
+        for start in (0..indices.len()).step_by(PREFETCH_CHUNK) {
+            let (weak, indices) = (Arc::downgrade(self), indices.clone());
+            rayon::spawn(move || {
                 let Some(dataset) = weak.upgrade() else {
                     return;
                 };
-                if dataset.cancelled.load(Ordering::Relaxed) {
-                    return;
+                let end = (start + PREFETCH_CHUNK).min(indices.len());
+                for &i in &indices[start..end] {
+                    if dataset.cancelled.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    dataset.prefetch_row(i as usize);
                 }
-                chunk
-                    .par_iter()
-                    .with_max_len(PARALLEL_GRAIN)
-                    .for_each(|&i| dataset.prefetch_row(i as usize));
-            }
-        });
+            });
+        }
     }
 
     /// What every row holds and what happened to it; builds the rows not built yet, on all
