@@ -318,3 +318,51 @@ fn plan_agrees_where_the_fuzzer_found_it_did_not() {
         Some("[' pad ', 1e+16]1e+16")
     );
 }
+
+/// `SFT_PLAN_TEMPLATE=<chat_template.jinja> SFT_PLAN_DATA=<jsonl> cargo test --profile ci --lib --
+/// --ignored --nocapture plan_tests::plan_throughput`: renders every example of the file (a
+/// prompt-completion example twice: its prompt with the generation prompt, then in full) with the
+/// plan on one thread, `SFT_PLAN_ROUNDS` times, for a profile of the plan renderer.
+#[test]
+#[ignore]
+fn plan_throughput() {
+    let path = |var: &str| std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set"));
+    let source = std::fs::read_to_string(path("SFT_PLAN_TEMPLATE")).unwrap();
+    let data = std::fs::read_to_string(path("SFT_PLAN_DATA")).unwrap();
+    let rounds: usize = std::env::var("SFT_PLAN_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let t = template(&source);
+    let mut renders: Vec<(Vec<Json>, bool)> = Vec::new();
+    for line in data.lines().filter(|l| !l.trim().is_empty()) {
+        let record: Json = serde_json::from_str(line).unwrap();
+        if let Some(messages) = record["messages"].as_array() {
+            renders.push((messages.clone(), false));
+        } else if let Some(prompt) = record["prompt"].as_array() {
+            renders.push((prompt.clone(), true));
+            let mut full = prompt.clone();
+            full.push(record["completion"].clone());
+            renders.push((full, false));
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut bytes = 0;
+    for _ in 0..rounds {
+        for (messages, add_generation_prompt) in &renders {
+            let opts = RenderOptions {
+                add_generation_prompt: *add_generation_prompt,
+                ..RenderOptions::default()
+            };
+            let text = t.render_planned(messages, &opts).expect("a plan").unwrap();
+            bytes += text.len();
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "{} renders a round, {:.1} MB/s, {:.2} us a render",
+        renders.len(),
+        bytes as f64 / 1e6 / secs,
+        secs * 1e6 / (renders.len() * rounds) as f64
+    );
+}
