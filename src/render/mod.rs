@@ -708,6 +708,25 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
         .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
+    // The clock's second (or the fixed time) and the format name the text, unless the format
+    // can print fractions of a second (chrono spells those with an `f`): the renders of one
+    // second reuse the first one's text instead of formatting the date again.
+    let second = match fixed {
+        Some(time) => (true, time.timestamp()),
+        None => (false, chrono::Utc::now().timestamp()),
+    };
+    let cacheable = !format.contains('f');
+    if cacheable {
+        let hit = LAST_STRFTIME.with(|last| {
+            let last = last.borrow();
+            last.as_ref()
+                .filter(|(f, s, _)| *s == second && *f == format)
+                .map(|(_, _, text)| text.clone())
+        });
+        if let Some(text) = hit {
+            return Ok(Value::from(text));
+        }
+    }
     let mut out = String::new();
     let written = match fixed {
         Some(time) => write!(out, "{}", time.naive_utc().format(&format)),
@@ -719,13 +738,54 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
             format!("strftime_now: invalid format {format:?}"),
         )
     })?;
+    if cacheable {
+        let text = out.clone();
+        LAST_STRFTIME.with(|last| *last.borrow_mut() = Some((format, second, text)));
+    }
     Ok(Value::from(out))
+}
+
+/// The last `strftime_now` text of this thread: its format, the second it was made in (and
+/// whether that second was `SOURCE_DATE_EPOCH`'s) and the text.
+type LastStrftime = Option<(String, (bool, i64), String)>;
+
+thread_local! {
+    static LAST_STRFTIME: RefCell<LastStrftime> = const { RefCell::new(None) };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The text `strftime_now` should give now, formatted afresh.
+    fn strftime_afresh(format: &str) -> String {
+        let fixed = std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
+        match fixed {
+            Some(time) => time.naive_utc().format(format).to_string(),
+            None => chrono::Local::now().format(format).to_string(),
+        }
+    }
+
+    #[test]
+    fn strftime_now_reuses_a_text_only_within_its_second_and_format() {
+        for format in ["%Y-%m-%d", "%d %b %Y %H:%M:%S", "%A"] {
+            let before = strftime_afresh(format);
+            let first = strftime_now(format.to_string()).unwrap().to_string();
+            let second = strftime_now(format.to_string()).unwrap().to_string();
+            let after = strftime_afresh(format);
+            assert!(first == before || first == after, "{format}: {first}");
+            assert!(second == first || second == after, "{format}: {second}");
+        }
+        // Another format in the same second is formatted, not taken from the last one.
+        let date = strftime_now("%Y".to_string()).unwrap().to_string();
+        let weekday = strftime_now("%a".to_string()).unwrap().to_string();
+        assert_eq!(date.len(), 4);
+        assert_ne!(date, weekday);
+    }
 
     fn render(source: &str, messages: serde_json::Value, gen: bool) -> SftResult<String> {
         let t = ChatTemplate::compile(source, vec![("eos_token".into(), Value::from("</s>"))])?;

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::eval::namespace;
-use super::ir::{BinOp, Filter, MapFilter, Method, Test};
+use super::ir::{AttrName, BinOp, Filter, MapFilter, Method, Test};
 use super::value::{contains, equals, Bail, Res, Sym, V};
 use super::Plan;
 use crate::render::json_dumps::{dumps, dumps_json, DumpOptions};
@@ -94,9 +94,10 @@ pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
 }
 
 /// `object.name`.
-pub fn attr<'a>(object: &V<'a>, sym: Sym, name: &str) -> Res<V<'a>> {
+pub fn attr<'a>(object: &V<'a>, attr: &AttrName) -> Res<V<'a>> {
+    let (sym, name) = (attr.sym, &*attr.text);
     // On a dict, jinja2 finds a dict method's name before the key (the interpreter follows).
-    if object.is_map() && DICT_METHODS.contains(&name) {
+    if attr.dict_method && object.is_map() {
         return Err(Bail);
     }
     if let Some(v) = object.map_get(name) {

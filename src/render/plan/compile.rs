@@ -8,9 +8,11 @@ use minijinja::machinery::ast;
 use minijinja::value::ValueKind;
 
 use super::ir::{
-    Arg, BinOp, CmpOp, Const, Expr, Filter, ForLoop, Macro, MapFilter, Method, Stmt, Target, Test,
+    Arg, AttrName, BinOp, CmpOp, Const, Expr, Filter, ForLoop, Macro, MapFilter, Method, Stmt,
+    Target, Test,
 };
 use super::value::Sym;
+use crate::render::python_semantics::DICT_METHODS;
 
 /// The construct the plan does not implement.
 pub struct Unsupported(pub &'static str);
@@ -263,8 +265,12 @@ impl Compiler {
                 i.false_expr.as_ref().map(|e| self.boxed(e)).transpose()?,
             ),
             ast::Expr::GetAttr(a) => {
-                let sym = self.sym(a.name);
-                Expr::Attr(self.boxed(&a.expr)?, sym, a.name.into())
+                let name = AttrName {
+                    sym: self.sym(a.name),
+                    text: a.name.into(),
+                    dict_method: DICT_METHODS.contains(&a.name),
+                };
+                Expr::Attr(self.boxed(&a.expr)?, Box::new(name))
             }
             ast::Expr::GetItem(i) => {
                 Expr::Item(self.boxed(&i.expr)?, self.boxed(&i.subscript_expr)?)

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::builtins;
-use super::ir::{Arg, BinOp, CmpOp, Const, Expr, ForLoop, Stmt, Target};
+use super::ir::{Arg, AttrName, BinOp, CmpOp, Const, Expr, ForLoop, Stmt, Target};
 use super::value::{compare, contains, equals, slice, Bail, LoopState, Res, Sym, V};
 use super::Plan;
 
@@ -21,14 +21,36 @@ enum Flow {
     Continue,
 }
 
-type Frame<'a> = Vec<(Sym, V<'a>)>;
+/// A variable binding: its name and value.
+type Binding<'a> = (Sym, V<'a>);
+
+thread_local! {
+    /// The binding stacks of the last render on this thread, emptied, so that the next render
+    /// reuses their memory instead of growing new ones.
+    static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Emptied buffers of a finished render.
+struct Spare {
+    vars: Vec<Binding<'static>>,
+    starts: Vec<usize>,
+    scratch: Vec<Binding<'static>>,
+}
+
+/// `spare`'s memory as an empty vector of bindings of another lifetime (the layout is the
+/// same, and collecting an empty vector's iterator into it reuses the buffer).
+fn reuse<'x, 'y>(mut spare: Vec<Binding<'x>>) -> Vec<Binding<'y>> {
+    spare.clear();
+    spare.into_iter().map(|_| unreachable!("emptied")).collect()
+}
 
 pub struct Run<'a> {
     pub plan: &'a Plan,
-    /// Frame 0: the render's variables; frame 1: the template's top level.
-    frames: Vec<Frame<'a>>,
-    /// How many of `frames` are live (the rest are kept for reuse).
-    live: usize,
+    /// Every binding in scope, frame after frame: frame 0 holds the render's variables, frame
+    /// 1 the template's top level; each `for` or `with` body and each macro call opens one.
+    vars: Vec<Binding<'a>>,
+    /// Where each live frame starts in `vars`.
+    starts: Vec<usize>,
     /// The first frame of the macro call running, or 1.
     base: usize,
     out: String,
@@ -36,45 +58,103 @@ pub struct Run<'a> {
     /// whose whole output is one borrowed string gives that string without a copy.
     pending: Option<&'a str>,
     /// Macro arguments being evaluated, before their frame exists.
-    scratch: Vec<(Sym, V<'a>)>,
+    scratch: Vec<Binding<'a>>,
     steps: u64,
     depth: usize,
 }
 
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        let mut starts = std::mem::take(&mut self.starts);
+        starts.clear();
+        let spare = Spare {
+            vars: reuse(std::mem::take(&mut self.vars)),
+            starts,
+            scratch: reuse(std::mem::take(&mut self.scratch)),
+        };
+        // A thread being torn down keeps nothing.
+        let _ = SPARE.try_with(|cell| *cell.borrow_mut() = Some(spare));
+    }
+}
+
 impl<'a> Run<'a> {
-    pub fn new(plan: &'a Plan, context: Frame<'a>, capacity: usize) -> Self {
+    pub fn new(plan: &'a Plan, context: Vec<Binding<'a>>, capacity: usize) -> Self {
+        let spare = SPARE
+            .try_with(|cell| cell.borrow_mut().take())
+            .ok()
+            .flatten();
+        let (mut vars, mut starts, scratch) = match spare {
+            Some(s) => (reuse(s.vars), s.starts, reuse(s.scratch)),
+            None => (Vec::with_capacity(64), Vec::with_capacity(16), Vec::new()),
+        };
+        starts.push(0);
+        vars.extend(context);
+        starts.push(vars.len());
         Run {
             plan,
-            frames: vec![context, Vec::new()],
-            live: 2,
+            vars,
+            starts,
             base: 1,
             out: String::with_capacity(capacity),
             pending: None,
-            scratch: Vec::new(),
+            scratch,
             steps: 0,
             depth: 0,
         }
     }
 
+    #[inline]
     fn lookup(&self, sym: Sym) -> Option<&V<'a>> {
-        for frame in self.frames[self.base..self.live].iter().rev() {
-            if let Some((_, v)) = frame.iter().rev().find(|(s, _)| *s == sym) {
-                return Some(v);
+        // The frames from the running macro's first (or the top level) up, then the top level
+        // and the render's variables (a macro sees those, not its caller's frames).
+        let (own_start, outer_end) = (self.starts[self.base], self.starts[self.base.min(2)]);
+        let mut i = self.vars.len();
+        while i > own_start {
+            i -= 1;
+            if self.vars[i].0 == sym {
+                return Some(&self.vars[i].1);
             }
         }
-        for frame in self.frames[..self.base.min(2)].iter().rev() {
-            if let Some((_, v)) = frame.iter().rev().find(|(s, _)| *s == sym) {
-                return Some(v);
+        let mut i = outer_end.min(own_start);
+        while i > 0 {
+            i -= 1;
+            if self.vars[i].0 == sym {
+                return Some(&self.vars[i].1);
             }
         }
         None
     }
 
+    /// The value of a variable (undefined, or a global function, when nothing binds it).
+    #[inline]
+    fn var(&self, sym: Sym) -> V<'a> {
+        match self.lookup(sym) {
+            Some(v) => v.clone(),
+            None if self.plan.globals.contains(&sym) => V::Function,
+            None => V::Undef,
+        }
+    }
+
+    /// `object.name`, reading a variable's value in place rather than copying it.
+    fn attr_of(&mut self, object: &'a Expr, name: &AttrName) -> Res<V<'a>> {
+        match object {
+            Expr::Var(sym) => match self.lookup(*sym) {
+                Some(v) => builtins::attr(v, name),
+                None => builtins::attr(&self.var(*sym), name),
+            },
+            other => {
+                let object = self.expr(other)?;
+                builtins::attr(&object, name)
+            }
+        }
+    }
+
+    /// Binds `sym` in the innermost frame.
     fn set(&mut self, sym: Sym, value: V<'a>) {
-        let frame = &mut self.frames[self.live - 1];
-        match frame.iter_mut().find(|(s, _)| *s == sym) {
+        let start = *self.starts.last().unwrap_or(&0);
+        match self.vars[start..].iter_mut().find(|(s, _)| *s == sym) {
             Some(slot) => slot.1 = value,
-            None => frame.push((sym, value)),
+            None => self.vars.push((sym, value)),
         }
     }
 
@@ -195,17 +275,19 @@ impl<'a> Run<'a> {
     }
 
     fn push_frame(&mut self) {
-        if self.frames.len() > self.live {
-            self.frames[self.live].clear();
-        } else {
-            self.frames.push(Vec::new());
-        }
-        self.live += 1;
+        self.starts.push(self.vars.len());
     }
 
     fn pop_frame(&mut self) {
-        self.live -= 1;
-        self.frames[self.live].clear();
+        if let Some(start) = self.starts.pop() {
+            self.vars.truncate(start);
+        }
+    }
+
+    /// Empties the innermost frame.
+    fn clear_frame(&mut self) {
+        let start = *self.starts.last().unwrap_or(&0);
+        self.vars.truncate(start);
     }
 
     /// Writes a string that lives as long as the render.
@@ -227,7 +309,7 @@ impl<'a> Run<'a> {
     /// The whole output.
     pub fn finish(mut self) -> String {
         self.flush();
-        self.out
+        std::mem::take(&mut self.out)
     }
 
     /// What `f` writes, kept apart from the output: borrowed when it is one borrowed piece.
@@ -311,7 +393,7 @@ impl<'a> Run<'a> {
             for i in 0..state.items.len() {
                 self.step()?;
                 // Each iteration starts with a fresh scope: what one sets, the next does not see.
-                self.frames[self.live - 1].clear();
+                self.clear_frame();
                 self.set(self.plan.loop_sym, V::Loop(state.clone()));
                 state.index.set(i);
                 self.assign(&f.target, state.items[i].clone())?;
@@ -330,11 +412,7 @@ impl<'a> Run<'a> {
 
     pub fn expr(&mut self, e: &'a Expr) -> Res<V<'a>> {
         Ok(match e {
-            Expr::Var(sym) => match self.lookup(*sym) {
-                Some(v) => v.clone(),
-                None if self.plan.globals.contains(sym) => V::Function,
-                None => V::Undef,
-            },
+            Expr::Var(sym) => self.var(*sym),
             Expr::Const(c) => match c {
                 Const::Undef => V::Undef,
                 Const::None => V::None,
@@ -403,10 +481,7 @@ impl<'a> Run<'a> {
                     }
                 }
             }
-            Expr::Attr(object, sym, name) => {
-                let object = self.expr(object)?;
-                builtins::attr(&object, *sym, name)?
-            }
+            Expr::Attr(object, name) => self.attr_of(object, name)?,
             Expr::Item(object, key) => {
                 let (object, key) = (self.expr(object)?, self.expr(key)?);
                 builtins::item(&object, &key)?
@@ -510,9 +585,9 @@ impl<'a> Run<'a> {
             }
         }
         self.push_frame();
-        let frame = self.live - 1;
+        let frame = self.starts.len() - 1;
         let given = self.scratch.drain(mark..);
-        self.frames[frame].extend(given);
+        self.vars.extend(given);
         let saved_base = self.base;
         self.depth += 1;
         let result = (|| {
@@ -555,4 +630,22 @@ fn compare_op<'a>(op: CmpOp, l: &V<'a>, r: &V<'a>) -> Res<bool> {
 /// A namespace object made by `namespace(...)`.
 pub fn namespace<'a>(fields: Vec<(Sym, V<'a>)>) -> V<'a> {
     V::Ns(Rc::new(RefCell::new(fields)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reused_bindings_keep_their_buffer() {
+        let mut spare: Vec<Binding<'static>> = Vec::with_capacity(32);
+        spare.push((1, V::Int(1)));
+        let at = spare.as_ptr() as usize;
+        let text = String::from("a shorter lifetime");
+        let mut reused: Vec<Binding<'_>> = reuse(spare);
+        assert!(reused.is_empty());
+        assert_eq!((reused.capacity(), reused.as_ptr() as usize), (32, at));
+        reused.push((2, V::Str(&text)));
+        assert_eq!(reused.len(), 1);
+    }
 }

@@ -163,6 +163,14 @@ pub enum Method {
     Capitalize,
 }
 
+/// The name of `object.name`, with what every render would otherwise work out again.
+pub struct AttrName {
+    pub sym: Sym,
+    pub text: Box<str>,
+    /// A dict method's name (`items`, `get`, ...): on a dict, jinja2 finds the method first.
+    pub dict_method: bool,
+}
+
 pub struct Arg {
     pub name: Option<Sym>,
     pub value: Expr,
@@ -182,7 +190,7 @@ pub enum Expr {
     Or(Box<Expr>, Box<Expr>),
     Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
     IfElse(Box<Expr>, Box<Expr>, Option<Box<Expr>>),
-    Attr(Box<Expr>, Sym, Box<str>),
+    Attr(Box<Expr>, Box<AttrName>),
     Item(Box<Expr>, Box<Expr>),
     Slice(Box<Expr>, Box<[Option<Expr>; 3]>),
     Filter(Filter, Box<Expr>, Vec<Expr>),
