@@ -32,6 +32,7 @@
 //! - **reasoning** (assistants): from the first `<think>` (or the body start) to the last
 //!   `</think>` before the content end, and the newlines after it.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::Value as Json;
@@ -276,16 +277,19 @@ impl<'a> PrefixRenders<'a> {
     }
 
     /// `messages[from..end]` after the leading `head` messages, then message `i` emptied for
-    /// `Part::Emptied`.
-    fn list(&self, head: usize, from: usize, i: usize, part: Part) -> Vec<Json> {
+    /// `Part::Emptied`: borrowed where that is one run of the conversation.
+    fn list(&self, head: usize, from: usize, i: usize, part: Part) -> Cow<'a, [Json]> {
         let end = if part == Part::Through { i + 1 } else { i };
+        if part != Part::Emptied && head == from {
+            return Cow::Borrowed(&self.messages[..end]);
+        }
         let mut list = Vec::with_capacity(head + end - from + 1);
         list.extend_from_slice(&self.messages[..head]);
         list.extend_from_slice(&self.messages[from..end]);
         if part == Part::Emptied {
             list.push(with_empty_content(&self.messages[i]));
         }
-        list
+        Cow::Owned(list)
     }
 }
 
