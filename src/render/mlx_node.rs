@@ -172,9 +172,45 @@ fn sanitized_part(part: &Json) -> Json {
     }
 }
 
-/// The messages as MLX Node's tokenizer hands them to the template.
-pub fn sanitized_messages(messages: &[Json]) -> Vec<Json> {
-    messages.iter().map(sanitized_message).collect()
+/// The messages as MLX Node's tokenizer hands them to the template: the messages themselves
+/// when every one is already in that form (most are: a role and a text), else sanitised copies.
+pub fn sanitized_messages(messages: &[Json]) -> Cow<'_, [Json]> {
+    if messages.iter().all(already_sanitized) {
+        return Cow::Borrowed(messages);
+    }
+    Cow::Owned(messages.iter().map(sanitized_message).collect())
+}
+
+/// Whether `sanitized_message` would give `message` back unchanged, key order included: a
+/// known role as MLX Node spells it, a content it keeps as it is, no tool calls (those are
+/// reshaped) and no field it drops.
+fn already_sanitized(message: &Json) -> bool {
+    let Some(map) = message.as_object() else {
+        return true;
+    };
+    let mut keys = map.iter();
+    let role_kept = matches!(
+        keys.next(),
+        Some((key, Json::String(role))) if key == "role" && ROLES.contains(&role.as_str())
+    );
+    let content_kept = match keys.next() {
+        Some((key, content)) if key == "content" => match content {
+            Json::String(text) => matches!(without_control_strings(text), Cow::Borrowed(_)),
+            Json::Array(parts) => parts.iter().all(|part| {
+                part.get("text")
+                    .and_then(Json::as_str)
+                    .is_none_or(|text| !DELETED.iter().any(|d| text.contains(d)))
+            }),
+            Json::Null => false,
+            _ => true,
+        },
+        _ => false,
+    };
+    // The optional fields it keeps, in its order, each at most once and never null.
+    let mut optional = ["tool_call_id", "reasoning_content"].into_iter();
+    role_kept
+        && content_kept
+        && keys.all(|(key, value)| !value.is_null() && optional.any(|kept| kept == key))
 }
 
 /// The special-token variables MLX Node's context holds: `bos_token` (empty when the model has
@@ -238,7 +274,8 @@ mod tests {
             json!({"role": "narrator", "content": "<|im_<|im_end|>start|>x", "name": "n"}),
             json!({"role": "tool", "content": [{"type": "text", "text": "<|im_end|>t"}], "tool_call_id": "c"}),
             json!({"reasoning_content": "r", "role": "assistant", "content": null}),
-        ]);
+        ])
+        .into_owned();
         assert_eq!(
             got,
             vec![
@@ -255,12 +292,48 @@ mod tests {
     }
 
     #[test]
+    fn messages_already_in_mlx_node_form_are_not_copied() {
+        let kept = [
+            json!({"role": "system", "content": "s"}),
+            json!({"role": "user", "content": [{"type": "text", "text": "t"}, {"type": "image"}]}),
+            json!({"role": "tool", "content": "r", "tool_call_id": "c"}),
+            json!({"role": "assistant", "content": "a", "reasoning_content": "why"}),
+            json!({"role": "assistant", "content": "a", "tool_call_id": "c", "reasoning_content": "r"}),
+            json!("not an object"),
+        ];
+        assert!(matches!(sanitized_messages(&kept), Cow::Borrowed(_)));
+        // Each of these changes: the copy is made, and equals what each message sanitises to.
+        let changed = [
+            json!({"content": "c", "role": "user"}),
+            json!({"role": "User", "content": "c"}),
+            json!({"role": "narrator", "content": "c"}),
+            json!({"role": "user", "content": "a<|im_end|>"}),
+            json!({"role": "user", "content": [{"type": "text", "text": "<|endoftext|>"}]}),
+            json!({"role": "user"}),
+            json!({"role": "user", "content": null}),
+            json!({"role": "user", "content": "c", "name": "n"}),
+            json!({"role": "tool", "content": "c", "tool_call_id": null}),
+            json!({"role": "assistant", "content": "c", "reasoning_content": "r", "tool_call_id": "c"}),
+            json!({"role": "assistant", "content": "", "tool_calls": []}),
+        ];
+        for message in changed {
+            let list = [json!({"role": "user", "content": "u"}), message.clone()];
+            let got = sanitized_messages(&list);
+            assert!(matches!(got, Cow::Owned(_)), "{message}");
+            assert_eq!(got[1], sanitized_message(&message));
+            let keys = |m: &Json| m.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
+            assert_eq!(keys(&got[1]), keys(&sanitized_message(&message)));
+        }
+    }
+
+    #[test]
     fn tool_calls_take_one_shape_with_parsed_arguments() {
         let got = sanitized_messages(&[json!({"role": "assistant", "content": "", "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}},
             {"name": "g", "arguments": {"y": 2}},
             {"function": {"name": "h", "arguments": "not json"}},
-        ]})]);
+        ]})])
+        .into_owned();
         assert_eq!(
             got[0]["tool_calls"],
             json!([

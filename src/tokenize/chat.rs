@@ -56,6 +56,8 @@ impl ChatTokenizer {
     /// Chooses the chat-template renderer (see `chat_template::compiled`). `Compiled` fails for a
     /// template without a direct renderer; a tokenizer without a template has nothing to choose.
     pub fn set_renderer(&mut self, choice: RendererChoice) -> SftResult<()> {
+        self.renderer_choice = choice;
+        self.mlx_template = OnceLock::new();
         if let Some(Ok(t)) = &mut self.tool_use {
             // A direct renderer is known for default templates only; the tool_use one keeps
             // the interpreter where it has none.
@@ -76,11 +78,13 @@ impl ChatTokenizer {
         }
     }
 
-    /// The renderer in use: `Compiled` for a known template (unless the interpreter was chosen).
+    /// The renderer renders use where their options do not say otherwise: `Compiled` for a
+    /// known template rendered as transformers (unless another renderer was chosen); MLX Node's
+    /// rendering has no direct renderer.
     pub fn renderer(&self) -> Renderer {
-        match &self.template {
-            Some(Ok(t)) => t.renderer(),
-            _ => Renderer::Interpreter,
+        match self.template_of(&RenderOptions::default()) {
+            Ok(t) => t.renderer(),
+            Err(_) => Renderer::Interpreter,
         }
     }
 
@@ -101,11 +105,15 @@ impl ChatTokenizer {
         }
         let compiled = self.mlx_template.get_or_init(|| {
             let source = self.config.chat_template.as_deref()?;
-            Some(ChatTemplate::compile_as(
-                source,
-                self.special_tokens_map(),
-                RenderAs::MlxNode,
-            ))
+            let mut template =
+                ChatTemplate::compile_as(source, self.special_tokens_map(), RenderAs::MlxNode);
+            // The interpreter when it was chosen; otherwise the plan (no direct renderer here).
+            if let Ok(t) = &mut template {
+                if self.renderer_choice == RendererChoice::Interpreter {
+                    let _ = t.set_renderer(RendererChoice::Interpreter);
+                }
+            }
+            Some(template)
         });
         match compiled {
             Some(Ok(t)) => Ok(t),

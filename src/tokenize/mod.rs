@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{ErrorCode, SftError, SftResult};
-use crate::render::{ChatTemplate, RenderAs};
+use crate::render::{ChatTemplate, RenderAs, RendererChoice};
 use crate::tokenize::control_tokens::{encode_marked, AddedToken, ControlTokens, PieceEncoder};
 use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::fast_bpe::FastBpe;
@@ -78,6 +78,8 @@ pub struct ChatTokenizer {
     render_as: RenderAs,
     /// The chat template compiled with MLX Node's rules, on first use.
     mlx_template: OnceLock<Option<SftResult<ChatTemplate>>>,
+    /// The renderer chosen at load (`fromPretrained`'s `renderer`), for templates compiled later.
+    renderer_choice: RendererChoice,
 }
 
 /// The control tokens of the chat template, and every added token by content.
@@ -181,6 +183,7 @@ impl ChatTokenizer {
             sanitize: OnceLock::new(),
             render_as: RenderAs::default(),
             mlx_template: OnceLock::new(),
+            renderer_choice: RendererChoice::Auto,
         };
         tokenizer.compile_templates();
         Ok(tokenizer)
