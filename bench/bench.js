@@ -14,6 +14,9 @@
 //                                        --render-as mlx-node renders as MLX Node does)
 //   npm run bench -- --templates         (the TRL template collection as a whole, plan against
 //                                        interpreter: bench/templates.js)
+//   npm run bench -- --renderers         (Qwen3, Qwen3.5 and GPT-OSS in both renderings: render
+//                                        MB/s and epoch 1 / encodeBatch, then the TRL collection:
+//                                        bench/renderers.js)
 //   npm run bench -- --foreign           (a foreign tokenizer object: epochs 1 and 2 against the
 //                                        reference-style epoch with the same object)
 //   npm run bench -- --memory [--mb 1024] [--budget 256]   (a generated file loaded with and
@@ -289,6 +292,7 @@ async function main() {
   if (process.argv.includes('--memory')) return require('./memory.js')
   if (process.argv.includes('--foreign')) return require('./foreign.js').run()
   if (process.argv.includes('--templates')) return require('./templates.js').run(process.argv.slice(2).filter((a) => a !== '--templates'))
+  if (process.argv.includes('--renderers')) return require('./renderers.js').run(process.argv.slice(2).filter((a) => a !== '--renderers'))
   const { values } = parseArgs({
     options: {
       data: { type: 'string' },

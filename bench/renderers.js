@@ -5,7 +5,8 @@
 // transformers renders and as MLX Node's tokenizer renders:
 // - the renderer in use;
 // - render MB/s on one core: renderChatTemplate over the conversation file, in a child process
-//   with RAYON_NUM_THREADS=1, median of rounds;
+//   with RAYON_NUM_THREADS=1, median of rounds, less the same calls through a template that
+//   prints nothing (what converting the messages from JS costs);
 // - epoch 1 / encodeBatch on all cores, for a prompt-completion and a conversation file: per
 //   round encodeBatch, the epoch (loadSFTDataset with completionOnly and every batches(8)),
 //   encodeBatch again; each epoch's throughput against the geometric mean of the two encodeBatch
@@ -17,7 +18,7 @@
 //   npm run bench -- --renderers [--rounds 9] [--models qwen3,qwen3.5,gptoss] [--no-collection]
 
 const { execFileSync } = require('node:child_process')
-const { mkdtempSync, rmSync } = require('node:fs')
+const { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
@@ -34,18 +35,45 @@ function fullTexts(tok, examples) {
   return examples.map((ex) => tok.renderChatTemplate('prompt' in ex ? [...ex.prompt, ex.completion] : ex.messages, {}))
 }
 
-/** In a child on one thread: renderChatTemplate MB/s over `file`, median of `rounds`. */
+/** A model folder beside `dir` with its tokenizer and a template that prints nothing. */
+function silentFolder(dir, work) {
+  const silent = path.join(work, 'silent')
+  mkdirSync(silent, { recursive: true })
+  copyFileSync(path.join(dir, 'tokenizer.json'), path.join(silent, 'tokenizer.json'))
+  const config = JSON.parse(readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8'))
+  delete config.chat_template
+  writeFileSync(path.join(silent, 'tokenizer_config.json'), JSON.stringify(config))
+  writeFileSync(path.join(silent, 'chat_template.jinja'), "{{ '' }}")
+  return silent
+}
+
+/**
+ * In a child on one thread: the render MB/s of renderChatTemplate over `file`, median of
+ * `rounds`, with the calls themselves (converting the messages from JS, timed through a template
+ * that prints nothing) taken out.
+ */
 async function renderWorker(dir, renderAs, file, rounds) {
-  const tok = await lib.Tokenizer.fromPretrained(dir, { renderAs })
-  const examples = readJsonl(file)
-  const bytes = fullTexts(tok, examples).reduce((n, t) => n + Buffer.byteLength(t), 0)
-  const speeds = []
-  for (let i = 0; i < rounds; i++) {
-    const t0 = process.hrtime.bigint()
-    fullTexts(tok, examples)
-    speeds.push(bytes / 1e6 / seconds(t0))
+  const work = mkdtempSync(path.join(os.tmpdir(), 'sft-render-worker-'))
+  try {
+    const tok = await lib.Tokenizer.fromPretrained(dir, { renderAs })
+    const silent = await lib.Tokenizer.fromPretrained(silentFolder(dir, work), { renderAs })
+    const examples = readJsonl(file)
+    const bytes = fullTexts(tok, examples).reduce((n, t) => n + Buffer.byteLength(t), 0)
+    const timed = (t) => {
+      const t0 = process.hrtime.bigint()
+      fullTexts(t, examples)
+      return seconds(t0)
+    }
+    const [full, calls] = [[], []]
+    for (let i = 0; i < rounds; i++) {
+      full.push(timed(tok))
+      calls.push(timed(silent))
+    }
+    const render = Math.max(median(full) - median(calls), 1e-9)
+    process.stdout.write(JSON.stringify({ mbPerSec: bytes / 1e6 / render, renderer: tok.renderer }))
+  } finally {
+    rmSync(work, { recursive: true, force: true })
   }
-  process.stdout.write(JSON.stringify({ mbPerSec: median(speeds), renderer: tok.renderer }))
 }
 
 function renderInChild(dir, renderAs, file, rounds) {

@@ -214,11 +214,7 @@ impl<'a> Run<'a> {
             Stmt::EmitJoined(parts) => self.emit_joined(parts)?,
             Stmt::For(f) => return self.for_loop(f),
             Stmt::If(cond, then, otherwise) => {
-                let branch = if self.expr(cond)?.truthy()? {
-                    then
-                } else {
-                    otherwise
-                };
+                let branch = if self.truth(cond)? { then } else { otherwise };
                 return self.block(branch);
             }
             Stmt::Set(target, e) => {
@@ -346,8 +342,23 @@ impl<'a> Run<'a> {
         // written as they come (a render that gives up discards what it wrote).
         self.write_value(first)?;
         for part in &parts[1..] {
-            let v = self.expr(part)?;
-            self.write_value(v)?;
+            match part {
+                Expr::Const(Const::Str(s)) => self.write(s),
+                Expr::Var(sym) => match self.lookup(*sym) {
+                    Some(V::Str(s)) => {
+                        let s: &'a str = s;
+                        self.write(s)
+                    }
+                    _ => {
+                        let v = self.var(*sym);
+                        self.write_value(v)?
+                    }
+                },
+                _ => {
+                    let v = self.expr(part)?;
+                    self.write_value(v)?;
+                }
+            }
         }
         Ok(())
     }
@@ -376,7 +387,7 @@ impl<'a> Run<'a> {
                 let mut kept = Vec::with_capacity(items.len());
                 for item in items.iter() {
                     self.assign(&f.target, item.clone())?;
-                    if self.expr(cond)?.truthy()? {
+                    if self.truth(cond)? {
                         kept.push(item.clone());
                     }
                 }
@@ -434,7 +445,7 @@ impl<'a> Run<'a> {
                 }
                 V::Map(Rc::new(out))
             }
-            Expr::Not(e) => V::Bool(!self.expr(e)?.truthy()?),
+            Expr::Not(e) => V::Bool(!self.truth(e)?),
             Expr::Neg(e) => match self.expr(e)? {
                 V::Int(i) => V::Int(i.checked_neg().ok_or(Bail)?),
                 V::Float(f) => V::Float(-f),
@@ -472,7 +483,7 @@ impl<'a> Run<'a> {
                 V::Bool(true)
             }
             Expr::IfElse(test, yes, no) => {
-                if self.expr(test)?.truthy()? {
+                if self.truth(test)? {
                     self.expr(yes)?
                 } else {
                     match no {
@@ -516,6 +527,37 @@ impl<'a> Run<'a> {
             }
             Expr::Call(sym, name, args) => self.call(*sym, name, args)?,
         })
+    }
+
+    /// Whether `e` is true, as `if` takes it: comparisons, tests and their `and`, `or` and `not`
+    /// decided without making a value of the answer.
+    fn truth(&mut self, e: &'a Expr) -> Res<bool> {
+        match e {
+            Expr::Compare(first, ops) if ops.len() == 1 => {
+                let (op, right) = (&ops[0].0, &ops[0].1);
+                let left = self.expr(first)?;
+                let right = self.expr(right)?;
+                compare_op(*op, &left, &right)
+            }
+            Expr::Test(test, value, args) if args.is_empty() => match &**value {
+                Expr::Var(sym) => match self.lookup(*sym) {
+                    Some(v) => builtins::test(*test, v, &[]),
+                    None => builtins::test(*test, &self.var(*sym), &[]),
+                },
+                other => {
+                    let value = self.expr(other)?;
+                    builtins::test(*test, &value, &[])
+                }
+            },
+            Expr::Not(inner) => Ok(!self.truth(inner)?),
+            Expr::And(l, r) => Ok(self.truth(l)? && self.truth(r)?),
+            Expr::Or(l, r) => Ok(self.truth(l)? || self.truth(r)?),
+            Expr::Var(sym) => match self.lookup(*sym) {
+                Some(v) => v.truthy(),
+                None => self.var(*sym).truthy(),
+            },
+            other => self.expr(other)?.truthy(),
+        }
     }
 
     /// `f` of the values of `args`, without a heap allocation for up to two of them.
