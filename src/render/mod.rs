@@ -246,6 +246,10 @@ impl ChatTemplate {
             env.add_filter("items", python_filters::items_filter);
             env.add_filter("sum", python_filters::sum_filter);
             env.add_filter("dictsort", python_filters::dictsort_filter);
+            env.add_filter("join", python_filters::join_filter);
+            env.add_filter("round", python_filters::round_filter);
+            env.add_filter("upper", python_filters::upper_filter);
+            env.add_filter("lower", python_filters::lower_filter);
             env.add_test("callable", python_filters::is_callable);
         }
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
@@ -558,6 +562,11 @@ fn jinja2_method(
 ) -> Result<Value, Error> {
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
+        // Split on runs of Python's whitespace (the information separators too).
+        (Some(s), "split", []) => Ok(Value::from(python_str::python_split_whitespace(s))),
+        (Some(s), "split", [sep]) if sep.is_none() => {
+            Ok(Value::from(python_str::python_split_whitespace(s)))
+        }
         (Some(s), "zfill", [width]) if width.is_integer() || width.kind() == ValueKind::Bool => {
             let width = i64::try_from(width.clone()).unwrap_or(i64::from(width.is_true()));
             Ok(Value::from(python_filters::zfill(s, width)))
@@ -797,6 +806,46 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn python_spellings_of_round_join_case_and_split() {
+        let out = |src: &str| render(src, json!([]), false).map_err(|e| e.message);
+        // Python's round: ties to even on the exact value, integers stay integers; floor and
+        // ceil give floats.
+        assert_eq!(
+            out("{{ 2.5|round }} {{ 2.675|round(2) }} {{ 14|round }} {{ 14|round(2, 'floor') }} {{ 1250|round(-2) }} {{ 1350|round(-2) }} {{ 3.14159|round(2, 'ceil') }} {{ 0.125|round(2) }} {{ -0.5|round }}"),
+            Ok("2.0 2.67 14 14.0 1200 1400 3.15 0.12 -0.0".to_string())
+        );
+        assert!(out("{{ 'x'|round }}")
+            .unwrap_err()
+            .contains("type str doesn't define __round__ method"));
+        assert!(out("{{ 1|round(method='up') }}")
+            .unwrap_err()
+            .contains("method must be common, ceil or floor"));
+        // Items of join, and upper/lower of a non-string, as Python's str() writes them.
+        assert_eq!(
+            out("{{ [1e-07, 1e16, [1.5, none]]|join('|') }}"),
+            Ok("1e-07|1e+16|[1.5, None]".to_string())
+        );
+        assert_eq!(
+            out("{{ 1e-07|upper }} {{ [none]|lower }}"),
+            Ok("1E-07 [none]".to_string())
+        );
+        // split() on Python's whitespace; a loop over a string knows its length.
+        assert_eq!(
+            out("{{ 'a\u{1f}b c'.split() }}"),
+            Ok("['a', 'b', 'c']".to_string())
+        );
+        assert_eq!(
+            out("{% for c in 'ab' %}{{ loop.last }}{{ loop.length }}{% endfor %}"),
+            Ok("False2True2".to_string())
+        );
+        // Macros and undefined values inside containers print as Python's repr.
+        assert_eq!(
+            out("{% macro f(a) %}{% endmacro %}{{ f }} {{ [f, x] }}"),
+            Ok("<Macro 'f'> [<Macro 'f'>, Undefined]".to_string())
+        );
     }
 
     #[test]

@@ -6,12 +6,12 @@
 
 use std::sync::OnceLock;
 
-use minijinja::value::{Kwargs, Rest, Value, ValueKind};
+use minijinja::value::{Kwargs, Rest, StringInput, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
 use super::python_semantics::python_type_name;
 use super::python_str::python_strip;
-use super::python_value::py_str;
+use super::python_value::{needs_python_spelling, py_str};
 
 /// jinja2's `truncate.leeway` policy: a string at most this much longer than the length asked
 /// for is left whole.
@@ -450,6 +450,192 @@ pub fn dictsort_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
             python_type_name(&value)
         ))
     })
+}
+
+/// A value as jinja2's string filters take it (`soft_str`): Python's `str()` where that differs
+/// from minijinja's spelling (floats, lists, maps), the value itself otherwise.
+fn python_spelled(value: Value) -> Value {
+    if value.as_str().is_none() && needs_python_spelling(&value) {
+        Value::from(py_str(&value))
+    } else {
+        value
+    }
+}
+
+/// `join`: each item as Python's `str()` writes it (`1e-07`, `[1, 'a']`), then minijinja's
+/// `join` (its errors, its `d` and `attribute`).
+pub fn join_filter(
+    state: &mut State,
+    value: Value,
+    joiner: Option<Value>,
+    attribute: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let items = match value.kind() {
+        ValueKind::Seq | ValueKind::Iterable if attribute.is_none() && !kwargs.has("attribute") => {
+            let items = value.try_iter()?.map(python_spelled).collect::<Vec<_>>();
+            Value::from(items)
+        }
+        _ => value,
+    };
+    let joiner = joiner.map(python_spelled);
+    let joiner = joiner
+        .as_ref()
+        .map(|j| StringInput::new(state, j))
+        .transpose()?;
+    let attribute = attribute.as_ref().map(|a| a.as_str().map(str::to_string));
+    let attribute = match attribute {
+        Some(None) => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "join: attribute must be a string",
+            ))
+        }
+        Some(Some(a)) => Some(a),
+        None => None,
+    };
+    minijinja::filters::join(state, &items, joiner, attribute.as_deref(), kwargs)
+}
+
+/// `upper`: of Python's `str()` of the value.
+pub fn upper_filter(state: &State, value: Value) -> Result<Value, Error> {
+    let value = python_spelled(value);
+    Ok(minijinja::filters::upper(StringInput::new(state, &value)?))
+}
+
+/// `lower`: of Python's `str()` of the value.
+pub fn lower_filter(state: &State, value: Value) -> Result<Value, Error> {
+    let value = python_spelled(value);
+    Ok(minijinja::filters::lower(StringInput::new(state, &value)?))
+}
+
+/// jinja2's `round(value, precision=0, method='common')`: `'common'` is Python's `round` (an
+/// integer stays an integer; a float is rounded half to even on its exact value), `'floor'`
+/// and `'ceil'` scale by `10 ** precision`, round, and divide back (a float, always).
+pub fn round_filter(
+    value: Value,
+    precision: Option<Value>,
+    method: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let precision = pick(precision, &kwargs, "precision")?;
+    let method = pick(method, &kwargs, "method")?;
+    kwargs.assert_all_used()?;
+    let precision = match precision {
+        None => 0,
+        Some(p) if p.is_integer() => i64::try_from(p).map_err(|e| type_error(e.to_string()))?,
+        Some(p) if p.kind() == ValueKind::Bool => i64::from(p.is_true()),
+        Some(p) => {
+            return Err(type_error(format!(
+                "'{}' object cannot be interpreted as an integer",
+                python_type_name(&p)
+            )))
+        }
+    };
+    let method = match &method {
+        None => "common",
+        Some(m) => m.as_str().unwrap_or("?"),
+    };
+    if !matches!(method, "common" | "floor" | "ceil") {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "method must be common, ceil or floor",
+        ));
+    }
+    let number = match value.kind() {
+        ValueKind::Bool => Number::Int(i128::from(value.is_true())),
+        ValueKind::Number if value.is_integer() => {
+            Number::Int(i128::try_from(value.clone()).map_err(|e| type_error(e.to_string()))?)
+        }
+        ValueKind::Number => Number::Float(f64::try_from(value.clone()).unwrap_or(f64::NAN)),
+        _ => {
+            return Err(type_error(format!(
+                "type {} doesn't define __round__ method",
+                python_type_name(&value)
+            )))
+        }
+    };
+    if method == "common" {
+        return Ok(match number {
+            Number::Int(i) => Value::from(round_int(i, precision)),
+            Number::Float(f) => Value::from(round_float(f, precision)),
+        });
+    }
+    // `func(value * 10 ** precision) / 10 ** precision`, as Python computes each step: an
+    // integer scaled by a power of ten is whole already, and dividing it back gives the float
+    // nearest the integer.
+    let scale = power_of_ten(precision);
+    let scaled = match number {
+        Number::Int(i) if precision >= 0 => return Ok(Value::from(i as f64)),
+        Number::Int(i) => i as f64 * scale,
+        Number::Float(f) => f * scale,
+    };
+    if scaled.is_nan() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "ValueError: cannot convert float NaN to integer",
+        ));
+    }
+    if scaled.is_infinite() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "OverflowError: cannot convert float infinity to integer",
+        ));
+    }
+    let whole = if method == "floor" {
+        scaled.floor()
+    } else {
+        scaled.ceil()
+    };
+    Ok(Value::from(whole / scale))
+}
+
+/// `10 ** n` as the float Python uses (correctly rounded).
+fn power_of_ten(n: i64) -> f64 {
+    format!("1e{}", n.clamp(-400, 400))
+        .parse()
+        .unwrap_or(f64::NAN)
+}
+
+enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+/// Python's `round(i, n)` of an integer: itself for `n >= 0`, else the nearest multiple of
+/// `10 ** -n`, ties to the even multiple.
+fn round_int(i: i128, precision: i64) -> i128 {
+    if precision >= 0 {
+        return i;
+    }
+    let Some(m) = 10i128.checked_pow(precision.unsigned_abs().min(40) as u32) else {
+        return 0;
+    };
+    let (q, r) = (i.div_euclid(m), i.rem_euclid(m));
+    let q = match (2 * r).cmp(&m) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal if q % 2 != 0 => q + 1,
+        _ => q,
+    };
+    q.saturating_mul(m)
+}
+
+/// Python's `round(f, n)` of a float: the nearest value with `n` decimals, ties to even on the
+/// float's exact value (what Rust's fixed-precision formatting computes).
+fn round_float(f: f64, precision: i64) -> f64 {
+    if !f.is_finite() || precision > 330 {
+        return f;
+    }
+    if precision >= 0 {
+        return format!("{f:.*}", precision as usize).parse().unwrap_or(f);
+    }
+    let m = power_of_ten(-precision);
+    let rounded = (f / m).round_ties_even() * m;
+    if rounded == 0.0 {
+        0.0f64.copysign(f)
+    } else {
+        rounded
+    }
 }
 
 #[cfg(test)]

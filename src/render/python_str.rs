@@ -25,6 +25,14 @@ pub fn python_rstrip(s: &str) -> &str {
     s.trim_end_matches(is_python_space)
 }
 
+/// `s.split()`: the runs of text between runs of Python's whitespace.
+pub fn python_split_whitespace(s: &str) -> Vec<String> {
+    s.split(is_python_space)
+        .filter(|part| !part.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// `s.strip(c)` for a one-character argument.
 pub fn strip_chars(s: &str, c: char) -> &str {
     s.trim_matches(c)
@@ -51,6 +59,16 @@ mod tests {
         assert_eq!(python_rstrip(" a \u{1f}"), " a");
         // Not whitespace in Python either: the zero-width space and the BOM.
         assert_eq!(python_strip("\u{200b}a\u{feff}"), "\u{200b}a\u{feff}");
+    }
+
+    #[test]
+    fn split_without_a_separator_splits_on_python_whitespace() {
+        assert_eq!(
+            python_split_whitespace(" a\u{1f}b\t\u{a0}c  "),
+            ["a", "b", "c"]
+        );
+        assert!(python_split_whitespace(" \u{1c} ").is_empty());
+        assert_eq!(python_split_whitespace("a\u{200b}b"), ["a\u{200b}b"]);
     }
 
     #[test]

@@ -65,6 +65,8 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
         return;
     }
     match value.kind() {
+        // `str()` of an undefined value is empty; inside a container it shows by `repr`.
+        ValueKind::Undefined if depth > 0 => out.push_str("Undefined"),
         ValueKind::Undefined => {}
         ValueKind::None => out.push_str("None"),
         ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
@@ -91,6 +93,19 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
                 None => "]",
             });
         }
+        ValueKind::Map if is_macro(value) => {
+            // jinja2's `repr` of a macro (and of `caller`).
+            out.push_str("<Macro ");
+            match value
+                .get_attr("name")
+                .ok()
+                .filter(|n| n.kind() == ValueKind::String)
+            {
+                Some(name) => write_str_repr(out, name.as_str().unwrap_or_default()),
+                None => out.push_str("anonymous"),
+            }
+            out.push('>');
+        }
         ValueKind::Map => {
             out.push('{');
             if let Ok(keys) = value.try_iter() {
@@ -108,6 +123,19 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
         }
         _ => out.push_str(&value.to_string()),
     }
+}
+
+/// A macro of the template (minijinja's macro object: a map of `name`, `arguments` and `caller`
+/// that prints as `<macro name>`), which Python prints as `<Macro 'name'>`.
+fn is_macro(value: &Value) -> bool {
+    value.len() == Some(3)
+        && value
+            .get_attr("caller")
+            .is_ok_and(|c| c.kind() == ValueKind::Bool)
+        && value
+            .get_attr("arguments")
+            .is_ok_and(|a| a.kind() == ValueKind::Seq)
+        && value.to_string().starts_with("<macro ")
 }
 
 /// `repr(str)`: single quotes unless the text holds a single quote and no double quote; escapes

@@ -463,6 +463,8 @@ pub fn method<'a>(method: Method, object: &V<'a>, args: &[V<'a>]) -> Res<V<'a>> 
             }
             Method::Split => {
                 let parts: Vec<String> = match args {
+                    // The renderings split on different whitespace where these occur.
+                    [] if s.contains(|c| ('\u{1c}'..='\u{1f}').contains(&c)) => return Err(Bail),
                     [] => s.split_whitespace().map(str::to_string).collect(),
                     [sep] => {
                         let sep = sep.as_str().filter(|p| !p.is_empty()).ok_or(Bail)?;
