@@ -30,6 +30,7 @@ pub mod plan;
 mod plan_tests;
 pub mod python_filters;
 pub mod python_ops;
+pub mod python_order;
 pub mod python_semantics;
 pub mod python_str;
 pub mod python_value;
@@ -248,6 +249,9 @@ impl ChatTemplate {
             env.add_filter("dictsort", python_filters::dictsort_filter);
             env.add_filter("join", python_filters::join_filter);
             env.add_filter("round", python_filters::round_filter);
+            env.add_filter("min", python_order::min_filter);
+            env.add_filter("max", python_order::max_filter);
+            env.add_filter("sort", python_order::sort_filter);
             env.add_filter("upper", python_filters::upper_filter);
             env.add_filter("lower", python_filters::lower_filter);
             env.add_test("callable", python_filters::is_callable);
@@ -656,12 +660,6 @@ fn string_filter(value: Value) -> Value {
 }
 
 fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
-    if python_semantics::is_generator(&value) {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            "Object of type generator is not JSON serializable",
-        ));
-    }
     let indent: Option<Value> = kwargs.get("indent")?;
     let indent = match indent {
         None => None,
@@ -672,6 +670,7 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
         },
     };
     let mut options = DumpOptions::python_defaults(indent);
+    options.refuse_objects = true;
     let separators: Option<Value> = kwargs.get("separators")?;
     if let Some(seps) = separators.filter(|v| !v.is_none()) {
         let parts: Vec<Value> = seps.try_iter()?.collect();

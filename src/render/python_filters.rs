@@ -355,6 +355,7 @@ fn parse_int(text: &str, base: i64) -> Option<i128> {
 
 /// jinja2's `first`: `next(iter(value))`, Python's error where the value is not iterable.
 pub fn first_filter(value: Value) -> Result<Value, Error> {
+    refuse_not_iterable(&value)?;
     minijinja::filters::first(&value).map_err(|_| not_iterable(&value))
 }
 
@@ -384,7 +385,18 @@ pub fn length_filter(value: Value) -> Result<Value, Error> {
 
 /// jinja2's `list`: `list(value)`, Python's error where the value is not iterable.
 pub fn list_filter(state: &State, value: Value) -> Result<Value, Error> {
+    refuse_not_iterable(&value)?;
     minijinja::filters::list(state, value.clone()).map_err(|_| not_iterable(&value))
+}
+
+/// Python's `TypeError` for what it cannot iterate (minijinja iterates `None` as nothing).
+fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
+    match value.kind() {
+        ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
+            Err(not_iterable(value))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// jinja2's `items`: a mapping's pairs, nothing for an undefined value, jinja2's error for
@@ -471,6 +483,7 @@ pub fn join_filter(
     attribute: Option<Value>,
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
+    refuse_not_iterable(&value)?;
     let items = match value.kind() {
         ValueKind::Seq | ValueKind::Iterable if attribute.is_none() && !kwargs.has("attribute") => {
             let items = value.try_iter()?.map(python_spelled).collect::<Vec<_>>();

@@ -467,6 +467,9 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
         ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
             Err(super::python_filters::not_iterable(&value))
         }
+        ValueKind::Map if python_type_name(&value) == "Macro" => {
+            Err(super::python_filters::not_iterable(&value))
+        }
         // Its characters as a list: Python's loop over a string knows its length
         // (`loop.last`, `loop.length`, `loop.revindex`), minijinja's does not.
         ValueKind::String => Ok(Value::from(
