@@ -252,6 +252,23 @@ impl ChatTemplate {
             env.add_filter("min", python_order::min_filter);
             env.add_filter("max", python_order::max_filter);
             env.add_filter("sort", python_order::sort_filter);
+            for (name, test) in [
+                (
+                    "lt",
+                    python_order::lt_test as fn(&Value, &Value) -> Result<bool, Error>,
+                ),
+                ("lessthan", python_order::lt_test),
+                ("<", python_order::lt_test),
+                ("le", python_order::le_test),
+                ("<=", python_order::le_test),
+                ("gt", python_order::gt_test),
+                ("greaterthan", python_order::gt_test),
+                (">", python_order::gt_test),
+                ("ge", python_order::ge_test),
+                (">=", python_order::ge_test),
+            ] {
+                env.add_test(name, test);
+            }
             env.add_filter("upper", python_filters::upper_filter);
             env.add_filter("lower", python_filters::lower_filter);
             env.add_test("callable", python_filters::is_callable);

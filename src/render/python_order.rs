@@ -1,150 +1,20 @@
-//! Python's ordering of template values, for jinja2's `min`, `max` and `sort` filters: what
-//! Python can order (numbers with numbers, strings with strings, lists with lists and tuples
-//! with tuples, item by item) in Python's order, and Python's `TypeError` for the rest, raised at
-//! the comparison CPython makes first (`min` and `max` walk the items; `sort` runs CPython's
-//! `list.sort`, whose comparisons this module replays for lists of up to 63 items).
-
-use std::cmp::Ordering;
+//! jinja2's `min`, `max` and `sort` filters and its ordering tests (`lt`, `le`, `gt`, `ge` and
+//! their aliases) over Python's ordering of values (`python_semantics::order`): Python's order
+//! where it can order, and its `TypeError` at the comparison CPython makes first where it cannot
+//! (`min` and `max` walk the items; `sort` replays CPython's `list.sort` on up to 63 items).
 
 use minijinja::value::{Kwargs, Value, ValueKind};
-use minijinja::{Error, ErrorKind};
+use minijinja::Error;
 
-use super::python_semantics::python_type_name;
+use super::python_semantics::order;
 
-/// Which of Python's rich comparisons is asked for (its symbol names it in the error).
-#[derive(Clone, Copy)]
-enum Op {
-    Lt,
-    Gt,
-}
-
-/// How Python orders a value: with the values of its own class only.
-#[derive(PartialEq)]
-enum Class {
-    Number,
-    Str,
-    List,
-    Tuple,
-    Undefined,
-    Unordered,
-}
-
-fn class(v: &Value) -> Class {
-    match v.kind() {
-        ValueKind::Number | ValueKind::Bool => Class::Number,
-        ValueKind::String => Class::Str,
-        ValueKind::Undefined => Class::Undefined,
-        ValueKind::Seq | ValueKind::Iterable => match python_type_name(v) {
-            "tuple" => Class::Tuple,
-            "list" => Class::List,
-            _ => Class::Unordered,
-        },
-        _ => Class::Unordered,
+/// Sequences compared as Python compares lists: the first items that differ decide, else the
+/// lengths.
+fn sequence_less(a: &[Value], b: &[Value]) -> Result<bool, Error> {
+    match a.iter().zip(b).find(|(x, y)| x != y) {
+        Some((x, y)) => order(x, "<", y),
+        None => Ok(a.len() < b.len()),
     }
-}
-
-/// `a < b` or `a > b` of two numbers: exact for integers, as floats otherwise.
-fn compare_numbers(a: &Value, b: &Value) -> Ordering {
-    let int = |v: &Value| match v.kind() {
-        ValueKind::Bool => Some(i128::from(v.is_true())),
-        _ if v.is_integer() => i128::try_from(v.clone()).ok(),
-        _ => None,
-    };
-    if let (Some(x), Some(y)) = (int(a), int(b)) {
-        return x.cmp(&y);
-    }
-    let float = |v: &Value| match v.kind() {
-        ValueKind::Bool => f64::from(u8::from(v.is_true())),
-        _ => f64::try_from(v.clone()).unwrap_or(f64::NAN),
-    };
-    // NaN is neither less nor greater: Python's comparisons with it are false.
-    float(a).partial_cmp(&float(b)).unwrap_or(Ordering::Equal)
-}
-
-/// Python's `a == b` (never raises).
-pub fn py_eq(a: &Value, b: &Value) -> bool {
-    match (class(a), class(b)) {
-        (Class::Number, Class::Number) => {
-            compare_numbers(a, b) == Ordering::Equal && !(is_nan(a) || is_nan(b))
-        }
-        (Class::Str, Class::Str) => a.as_str() == b.as_str(),
-        (Class::List, Class::List) | (Class::Tuple, Class::Tuple) => {
-            let (x, y) = (items(a), items(b));
-            x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| py_eq(p, q))
-        }
-        (Class::Undefined, Class::Undefined) => true,
-        _ => match (a.kind(), b.kind()) {
-            (ValueKind::None, ValueKind::None) => true,
-            (ValueKind::Map, ValueKind::Map) => maps_equal(a, b),
-            _ => false,
-        },
-    }
-}
-
-fn is_nan(v: &Value) -> bool {
-    v.kind() == ValueKind::Number
-        && !v.is_integer()
-        && f64::try_from(v.clone()).is_ok_and(f64::is_nan)
-}
-
-fn maps_equal(a: &Value, b: &Value) -> bool {
-    let keys: Vec<Value> = a.try_iter().map(Iterator::collect).unwrap_or_default();
-    if Some(keys.len()) != b.len() {
-        return false;
-    }
-    keys.iter().all(|k| match (a.get_item(k), b.get_item(k)) {
-        (Ok(x), Ok(y)) if !y.is_undefined() => py_eq(&x, &y),
-        _ => false,
-    })
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    v.try_iter().map(Iterator::collect).unwrap_or_default()
-}
-
-/// `a < b` (`Op::Lt`) or `a > b` (`Op::Gt`) as Python answers it, or its `TypeError`.
-fn compare(a: &Value, b: &Value, op: Op) -> Result<bool, Error> {
-    let wanted = match op {
-        Op::Lt => Ordering::Less,
-        Op::Gt => Ordering::Greater,
-    };
-    match (class(a), class(b)) {
-        (Class::Number, Class::Number) => {
-            Ok(compare_numbers(a, b) == wanted && !(is_nan(a) || is_nan(b)))
-        }
-        (Class::Str, Class::Str) => Ok(a.as_str().cmp(&b.as_str()) == wanted),
-        (Class::List, Class::List) | (Class::Tuple, Class::Tuple) => {
-            compare_sequences(&items(a), &items(b), op)
-        }
-        (Class::Undefined, _) | (_, Class::Undefined) => {
-            Err(Error::from(ErrorKind::UndefinedError))
-        }
-        _ => Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!(
-                "'{}' not supported between instances of '{}' and '{}'",
-                match op {
-                    Op::Lt => "<",
-                    Op::Gt => ">",
-                },
-                python_type_name(a),
-                python_type_name(b)
-            ),
-        )),
-    }
-}
-
-/// Sequences: the first items that differ (by `==`) decide, else the lengths.
-fn compare_sequences(a: &[Value], b: &[Value], op: Op) -> Result<bool, Error> {
-    for (x, y) in a.iter().zip(b) {
-        if !py_eq(x, y) {
-            return compare(x, y, op);
-        }
-    }
-    Ok(match op {
-        Op::Lt => a.len() < b.len(),
-        Op::Gt => a.len() > b.len(),
-    })
 }
 
 /// The items a filter walks: Python's `TypeError` for what it cannot iterate, nothing for an
@@ -205,7 +75,7 @@ fn options(kwargs: &Kwargs, positional: &[Option<Value>]) -> Result<Options, Err
     Ok(options)
 }
 
-fn min_or_max(value: Value, op: Op, kwargs: Kwargs) -> Result<Value, Error> {
+fn min_or_max(value: Value, op: &str, kwargs: Kwargs) -> Result<Value, Error> {
     let items = walk(&value)?;
     let case_sensitive: Option<bool> = kwargs.get("case_sensitive")?;
     let attribute: Option<String> = kwargs.get("attribute")?;
@@ -218,7 +88,7 @@ fn min_or_max(value: Value, op: Op, kwargs: Kwargs) -> Result<Value, Error> {
     let mut best_key = key(&best);
     for item in items {
         let k = key(&item);
-        if compare(&k, &best_key, op)? {
+        if order(&k, op, &best_key)? {
             best = item;
             best_key = k;
         }
@@ -228,12 +98,12 @@ fn min_or_max(value: Value, op: Op, kwargs: Kwargs) -> Result<Value, Error> {
 
 /// jinja2's `min(value, case_sensitive=False, attribute=None)`.
 pub fn min_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
-    min_or_max(value, Op::Lt, kwargs)
+    min_or_max(value, "<", kwargs)
 }
 
 /// jinja2's `max(value, case_sensitive=False, attribute=None)`.
 pub fn max_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
-    min_or_max(value, Op::Gt, kwargs)
+    min_or_max(value, ">", kwargs)
 }
 
 /// jinja2's `sort(value, reverse=False, case_sensitive=False, attribute=None)`: Python's
@@ -261,8 +131,7 @@ pub fn sort_filter(
             (key, item)
         })
         .collect();
-    let less =
-        |a: &(Vec<Value>, Value), b: &(Vec<Value>, Value)| compare_sequences(&a.0, &b.0, Op::Lt);
+    let less = |a: &(Vec<Value>, Value), b: &(Vec<Value>, Value)| sequence_less(&a.0, &b.0);
     // `list.sort(reverse=True)` reverses, sorts stably, and reverses back.
     if o.reverse {
         keyed.reverse();
@@ -345,6 +214,23 @@ fn merge_sort<T: Clone>(
     Ok(())
 }
 
+/// jinja2's ordering tests (`x is lt y`, `x is le y`, ...): Python's operator.
+pub fn lt_test(value: &Value, other: &Value) -> Result<bool, Error> {
+    order(value, "<", other)
+}
+
+pub fn le_test(value: &Value, other: &Value) -> Result<bool, Error> {
+    order(value, "<=", other)
+}
+
+pub fn gt_test(value: &Value, other: &Value) -> Result<bool, Error> {
+    order(value, ">", other)
+}
+
+pub fn ge_test(value: &Value, other: &Value) -> Result<bool, Error> {
+    order(value, ">=", other)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +241,7 @@ mod tests {
         env.add_filter("min", min_filter);
         env.add_filter("max", max_filter);
         env.add_filter("sort", sort_filter);
+        env.add_test("le", le_test);
         env.render_str(source, ())
             .map_err(|e| e.detail().unwrap_or_default().to_string())
     }
@@ -394,5 +281,10 @@ mod tests {
             Err("'NoneType' object is not iterable".to_string())
         );
         assert_eq!(render("{{ []|min is undefined }}"), Ok("True".to_string()));
+        assert_eq!(render("{{ 1 is le 2 }}"), Ok("True".to_string()));
+        assert_eq!(
+            render("{{ 'a' is le 2 }}"),
+            Err("'<=' not supported between instances of 'str' and 'int'".to_string())
+        );
     }
 }

@@ -820,7 +820,8 @@ fn contains(needle: &Value, haystack: &Value) -> Result<bool, Error> {
     }
 }
 
-fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
+/// Python's `left <op> right` for `<`, `<=`, `>` and `>=`, or the `TypeError` it raises.
+pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
     use std::cmp::Ordering;
     for side in [left, right] {
         if side.is_undefined() {
