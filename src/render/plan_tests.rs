@@ -321,19 +321,32 @@ fn plan_agrees_where_the_fuzzer_found_it_did_not() {
 
 /// `SFT_PLAN_TEMPLATE=<chat_template.jinja> SFT_PLAN_DATA=<jsonl> cargo test --profile ci --lib --
 /// --ignored --nocapture plan_tests::plan_throughput`: renders every example of the file (a
-/// prompt-completion example twice: its prompt with the generation prompt, then in full) with the
-/// plan on one thread, `SFT_PLAN_ROUNDS` times, for a profile of the plan renderer.
+/// prompt-completion example twice: its prompt with the generation prompt, then in full) on one
+/// thread, `SFT_PLAN_ROUNDS` times, with the plan, or with the renderer `SFT_PLAN_RENDERER` names
+/// (`direct`, `interpreter`): a profile of one renderer. `SFT_PLAN_MODEL=<model folder>` renders
+/// that model's chat template with its special tokens instead of `SFT_PLAN_TEMPLATE`.
 #[test]
 #[ignore]
 fn plan_throughput() {
     let path = |var: &str| std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set"));
-    let source = std::fs::read_to_string(path("SFT_PLAN_TEMPLATE")).unwrap();
+    // `SFT_PLAN_MODEL=<model folder>`: its chat template with its own special tokens instead.
+    let model = std::env::var("SFT_PLAN_MODEL")
+        .ok()
+        .map(|dir| crate::tokenize::ChatTokenizer::load(std::path::Path::new(&dir)).unwrap());
+    let compiled;
+    let t = match &model {
+        Some(tokenizer) => tokenizer.chat_template().unwrap(),
+        None => {
+            compiled = template(&std::fs::read_to_string(path("SFT_PLAN_TEMPLATE")).unwrap());
+            &compiled
+        }
+    };
     let data = std::fs::read_to_string(path("SFT_PLAN_DATA")).unwrap();
     let rounds: usize = std::env::var("SFT_PLAN_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
-    let t = template(&source);
+    let renderer = std::env::var("SFT_PLAN_RENDERER").unwrap_or_else(|_| "plan".into());
     let mut renders: Vec<(Vec<Json>, bool)> = Vec::new();
     for line in data.lines().filter(|l| !l.trim().is_empty()) {
         let record: Json = serde_json::from_str(line).unwrap();
@@ -354,7 +367,13 @@ fn plan_throughput() {
                 add_generation_prompt: *add_generation_prompt,
                 ..RenderOptions::default()
             };
-            let text = t.render_planned(messages, &opts).expect("a plan").unwrap();
+            let text = match renderer.as_str() {
+                "plan" => t.render_planned(messages, &opts).expect("a plan"),
+                "direct" => t.render_direct(messages, &opts).expect("a direct renderer"),
+                "interpreter" => t.render_interpreted(messages, &opts),
+                other => panic!("SFT_PLAN_RENDERER={other}: plan, direct or interpreter"),
+            }
+            .unwrap();
             bytes += text.len();
         }
     }
