@@ -8,8 +8,6 @@
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
-use super::python_semantics::python_type_name;
-
 /// How `json.dumps` lays out its output.
 pub struct DumpOptions {
     pub indent: Option<String>,
@@ -18,9 +16,10 @@ pub struct DumpOptions {
     pub sort_keys: bool,
     /// `ensure_ascii=True`: every character beyond ASCII as a `\uXXXX` escape.
     pub ensure_ascii: bool,
-    /// Refuse, as Python's `json.dumps` does, the template's own objects wherever they sit:
-    /// macros, generators and bound methods (MLX Node's engine serialises them as maps).
-    pub refuse_objects: bool,
+    /// The Python type name of a value `json.dumps` refuses (the template's own objects:
+    /// macros, ranges, generators, bound methods), wherever it sits; `None` dumps everything
+    /// (MLX Node's engine serialises such objects as data).
+    pub refused: Option<fn(&Value) -> Option<&'static str>>,
 }
 
 impl DumpOptions {
@@ -33,7 +32,7 @@ impl DumpOptions {
             key_separator: ": ".to_string(),
             sort_keys: false,
             ensure_ascii: false,
-            refuse_objects: false,
+            refused: None,
         }
     }
 }
@@ -120,19 +119,11 @@ fn write_value(
             "tojson: value nested too deeply",
         ));
     }
-    if o.refuse_objects
-        && matches!(
-            value.kind(),
-            ValueKind::Map | ValueKind::Iterable | ValueKind::Plain
-        )
-    {
-        let name = python_type_name(value);
-        if matches!(name, "Macro" | "generator" | "builtin_function_or_method") {
-            return Err(Error::new(
-                ErrorKind::InvalidOperation,
-                format!("Object of type {name} is not JSON serializable"),
-            ));
-        }
+    if let Some(name) = o.refused.and_then(|refused| refused(value)) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("Object of type {name} is not JSON serializable"),
+        ));
     }
     match value.kind() {
         ValueKind::None => out.push_str("null"),

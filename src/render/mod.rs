@@ -31,6 +31,7 @@ mod plan_tests;
 pub mod python_filters;
 pub mod python_ops;
 pub mod python_order;
+pub mod python_range;
 pub mod python_semantics;
 pub mod python_str;
 pub mod python_value;
@@ -186,7 +187,11 @@ impl ChatTemplate {
         env.add_filter(generation::MARK_FILTER, generation::mark_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
-        env.add_function("range", python_semantics::range);
+        if mlx {
+            env.add_function("range", python_range::range_list);
+        } else {
+            env.add_function("range", python_range::range);
+        }
         env.add_test("iterable", is_iterable);
         let syntax_error = |e: Error| {
             SftError::new(
@@ -687,7 +692,7 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
         },
     };
     let mut options = DumpOptions::python_defaults(indent);
-    options.refuse_objects = true;
+    options.refused = Some(python_value::template_object_name);
     let separators: Option<Value> = kwargs.get("separators")?;
     if let Some(seps) = separators.filter(|v| !v.is_none()) {
         let parts: Vec<Value> = seps.try_iter()?.collect();

@@ -695,68 +695,6 @@ fn split_name(
     Ok((Some(name), Rest(values)))
 }
 
-/// The most items `range` gives, as jinja2's sandbox allows (`MAX_RANGE`).
-const MAX_RANGE: i128 = 100_000;
-
-/// `range` as jinja2's sandbox has it: integer arguments of any size (minijinja's own overflows
-/// on bounds near the ends of 64 bits), Python's error for a zero step or a non-integer, and the
-/// sandbox's for a range of more than [`MAX_RANGE`] items.
-pub fn range(args: Rest<Value>) -> Result<Value, Error> {
-    let mut ints = Vec::with_capacity(args.len());
-    for arg in args.iter() {
-        let int = match arg.kind() {
-            ValueKind::Number | ValueKind::Bool if !arg.is_number() || arg.is_integer() => {
-                i128::try_from(arg.clone()).ok()
-            }
-            _ => None,
-        };
-        ints.push(int.ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidOperation,
-                format!(
-                    "'{}' object cannot be interpreted as an integer",
-                    python_type(arg)
-                ),
-            )
-        })?);
-    }
-    let (start, stop, step) = match ints[..] {
-        [stop] => (0, stop, 1),
-        [start, stop] => (start, stop, 1),
-        [start, stop, step] => (start, stop, step),
-        _ => {
-            return Err(Error::new(
-                ErrorKind::InvalidOperation,
-                format!("range expected at most 3 arguments, got {}", ints.len()),
-            ))
-        }
-    };
-    if step == 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            "range() arg 3 must not be zero",
-        ));
-    }
-    let count = if step > 0 {
-        (stop - start + step - 1).max(0) / step
-    } else {
-        (start - stop - step - 1).max(0) / -step
-    };
-    if count > MAX_RANGE {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!(
-                "Range too big. The sandbox blocks ranges larger than MAX_RANGE ({MAX_RANGE})."
-            ),
-        ));
-    }
-    Ok(Value::from(
-        (0..count)
-            .map(|k| Value::from(start + k * step))
-            .collect::<Vec<_>>(),
-    ))
-}
-
 /// The name of `value`'s type in Python.
 pub fn python_type(value: &Value) -> &'static str {
     match value.kind() {
@@ -848,7 +786,11 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
             }
         }
         (ValueKind::String, ValueKind::String) => left.as_str().partial_cmp(&right.as_str()),
-        (ValueKind::Seq, ValueKind::Seq) if left.is_tuple() == right.is_tuple() => {
+        (ValueKind::Seq, ValueKind::Seq)
+            if left.is_tuple() == right.is_tuple()
+                && python_type_name(left) != "range"
+                && python_type_name(right) != "range" =>
+        {
             let (a, b): (Vec<Value>, Vec<Value>) =
                 (left.try_iter()?.collect(), right.try_iter()?.collect());
             // Python compares the first items that differ, else the lengths.
@@ -884,6 +826,9 @@ pub fn python_type_name(value: &Value) -> &'static str {
     }
     if value.downcast_object_ref::<DictMethod>().is_some() {
         return "builtin_function_or_method";
+    }
+    if super::python_range::as_range(value).is_some() {
+        return "range";
     }
     if value.kind() == ValueKind::Map && value.to_string().starts_with("<macro ") {
         return "Macro";

@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 use minijinja::value::{Tuple, Value, ValueKind};
 
 use crate::render::json_dumps::python_float_repr;
-use crate::render::python_semantics::is_generator;
+use crate::render::python_range::as_range;
+use crate::render::python_semantics::{is_generator, python_type_name};
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
@@ -75,6 +76,9 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             Err(_) => out.push_str(&value.to_string()),
         },
         ValueKind::String => write_str_repr(out, value.as_str().unwrap_or_default()),
+        ValueKind::Seq if as_range(value).is_some() => {
+            out.push_str(&as_range(value).map(|r| r.repr()).unwrap_or_default())
+        }
         ValueKind::Seq | ValueKind::Iterable if !is_generator(value) => {
             // A `(key, value)` pair of `items` or `dictsort` is a tuple in Python.
             let tuple = value.downcast_object_ref::<Tuple>().map(|t| t.len());
@@ -122,6 +126,21 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             out.push('}');
         }
         _ => out.push_str(&value.to_string()),
+    }
+}
+
+/// The Python type name of a template object that `json.dumps` refuses (a macro, a range, a
+/// generator, a bound method), `None` for data.
+pub fn template_object_name(value: &Value) -> Option<&'static str> {
+    match value.kind() {
+        ValueKind::Map if is_macro(value) => Some("Macro"),
+        ValueKind::Seq if as_range(value).is_some() => Some("range"),
+        ValueKind::Iterable if is_generator(value) => Some("generator"),
+        ValueKind::Plain => match python_type_name(value) {
+            "builtin_function_or_method" => Some("builtin_function_or_method"),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

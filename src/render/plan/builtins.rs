@@ -61,8 +61,9 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
                 _ => return Err(Bail),
             }))
         }
-        // minijinja adds no tuple to anything (Python adds a tuple to a tuple only).
-        (V::Tuple(_), _) | (_, V::Tuple(_)) => Err(Bail),
+        // minijinja adds no tuple to anything (Python adds a tuple to a tuple only); Python
+        // adds no range to anything.
+        (V::Tuple(_), _) | (_, V::Tuple(_)) | (V::Range(_), _) | (_, V::Range(_)) => Err(Bail),
         _ if op == BinOp::Add => match (l.seq_items(), r.seq_items()) {
             (Some(mut a), Some(b)) => {
                 a.extend(b);
@@ -76,7 +77,9 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
 
 /// The items a `for` loop walks: a sequence's items, a map's keys, nothing for undefined.
 pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
-    if let V::List(items) | V::Slice(items) | V::Tuple(items) | V::Iter(items) = value {
+    if let V::List(items) | V::Slice(items) | V::Tuple(items) | V::Iter(items) | V::Range(items) =
+        value
+    {
         return Ok(items.clone());
     }
     if let Some(items) = value.take_generator() {
@@ -536,7 +539,9 @@ fn substring<'a>(object: &V<'a>, cut: &str) -> V<'a> {
 
 /// The global functions: `namespace`, `range`, `strftime_now`. `raise_exception` and the rest
 /// are left to the interpreter.
-pub fn function<'a>(name: &str, args: Vec<(Option<Sym>, V<'a>)>) -> Res<V<'a>> {
+/// A global function: `python_range` says whether `range` gives Python's range (transformers)
+/// or a list (MLX Node's engine).
+pub fn function<'a>(name: &str, args: Vec<(Option<Sym>, V<'a>)>, python_range: bool) -> Res<V<'a>> {
     match name {
         "namespace" => {
             let mut fields = Vec::with_capacity(args.len());
@@ -573,11 +578,16 @@ pub fn function<'a>(name: &str, args: Vec<(Option<Sym>, V<'a>)>) -> Res<V<'a>> {
             if count > MAX_RANGE as i128 {
                 return Err(Bail);
             }
-            Ok(V::List(Rc::new(
+            let items = Rc::new(
                 (0..count)
                     .map(|k| V::Int((start + k * step) as i64))
                     .collect(),
-            )))
+            );
+            Ok(if python_range {
+                V::Range(items)
+            } else {
+                V::List(items)
+            })
         }
         "strftime_now" => match &args[..] {
             [(None, format)] => {

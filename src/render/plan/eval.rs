@@ -591,7 +591,7 @@ impl<'a> Run<'a> {
                 for arg in args {
                     values.push((arg.name, self.expr(&arg.value)?));
                 }
-                builtins::function(name, values)
+                builtins::function(name, values, !self.plan.mlx)
             }
         }
     }

@@ -45,6 +45,10 @@ pub enum V<'a> {
     Tuple(Rc<Vec<V<'a>>>),
     /// What `items` gives: iterable, but not a sequence (no length, no index).
     Iter(Rc<Vec<V<'a>>>),
+    /// What `range` gives as transformers renders: Python's range, a list in every way but
+    /// these, which the interpreter answers: it prints as `range(0, 3)`, and `+`, `tojson`,
+    /// slicing and ordering treat it as a range.
+    Range(Rc<Vec<V<'a>>>),
     /// What `map`, `select`, `reject`, `selectattr` and `rejectattr` give: a one-shot generator
     /// (true, no length, no index; the first walk takes its items, a second sees none).
     Gen(Rc<GenState<'a>>),
@@ -131,7 +135,7 @@ impl<'a> V<'a> {
             V::Owned(s) => !s.is_empty(),
             V::Json(Json::Array(a)) => !a.is_empty(),
             V::Json(Json::Object(m)) => !m.is_empty(),
-            V::List(l) | V::Slice(l) | V::Tuple(l) => !l.is_empty(),
+            V::List(l) | V::Slice(l) | V::Tuple(l) | V::Range(l) => !l.is_empty(),
             V::Map(m) => !m.is_empty(),
             V::Macro(_) | V::Function | V::Gen(_) => true,
             _ => return Err(Bail),
@@ -142,7 +146,7 @@ impl<'a> V<'a> {
     pub fn seq_items(&self) -> Option<Vec<V<'a>>> {
         match self {
             V::Json(Json::Array(a)) => Some(a.iter().map(V::lift).collect()),
-            V::List(l) | V::Slice(l) | V::Tuple(l) => Some(l.as_ref().clone()),
+            V::List(l) | V::Slice(l) | V::Tuple(l) | V::Range(l) => Some(l.as_ref().clone()),
             _ => None,
         }
     }
@@ -150,7 +154,7 @@ impl<'a> V<'a> {
     pub fn seq_len(&self) -> Option<usize> {
         match self {
             V::Json(Json::Array(a)) => Some(a.len()),
-            V::List(l) | V::Slice(l) | V::Tuple(l) => Some(l.len()),
+            V::List(l) | V::Slice(l) | V::Tuple(l) | V::Range(l) => Some(l.len()),
             _ => None,
         }
     }
@@ -164,7 +168,7 @@ impl<'a> V<'a> {
         }
         Some(match self {
             V::Json(Json::Array(a)) => V::lift(&a[i as usize]),
-            V::List(l) | V::Slice(l) | V::Tuple(l) => l[i as usize].clone(),
+            V::List(l) | V::Slice(l) | V::Tuple(l) | V::Range(l) => l[i as usize].clone(),
             _ => return None,
         })
     }
@@ -342,7 +346,7 @@ pub fn slice<'a>(
     step: Option<i64>,
 ) -> Res<V<'a>> {
     let step = step.unwrap_or(1);
-    if step == 0 {
+    if step == 0 || matches!(value, V::Range(_)) {
         return Err(Bail);
     }
     let pick = |len: usize| -> Vec<usize> {
