@@ -61,10 +61,17 @@ pub struct Run<'a> {
     scratch: Vec<Binding<'a>>,
     steps: u64,
     depth: usize,
+    /// The namespaces made in this render: emptied at its end, so that a namespace holding
+    /// itself (`{% set ns.me = ns %}`, or through a list or a loop) is freed.
+    namespaces: Vec<Rc<RefCell<Vec<Binding<'a>>>>>,
 }
 
 impl Drop for Run<'_> {
     fn drop(&mut self) {
+        for ns in self.namespaces.drain(..) {
+            let fields = std::mem::take(&mut *ns.borrow_mut());
+            drop(fields);
+        }
         let mut starts = std::mem::take(&mut self.starts);
         starts.clear();
         let spare = Spare {
@@ -100,6 +107,7 @@ impl<'a> Run<'a> {
             scratch,
             steps: 0,
             depth: 0,
+            namespaces: Vec::new(),
         }
     }
 
@@ -591,7 +599,11 @@ impl<'a> Run<'a> {
                 for arg in args {
                     values.push((arg.name, self.expr(&arg.value)?));
                 }
-                builtins::function(name, values, !self.plan.mlx)
+                let value = builtins::function(name, values, !self.plan.mlx)?;
+                if let V::Ns(ns) = &value {
+                    self.namespaces.push(ns.clone());
+                }
+                Ok(value)
             }
         }
     }
@@ -677,6 +689,22 @@ pub fn namespace<'a>(fields: Vec<(Sym, V<'a>)>) -> V<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_that_holds_itself_is_freed_with_the_render() {
+        for source in [
+            "{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns.a }}",
+            "{% set ns = namespace(a=1) %}{% set ns.l = [ns] %}{{ ns.a }}",
+            "{% set ns = namespace(a=1) %}{% for x in [ns] %}{% set ns.l = loop %}{% endfor %}{{ ns.a }}",
+        ] {
+            let plan = Plan::compile(source, Default::default(), &[], false).expect("a plan");
+            let mut run = Run::new(&plan, Vec::new(), 0);
+            assert!(run.top(&plan.body).is_ok(), "{source}");
+            let held = Rc::downgrade(&run.namespaces[0]);
+            assert_eq!(run.finish(), "1");
+            assert!(held.upgrade().is_none(), "{source}: the namespace outlived the render");
+        }
+    }
 
     #[test]
     fn reused_bindings_keep_their_buffer() {
