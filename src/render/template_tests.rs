@@ -1,0 +1,249 @@
+//! Rendering through `ChatTemplate`: transformers' whitespace and variables, Python's semantics
+//! where a template can observe them, `strftime_now`, and the errors renders raise.
+
+use super::*;
+use serde_json::json;
+
+/// The text `strftime_now` should give now, formatted afresh.
+fn strftime_afresh(format: &str) -> String {
+    let fixed = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
+    match fixed {
+        Some(time) => time.naive_utc().format(format).to_string(),
+        None => chrono::Local::now().format(format).to_string(),
+    }
+}
+
+#[test]
+fn strftime_now_reuses_a_text_only_within_its_second_and_format() {
+    for format in ["%Y-%m-%d", "%d %b %Y %H:%M:%S", "%A"] {
+        let before = strftime_afresh(format);
+        let first = strftime_now(format.to_string()).unwrap().to_string();
+        let second = strftime_now(format.to_string()).unwrap().to_string();
+        let after = strftime_afresh(format);
+        assert!(first == before || first == after, "{format}: {first}");
+        assert!(second == first || second == after, "{format}: {second}");
+    }
+    // Another format in the same second is formatted, not taken from the last one.
+    let date = strftime_now("%Y".to_string()).unwrap().to_string();
+    let weekday = strftime_now("%a".to_string()).unwrap().to_string();
+    assert_eq!(date.len(), 4);
+    assert_ne!(date, weekday);
+}
+
+fn render(source: &str, messages: serde_json::Value, gen: bool) -> SftResult<String> {
+    let t = ChatTemplate::compile(source, vec![("eos_token".into(), Value::from("</s>"))])?;
+    let msgs = messages.as_array().cloned().unwrap_or_default();
+    t.render(
+        &msgs,
+        &RenderOptions {
+            add_generation_prompt: gen,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn python_spellings_of_round_join_case_and_split() {
+    let out = |src: &str| render(src, json!([]), false).map_err(|e| e.message);
+    // Python's round: ties to even on the exact value, integers stay integers; floor and
+    // ceil give floats.
+    assert_eq!(
+        out("{{ 2.5|round }} {{ 2.675|round(2) }} {{ 14|round }} {{ 14|round(2, 'floor') }} {{ 1250|round(-2) }} {{ 1350|round(-2) }} {{ 3.14159|round(2, 'ceil') }} {{ 0.125|round(2) }} {{ -0.5|round }}"),
+        Ok("2.0 2.67 14 14.0 1200 1400 3.15 0.12 -0.0".to_string())
+    );
+    assert!(out("{{ 'x'|round }}")
+        .unwrap_err()
+        .contains("type str doesn't define __round__ method"));
+    assert!(out("{{ 1|round(method='up') }}")
+        .unwrap_err()
+        .contains("method must be common, ceil or floor"));
+    // Items of join, and upper/lower of a non-string, as Python's str() writes them.
+    assert_eq!(
+        out("{{ [1e-07, 1e16, [1.5, none]]|join('|') }}"),
+        Ok("1e-07|1e+16|[1.5, None]".to_string())
+    );
+    assert_eq!(
+        out("{{ 1e-07|upper }} {{ [none]|lower }}"),
+        Ok("1E-07 [none]".to_string())
+    );
+    // split() on Python's whitespace; a loop over a string knows its length.
+    assert_eq!(
+        out("{{ 'a\u{1f}b c'.split() }}"),
+        Ok("['a', 'b', 'c']".to_string())
+    );
+    assert_eq!(
+        out("{% for c in 'ab' %}{{ loop.last }}{{ loop.length }}{% endfor %}"),
+        Ok("False2True2".to_string())
+    );
+    // Macros and undefined values inside containers print as Python's repr.
+    assert_eq!(
+        out("{% macro f(a) %}{% endmacro %}{{ f }} {{ [f, x] }}"),
+        Ok("<Macro 'f'> [<Macro 'f'>, Undefined]".to_string())
+    );
+}
+
+#[test]
+fn trims_blocks_like_transformers() {
+    let src = "{% for m in messages %}\n  {% if m.role == 'user' %}\n[{{ m.content | trim }}]\n  {% endif %}\n{% endfor %}{% if add_generation_prompt %}>{% endif %}{{ eos_token }}\n";
+    let out = render(src, json!([{"role": "user", "content": " hi "}]), true).unwrap();
+    assert_eq!(out, "[hi]\n></s>");
+}
+
+#[test]
+fn raise_exception_message_reaches_the_caller_verbatim() {
+    let err = render(
+        "{{ raise_exception('roles must alternate') }}",
+        json!([]),
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(err.code, ErrorCode::TemplateRender);
+    assert_eq!(err.message, "roles must alternate");
+}
+
+#[test]
+fn generation_tags_are_transparent() {
+    let src =
+        "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}\n{% endfor %}";
+    let out = render(src, json!([{"role": "assistant", "content": "a"}]), false).unwrap();
+    assert_eq!(out, "a");
+}
+
+#[test]
+fn tojson_is_python_json_dumps() {
+    let src = "{{ messages[0] | tojson }}|{{ messages[0] | tojson(indent=2) }}";
+    let out = render(src, json!([{"role": "tool", "content": "<&>"}]), false).unwrap();
+    assert_eq!(
+        out,
+        "{\"role\": \"tool\", \"content\": \"<&>\"}|{\n  \"role\": \"tool\",\n  \"content\": \"<&>\"\n}"
+    );
+}
+
+#[test]
+fn floats_print_as_python_prints_them() {
+    let src = "{% for m in messages %}{{ m.content }} {% endfor %}";
+    let out = render(
+        src,
+        json!([{"role": "a", "content": 2.5}, {"role": "a", "content": 1e-7},
+               {"role": "a", "content": 1e21}, {"role": "a", "content": 1.0},
+               {"role": "a", "content": 4294967296u64}, {"role": "a", "content": null},
+               {"role": "a", "content": true}]),
+        false,
+    )
+    .unwrap();
+    assert_eq!(out, "2.5 1e-07 1e+21 1.0 4294967296 None True ");
+}
+
+#[test]
+fn syntax_errors_have_their_own_code() {
+    let err = ChatTemplate::compile("{% if %}", vec![]).err().unwrap();
+    assert_eq!(err.code, ErrorCode::TemplateSyntax);
+}
+
+#[test]
+fn endless_templates_are_stopped() {
+    let src = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+    let err = render(src, json!([]), false).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TemplateRender);
+    assert_eq!(
+        err.message,
+        "chat template exceeded the render limit of 10000000 steps (does it loop for ever?) (line 1)"
+    );
+}
+
+#[test]
+fn comparisons_refuse_what_python_refuses() {
+    let out = render(
+        "{{ true < 2 }}{{ [1] < [1, 0] }}{{ 1 in [1.0] }}{{ 'k' not in {'k': 1} }}{{ x < 1 }}",
+        json!([]),
+        false,
+    );
+    assert!(out.is_err());
+    let out = render(
+        "{{ true < 2 }}{{ [1] < [1, 0] }}{{ 1 in [1.0] }}{{ 'k' not in {'k': 1} }}",
+        json!([]),
+        false,
+    );
+    assert_eq!(out.unwrap(), "TrueTrueTrueFalse");
+    for (source, message) in [
+        (
+            "{{ 'a' < 1 }}",
+            "'<' not supported between instances of 'str' and 'int'",
+        ),
+        (
+            "{{ [1] >= ['a'] }}",
+            "'>=' not supported between instances of 'int' and 'str'",
+        ),
+        (
+            "{{ 1 in 'abc' }}",
+            "'in <string>' requires string as left operand, not int",
+        ),
+        ("{{ [1] in {} }}", "unhashable type: 'list'"),
+        (
+            "{{ 1 not in none }}",
+            "argument of type 'NoneType' is not iterable",
+        ),
+    ] {
+        let err = render(source, json!([]), false).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+}
+
+#[test]
+fn arithmetic_refuses_what_python_refuses() {
+    let out = render(
+        "{{ 'a' + 'b' }}{{ [1] + [2] }}{{ 'ab' * 2 }}{{ true + 1 }}{{ 7 // 2 }}{{ -(3) }}",
+        json!([]),
+        false,
+    );
+    assert_eq!(out.unwrap(), "ab[1, 2]abab23-3");
+    for (source, message) in [
+        (
+            "{{ 'a' + 1 }}",
+            "can only concatenate str (not \"int\") to str",
+        ),
+        (
+            "{{ 1 + 'a' }}",
+            "unsupported operand type(s) for +: 'int' and 'str'",
+        ),
+        (
+            "{{ [1] * 2.5 }}",
+            "can't multiply sequence by non-int of type 'float'",
+        ),
+        (
+            "{{ {} ** 2 }}",
+            "unsupported operand type(s) for ** or pow(): 'dict' and 'int'",
+        ),
+        ("{{ 1 / 0 }}", "division by zero"),
+        ("{{ 1.5 // 0 }}", "float floor division by zero"),
+        ("{{ 0 ** -1 }}", "0.0 cannot be raised to a negative power"),
+        ("{{ -'a' }}", "bad operand type for unary -: 'str'"),
+        ("{{ 3|first }}", "'int' object is not iterable"),
+        (
+            "{{ none|length }}",
+            "object of type 'NoneType' has no len()",
+        ),
+        (
+            "{% for x in 2.5 %}{% endfor %}",
+            "'float' object is not iterable",
+        ),
+    ] {
+        let err = render(source, json!([]), false).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+}
+
+#[test]
+fn python_string_methods_work() {
+    let src = "{{ messages[0].content.split('</think>')[-1].lstrip('\\n') }}";
+    let out = render(
+        src,
+        json!([{"role": "a", "content": "<think>x</think>\n\nyes"}]),
+        false,
+    )
+    .unwrap();
+    assert_eq!(out, "yes");
+}
