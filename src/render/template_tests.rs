@@ -69,6 +69,10 @@ fn python_spellings_of_round_join_case_and_split() {
         out("{{ 1e-07|upper }} {{ [none]|lower }}"),
         Ok("1E-07 [none]".to_string())
     );
+    assert_eq!(
+        out("{{ [none, true, 1, 'a']|join(',') }}"),
+        Ok("None,True,1,a".to_string())
+    );
     // split() on Python's whitespace; a loop over a string knows its length.
     assert_eq!(
         out("{{ 'a\u{1f}b c'.split() }}"),
