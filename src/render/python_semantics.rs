@@ -467,9 +467,7 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
         ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
             Err(super::python_filters::not_iterable(&value))
         }
-        ValueKind::Map if python_type_name(&value) == "Macro" => {
-            Err(super::python_filters::not_iterable(&value))
-        }
+        ValueKind::Map if is_macro(&value) => Err(super::python_filters::not_iterable(&value)),
         // Its characters as a list: Python's loop over a string knows its length
         // (`loop.last`, `loop.length`, `loop.revindex`), minijinja's does not.
         ValueKind::String => Ok(Value::from(
@@ -816,6 +814,19 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
     })
 }
 
+/// A macro of the template (minijinja's macro object: a map of `name`, `arguments` and `caller`
+/// that prints as `<macro name>`), which Python prints as `<Macro 'name'>`.
+pub fn is_macro(value: &Value) -> bool {
+    value.len() == Some(3)
+        && value
+            .get_attr("caller")
+            .is_ok_and(|c| c.kind() == ValueKind::Bool)
+        && value
+            .get_attr("arguments")
+            .is_ok_and(|a| a.kind() == ValueKind::Seq)
+        && value.to_string().starts_with("<macro ")
+}
+
 /// [`python_type`], with the names of the objects a template can hold that are not data.
 pub fn python_type_name(value: &Value) -> &'static str {
     if value.is_tuple() {
@@ -830,7 +841,7 @@ pub fn python_type_name(value: &Value) -> &'static str {
     if super::python_range::as_range(value).is_some() {
         return "range";
     }
-    if value.kind() == ValueKind::Map && value.to_string().starts_with("<macro ") {
+    if value.kind() == ValueKind::Map && is_macro(value) {
         return "Macro";
     }
     // minijinja's lazy sequences (a slice, a reversed list) stand for jinja2's lists.

@@ -11,7 +11,7 @@ use minijinja::value::{Tuple, Value, ValueKind};
 
 use crate::render::json_dumps::python_float_repr;
 use crate::render::python_range::as_range;
-use crate::render::python_semantics::{is_generator, python_type_name};
+use crate::render::python_semantics::{is_generator, is_macro, python_type_name};
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
@@ -142,19 +142,6 @@ pub fn template_object_name(value: &Value) -> Option<&'static str> {
         },
         _ => None,
     }
-}
-
-/// A macro of the template (minijinja's macro object: a map of `name`, `arguments` and `caller`
-/// that prints as `<macro name>`), which Python prints as `<Macro 'name'>`.
-fn is_macro(value: &Value) -> bool {
-    value.len() == Some(3)
-        && value
-            .get_attr("caller")
-            .is_ok_and(|c| c.kind() == ValueKind::Bool)
-        && value
-            .get_attr("arguments")
-            .is_ok_and(|a| a.kind() == ValueKind::Seq)
-        && value.to_string().starts_with("<macro ")
 }
 
 /// `repr(str)`: single quotes unless the text holds a single quote and no double quote; escapes
