@@ -453,6 +453,16 @@ impl Prober for Windows<'_> {
     }
 
     fn located(&mut self, i: usize, content: Option<&Range<usize>>) {
+        // Contents follow each other in the full text. An anchor whose content ends after the
+        // start of a later message's was found in the wrong place (a user text repeated later
+        // in the conversation, control tokens inside contents): a window from it could prove
+        // itself on the repeat instead of the turn. It is dropped, and with the first anchor
+        // gone no window is built.
+        if let Some(c) = content {
+            while self.anchors.last().is_some_and(|(_, a)| a.end > c.start) {
+                self.anchors.pop();
+            }
+        }
         let first_or_next = if self.anchors.is_empty() {
             i == self.head
         } else {

@@ -29,6 +29,7 @@ pub mod plan;
 #[cfg(test)]
 mod plan_tests;
 pub mod python_filters;
+pub mod python_macros;
 pub mod python_ops;
 pub mod python_order;
 pub mod python_range;
@@ -235,6 +236,8 @@ impl ChatTemplate {
             );
             env.add_filter(python_semantics::STR_FILTER, string_filter);
             env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
+            env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
+            env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
             env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
             env.add_filter("map", python_semantics::map_filter);
             env.add_filter("select", python_semantics::select_filter);

@@ -26,6 +26,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
+use super::python_macros::{self, Signature};
 use super::python_ops;
 
 /// The filter every loop's iterable passes through.
@@ -66,6 +67,7 @@ pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
     let mut walker = Walker {
         source,
         edits: Vec::new(),
+        macros: python_macros::signatures(&tree),
     };
     walker.stmt(&tree);
     let mut edits = walker.edits;
@@ -99,33 +101,57 @@ struct Edit {
     text: String,
 }
 
-/// Where the text of `e` starts: a postfix expression's span starts at its operator, so the
-/// leftmost operand decides.
-fn expr_start(e: &ast::Expr) -> u32 {
-    let own = e.span().start_offset;
-    let inner = match e {
-        ast::Expr::GetAttr(a) => expr_start(&a.expr),
-        ast::Expr::GetItem(i) => expr_start(&i.expr),
-        ast::Expr::Slice(s) => expr_start(&s.expr),
-        ast::Expr::Call(c) => expr_start(&c.expr),
-        ast::Expr::Filter(f) => f.expr.as_ref().map_or(own, expr_start),
-        ast::Expr::Test(t) => expr_start(&t.expr),
-        ast::Expr::BinOp(b) => expr_start(&b.left),
-        ast::Expr::Compare(c) => expr_start(&c.expr),
-        ast::Expr::IfExpr(i) => expr_start(&i.true_expr),
-        // `x is not t` is `not (x is t)`, spanned from the test's name.
-        ast::Expr::UnaryOp(u) => expr_start(&u.expr),
-        _ => own,
-    };
-    inner.min(own)
+/// Where the text of `e` starts in `source`. The span of an expression with a left operand
+/// starts at its operator (`x.a`, `x|f`) or, for inline `if`s and single comparisons, at the
+/// token before the expression (minijinja's parser): the leftmost operand decides. A unary
+/// operator's span starts at the operator where it is one written (`not x`, `-x`); `x not in y`
+/// and `x is not t` are `not` around the comparison or the test, spanned from elsewhere.
+fn expr_start(source: &str, e: &ast::Expr) -> u32 {
+    let start = |e| expr_start(source, e);
+    match e {
+        ast::Expr::GetAttr(a) => start(&a.expr),
+        ast::Expr::GetItem(i) => start(&i.expr),
+        ast::Expr::Slice(s) => start(&s.expr),
+        ast::Expr::Call(c) => start(&c.expr),
+        ast::Expr::Filter(f) => f.expr.as_ref().map_or(e.span().start_offset, start),
+        ast::Expr::Test(t) => start(&t.expr),
+        ast::Expr::BinOp(b) => start(&b.left),
+        ast::Expr::Compare(c) => start(&c.expr),
+        ast::Expr::IfExpr(i) => start(&i.true_expr),
+        ast::Expr::UnaryOp(u) => {
+            let own = e.span().start_offset;
+            let written = match u.op {
+                ast::UnaryOpKind::Not => source.get(own as usize..).is_some_and(|t| {
+                    t.starts_with("not")
+                        && !t[3..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                }),
+                ast::UnaryOpKind::Neg => source
+                    .get(own as usize..)
+                    .is_some_and(|t| t.starts_with('-')),
+            };
+            let inner = start(&u.expr);
+            if written {
+                own.min(inner)
+            } else {
+                inner
+            }
+        }
+        _ => e.span().start_offset,
+    }
 }
 
 struct Walker<'s> {
     source: &'s str,
     edits: Vec<Edit>,
+    /// The template's macros with defaults (see `python_macros`).
+    macros: std::collections::HashMap<&'s str, Signature<'s>>,
 }
 
 impl Walker<'_> {
+    fn start(&self, e: &ast::Expr) -> u32 {
+        expr_start(self.source, e)
+    }
+
     fn replace(&mut self, start: u32, end: u32, text: String) {
         let order = self.edits.len();
         self.edits.push(Edit {
@@ -142,7 +168,7 @@ impl Walker<'_> {
 
     /// Wraps `e` as `(e)` followed by `suffix`.
     fn wrap(&mut self, e: &ast::Expr, suffix: String) {
-        self.insert(expr_start(e), "(".to_string());
+        self.insert(self.start(e), "(".to_string());
         self.insert(e.span().end_offset, format!("){suffix}"));
     }
 
@@ -184,6 +210,7 @@ impl Walker<'_> {
             ast::Stmt::Block(b) => self.stmts(&b.body),
             ast::Stmt::Macro(m) => {
                 m.defaults.iter().for_each(|d| self.expr(d));
+                self.unpass_arguments(m);
                 self.stmts(&m.body);
             }
             ast::Stmt::CallBlock(c) => {
@@ -242,7 +269,7 @@ impl Walker<'_> {
     /// replaced.
     fn binary(&mut self, b: &ast::BinOp, ops: &[&'static str], filter: &str) {
         let left_end = b.left.span().end_offset;
-        let right_start = expr_start(&b.right);
+        let right_start = self.start(&b.right);
         let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
             return;
         };
@@ -272,7 +299,7 @@ impl Walker<'_> {
             return;
         }
         let op_start = left_end + closing as u32;
-        self.insert(expr_start(&b.left), "((".to_string());
+        self.insert(self.start(&b.left), "((".to_string());
         self.replace(
             op_start,
             op_start + op_len as u32,
@@ -292,7 +319,7 @@ impl Walker<'_> {
             ast::Expr::Const(_) | ast::Expr::List(_) | ast::Expr::Tuple(_) | ast::Expr::Map(_)
         );
         if guard && !literal {
-            self.insert(expr_start(&s.expr), "(".to_string());
+            self.insert(self.start(&s.expr), "(".to_string());
             self.wrap(&s.expr, format!("|{SLICEABLE_FILTER})"));
         }
     }
@@ -304,6 +331,56 @@ impl Walker<'_> {
             other => self.expr(other),
         }
         self.args(&c.args);
+        self.pass_arguments(c);
+    }
+
+    /// At a call of one of the template's macros with defaults, every argument bound to a
+    /// parameter with a default passes through `python_macros::PASSED_FILTER`.
+    fn pass_arguments(&mut self, c: &ast::Call) {
+        let ast::Expr::Var(callee) = &c.expr else {
+            return;
+        };
+        let Some(sig) = self.macros.get(callee.id).cloned() else {
+            return;
+        };
+        let mut position = 0;
+        for arg in &c.args {
+            let (value, binds) = match arg {
+                ast::CallArg::Pos(e) => {
+                    position += 1;
+                    (e, sig.binds_default(Some(position - 1), None))
+                }
+                ast::CallArg::Kwarg(name, e) => (e, sig.binds_default(None, Some(name))),
+                _ => continue,
+            };
+            if binds {
+                self.wrap(value, format!("|{}", python_macros::PASSED_FILTER));
+            }
+        }
+    }
+
+    /// The body of a macro whose calls pass arguments through `PASSED_FILTER` starts by
+    /// turning each passed undefined value back into one, in a `set` tag with the whitespace
+    /// control of the macro's opening tag.
+    fn unpass_arguments(&mut self, m: &ast::Macro) {
+        if !self.macros.contains_key(m.name) {
+            return;
+        }
+        let Some((at, mark)) = python_macros::opening_tag_end(self.source, m) else {
+            return;
+        };
+        let sig = &self.macros[m.name];
+        let sets: String = sig
+            .defaulted()
+            .iter()
+            .map(|p| {
+                format!(
+                    "{{% set {p} = {p}|{} {mark}%}}",
+                    python_macros::UNPASS_FILTER
+                )
+            })
+            .collect();
+        self.insert(at as u32, sets);
     }
 
     fn args(&mut self, args: &[ast::CallArg]) {
@@ -335,7 +412,7 @@ impl Walker<'_> {
                     else {
                         return;
                     };
-                    self.insert(expr_start(&a.expr), "((".to_string());
+                    self.insert(self.start(&a.expr), "((".to_string());
                     self.replace(
                         receiver + dot as u32,
                         receiver + end as u32,
@@ -348,7 +425,7 @@ impl Walker<'_> {
                 self.expr(&u.expr);
                 let number = matches!(&u.expr, ast::Expr::Const(c) if c.value.is_number());
                 if matches!(u.op, ast::UnaryOpKind::Neg) && !number {
-                    self.insert(expr_start(&u.expr), "(".to_string());
+                    self.insert(self.start(&u.expr), "(".to_string());
                     self.wrap(&u.expr, format!("|{})", python_ops::NEGATABLE_FILTER));
                 }
             }
@@ -439,7 +516,7 @@ impl Walker<'_> {
                     else {
                         return;
                     };
-                    self.insert(expr_start(&i.expr), "((".to_string());
+                    self.insert(self.start(&i.expr), "((".to_string());
                     self.replace(
                         receiver + open as u32,
                         end,

@@ -251,3 +251,17 @@ fn python_string_methods_work() {
     .unwrap();
     assert_eq!(out, "yes");
 }
+
+#[test]
+fn an_undefined_argument_passed_to_a_macro_is_bound_not_defaulted() {
+    let source = "{% macro f(a, b='B') -%}\n[{{ a }}|{{ b }}|{{ b is defined }}]\n{%- endmacro %}\
+                  {{ f(1) }}{{ f(2, messages[0].missing) }}{{ f(3, b=x if false) }}\
+                  {{ f(4, b=messages[0].role) }}{{ 'x' ~ (f(5) if true) }}";
+    let messages = json!([{"role": "user", "content": "hi"}]);
+    let want = "[1|B|True][2||False][3||False][4|user|True]x[5|B|True]";
+    let t = ChatTemplate::compile(source, Vec::new()).unwrap();
+    let msgs = messages.as_array().unwrap();
+    let opts = RenderOptions::default();
+    assert_eq!(t.render_interpreted(msgs, &opts).unwrap(), want);
+    assert_eq!(t.render_planned(msgs, &opts).expect("a plan").unwrap(), want);
+}

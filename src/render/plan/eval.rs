@@ -632,8 +632,9 @@ impl<'a> Run<'a> {
                 return Err(Bail);
             }
             given |= 1 << slot;
-            // An undefined argument counts as not given: the parameter takes its default.
-            if !value.is_undef() {
+            // jinja2 binds an undefined argument as given; minijinja (MLX Node's rendering)
+            // gives the parameter its default.
+            if !value.is_undef() || !plan.mlx {
                 bound |= 1 << slot;
                 self.scratch.push((m.params[slot], value));
             }
