@@ -29,6 +29,7 @@ pub mod plan;
 #[cfg(test)]
 mod plan_tests;
 pub mod python_filters;
+pub mod python_generators;
 pub mod python_macros;
 pub mod python_ops;
 pub mod python_order;
@@ -239,11 +240,11 @@ impl ChatTemplate {
             env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
             env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
             env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
-            env.add_filter("map", python_semantics::map_filter);
-            env.add_filter("select", python_semantics::select_filter);
-            env.add_filter("reject", python_semantics::reject_filter);
-            env.add_filter("selectattr", python_semantics::selectattr_filter);
-            env.add_filter("rejectattr", python_semantics::rejectattr_filter);
+            env.add_filter("map", python_generators::map_filter);
+            env.add_filter("select", python_generators::select_filter);
+            env.add_filter("reject", python_generators::reject_filter);
+            env.add_filter("selectattr", python_generators::selectattr_filter);
+            env.add_filter("rejectattr", python_generators::rejectattr_filter);
             env.add_filter("int", python_filters::int_filter);
             env.add_filter("float", python_filters::float_filter);
             env.add_filter("center", python_filters::center_filter);
@@ -593,6 +594,8 @@ fn jinja2_method(
 ) -> Result<Value, Error> {
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
+        // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
+        (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),
         // Split on runs of Python's whitespace (the information separators too).
         (Some(s), "split", []) => Ok(Value::from(python_str::python_split_whitespace(s))),
         (Some(s), "split", [sep]) if sep.is_none() => {

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use minijinja::value::{Kwargs, Rest, StringInput, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
+use super::python_generators;
 use super::python_semantics::python_type_name;
 use super::python_str::python_strip;
 use super::python_value::{needs_python_spelling, py_str};
@@ -391,6 +392,9 @@ pub fn list_filter(state: &State, value: Value) -> Result<Value, Error> {
 
 /// Python's `TypeError` for what it cannot iterate (minijinja iterates `None` as nothing).
 fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
+    if let Some(refused) = python_generators::generator_refusal(value) {
+        return Err(refused);
+    }
     match value.kind() {
         ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
             Err(not_iterable(value))
@@ -399,11 +403,23 @@ fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
     }
 }
 
-/// jinja2's `items`: a mapping's pairs, nothing for an undefined value, jinja2's error for
-/// anything else.
+/// jinja2's `items`, a generator: of a mapping's pairs, of nothing for an undefined value, and
+/// for anything else one that raises jinja2's error when iterated.
 pub fn items_filter(value: Value) -> Result<Value, Error> {
-    minijinja::filters::items(&value)
-        .map_err(|_| type_error("Can only get item pairs from a mapping.".to_string()))
+    const MADE_BY: &str = "do_items";
+    if value.is_undefined() {
+        return Ok(python_generators::Generator::wrap(MADE_BY, Vec::new()));
+    }
+    match minijinja::filters::items(&value) {
+        Ok(pairs) => Ok(python_generators::Generator::wrap(
+            MADE_BY,
+            pairs.try_iter()?.collect(),
+        )),
+        Err(_) => Ok(python_generators::Generator::refusing(
+            MADE_BY,
+            "Can only get item pairs from a mapping.",
+        )),
+    }
 }
 
 /// jinja2's `sum`: Python's `sum`, whose `TypeError` names the running total's type and the

@@ -13,18 +13,21 @@
 //! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
 //!   `{% with %}`;
 //! - arithmetic refuses what Python refuses, with Python's words (see `python_ops`);
-//! - `map`, `select`, `reject`, `selectattr` and `rejectattr` give one-shot generators: always
-//!   true, no length, nothing to index, `tojson` refuses them, a second loop sees nothing.
+//! - an argument passed to a macro keeps an undefined value instead of taking the parameter's
+//!   default (see `python_macros`);
+//! - `map`, `select`, `reject`, `selectattr`, `rejectattr` and `items` give one-shot generators
+//!   (see `python_generators`): always true, no length, nothing to index, `tojson` refuses them,
+//!   a second loop sees nothing.
 //!
 //! All but the last are source rewrites made from minijinja's own syntax tree, so they touch
-//! exactly the loops, lookups, joins and set blocks the template has.
+//! exactly the loops, lookups, joins, calls and set blocks the template has.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use minijinja::machinery::ast;
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value, ValueKind};
-use minijinja::{Error, ErrorKind, State};
+use minijinja::value::{Object, ObjectRepr, Value, ValueKind};
+use minijinja::{Error, ErrorKind};
 
 use super::python_macros::{self, Signature};
 use super::python_ops;
@@ -540,6 +543,9 @@ impl Walker<'_> {
 /// minijinja iterates as empty) and for the values neither iterates (numbers, bools, bound
 /// methods).
 pub fn iterable_filter(value: Value) -> Result<Value, Error> {
+    if let Some(refused) = super::python_generators::generator_refusal(&value) {
+        return Err(refused);
+    }
     match value.kind() {
         ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
             Err(super::python_filters::not_iterable(&value))
@@ -606,8 +612,13 @@ fn is_dict(value: &Value) -> bool {
             .is_none_or(|o| o.repr() == ObjectRepr::Map)
 }
 
+/// The address printed for a Python object (a generator, a bound method): CPython prints the
+/// object's, which changes from run to run; renders here stay the same from run to run, so
+/// every object prints one address of CPython's form on 64-bit Linux.
+pub const OBJECT_ADDRESS: &str = "0x7f0000000000";
+
 /// A dict's bound method, as a template sees it when it names one without calling it: true,
-/// no attributes, not iterable, printed as Python prints it (without the address).
+/// no attributes, not iterable, printed as Python prints it (at [`OBJECT_ADDRESS`]).
 #[derive(Debug)]
 struct DictMethod {
     name: String,
@@ -627,147 +638,12 @@ impl Object for DictMethod {
     }
 
     fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "<built-in method {} of dict object>", self.name)
+        write!(
+            f,
+            "<built-in method {} of dict object at {OBJECT_ADDRESS}>",
+            self.name
+        )
     }
-}
-
-/// A one-shot generator (what jinja2's `map`, `select`, ... give): true, no length, iterable
-/// once (a second loop sees nothing), refused by `tojson`.
-#[derive(Debug)]
-pub struct Generator {
-    items: Mutex<Option<Vec<Value>>>,
-}
-
-impl Generator {
-    fn wrap(items: Vec<Value>) -> Value {
-        Value::from_object(Generator {
-            items: Mutex::new(Some(items)),
-        })
-    }
-}
-
-impl Object for Generator {
-    fn repr(self: &Arc<Self>) -> ObjectRepr {
-        ObjectRepr::Iterable
-    }
-
-    fn enumerate(self: &Arc<Self>) -> Enumerator {
-        let taken = self
-            .items
-            .lock()
-            .map(|mut items| items.take())
-            .unwrap_or_default();
-        match taken {
-            Some(items) => Enumerator::Iter(Box::new(items.into_iter())),
-            None => Enumerator::Empty,
-        }
-    }
-
-    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
-        None
-    }
-
-    fn is_true(self: &Arc<Self>) -> bool {
-        true
-    }
-
-    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<generator object>")
-    }
-}
-
-/// Whether `value` is a [`Generator`] (which `tojson` refuses, as `json.dumps` does).
-pub fn is_generator(value: &Value) -> bool {
-    value.downcast_object_ref::<Generator>().is_some()
-}
-
-pub fn map_filter(
-    state: &mut State,
-    value: Value,
-    args: Rest<ValueOrKwargsArg>,
-) -> Result<Value, Error> {
-    minijinja::filters::map(state, value, args).map(Generator::wrap)
-}
-
-pub fn select_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
-    selected(s, v, a, false, false)
-}
-
-pub fn reject_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
-    selected(s, v, a, false, true)
-}
-
-pub fn selectattr_filter(
-    s: &mut State,
-    v: Value,
-    a: Rest<ValueOrKwargsArg>,
-) -> Result<Value, Error> {
-    selected(s, v, a, true, false)
-}
-
-pub fn rejectattr_filter(
-    s: &mut State,
-    v: Value,
-    a: Rest<ValueOrKwargsArg>,
-) -> Result<Value, Error> {
-    selected(s, v, a, true, true)
-}
-
-/// minijinja's `select`/`reject` (`by_attr`: `selectattr`/`rejectattr`, whose first argument
-/// names the attribute tested), as a generator.
-fn selected(
-    state: &mut State,
-    value: Value,
-    args: Rest<ValueOrKwargsArg>,
-    by_attr: bool,
-    invert: bool,
-) -> Result<Value, Error> {
-    use minijinja::filters;
-    let (attr, rest) = if by_attr {
-        let (attr, rest) = split_name(args)?;
-        let attr = attr
-            .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "an attribute name is needed"))?;
-        (Some(attr), rest)
-    } else {
-        (None, args)
-    };
-    let (test, rest) = split_name(rest)?;
-    let items = match (attr, invert) {
-        (Some(attr), false) => filters::selectattr(state, value, attr, test, rest),
-        (Some(attr), true) => filters::rejectattr(state, value, attr, test, rest),
-        (None, false) => filters::select(state, value, test, rest),
-        (None, true) => filters::reject(state, value, test, rest),
-    }?;
-    Ok(Generator::wrap(items))
-}
-
-pub type ValueOrKwargsArg = minijinja::value::ValueOrKwargs;
-
-/// The first argument as a name (a test's or an attribute's), and the rest.
-fn split_name(
-    args: Rest<ValueOrKwargsArg>,
-) -> Result<
-    (
-        Option<std::borrow::Cow<'static, str>>,
-        Rest<ValueOrKwargsArg>,
-    ),
-    Error,
-> {
-    let mut values = args.0;
-    if values.is_empty() {
-        return Ok((None, Rest(values)));
-    }
-    let first = values.remove(0).into_value();
-    let name = first
-        .as_str()
-        .map(|s| std::borrow::Cow::Owned(s.to_string()))
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidOperation,
-                "a test or attribute name must be a string",
-            )
-        })?;
-    Ok((Some(name), Rest(values)))
 }
 
 /// The name of `value`'s type in Python.
@@ -799,7 +675,7 @@ pub fn compare_filter(left: Value, op: &str, right: Value) -> Result<Value, Erro
     Ok(Value::from(answer))
 }
 
-fn type_error(message: String) -> Error {
+pub(crate) fn type_error(message: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, message)
 }
 
@@ -909,7 +785,7 @@ pub fn python_type_name(value: &Value) -> &'static str {
     if value.is_tuple() {
         return "tuple";
     }
-    if is_generator(value) {
+    if super::python_generators::is_generator(value) {
         return "generator";
     }
     if value.downcast_object_ref::<DictMethod>().is_some() {

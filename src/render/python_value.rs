@@ -10,8 +10,9 @@ use std::sync::OnceLock;
 use minijinja::value::{Tuple, Value, ValueKind};
 
 use crate::render::json_dumps::python_float_repr;
+use crate::render::python_generators::is_generator;
 use crate::render::python_range::as_range;
-use crate::render::python_semantics::{is_generator, is_macro, python_type_name};
+use crate::render::python_semantics::{is_macro, python_type_name};
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;

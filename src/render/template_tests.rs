@@ -263,5 +263,55 @@ fn an_undefined_argument_passed_to_a_macro_is_bound_not_defaulted() {
     let msgs = messages.as_array().unwrap();
     let opts = RenderOptions::default();
     assert_eq!(t.render_interpreted(msgs, &opts).unwrap(), want);
-    assert_eq!(t.render_planned(msgs, &opts).expect("a plan").unwrap(), want);
+    assert_eq!(
+        t.render_planned(msgs, &opts).expect("a plan").unwrap(),
+        want
+    );
+}
+
+#[test]
+fn casefold_folds_as_python_does() {
+    let src = "{{ messages[0].content.casefold() }}";
+    let out = render(
+        src,
+        json!([{"role": "a", "content": "Straße İ ΣΑΣ ﬁ"}]),
+        false,
+    )
+    .unwrap();
+    assert_eq!(out, "strasse i\u{307} σασ fi");
+}
+
+#[test]
+fn items_is_a_generator_as_in_jinja2() {
+    let t = ChatTemplate::compile(
+        "{% set g = messages[0]|items %}{% for k, v in g %}{{ k }}={{ v }};{% endfor %}\
+         {% for k, v in g %}again{% endfor %}{{ (messages[0].content|items) is defined }}\
+         {% for p in undefined_thing|items %}never{% endfor %}",
+        Vec::new(),
+    )
+    .unwrap();
+    let messages = [json!({"role": "user", "content": "hi"})];
+    let opts = RenderOptions::default();
+    let want = "role=user;content=hi;True";
+    assert_eq!(t.render_interpreted(&messages, &opts).unwrap(), want);
+    // Iterating `items` of a string raises only then, with jinja2's message.
+    let t = ChatTemplate::compile(
+        "{% set g = messages[0].content|items %}ok{% for k, v in g %}{% endfor %}",
+        Vec::new(),
+    )
+    .unwrap();
+    let err = t.render_interpreted(&messages, &opts).unwrap_err();
+    assert!(
+        err.message
+            .contains("Can only get item pairs from a mapping."),
+        "{}",
+        err.message
+    );
+    // Printed as Python prints a generator.
+    let t = ChatTemplate::compile("{{ messages[0]|items }}", Vec::new()).unwrap();
+    let text = t.render_interpreted(&messages, &opts).unwrap();
+    assert!(
+        text.starts_with("<generator object do_items at 0x"),
+        "{text}"
+    );
 }

@@ -303,9 +303,10 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             V::Str(_) | V::Owned(_) => value,
             other => V::Owned(other.py_string()?),
         },
+        // A generator, as jinja2's `items` is.
         Filter::Items => match value {
-            V::Undef => V::Iter(Rc::new(Vec::new())),
-            other => V::Iter(Rc::new(other.map_pairs().ok_or(Bail)?)),
+            V::Undef => V::generator(Vec::new()),
+            other => V::generator(other.map_pairs().ok_or(Bail)?),
         },
         Filter::Join => {
             let joiner = match args.first() {

@@ -1,0 +1,175 @@
+//! jinja2's generators: what `map`, `select`, `reject`, `selectattr`, `rejectattr` and
+//! `items` give in Python, one-shot iterables a template can only loop over once (see
+//! `python_semantics`).
+
+use std::sync::{Arc, Mutex};
+
+use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value};
+use minijinja::{Error, ErrorKind, State};
+
+use super::python_semantics::{type_error, OBJECT_ADDRESS};
+
+/// A one-shot generator (what jinja2's `map`, `select`, `items`, ... give): true, no length,
+/// iterable once (a second loop sees nothing), refused by `tojson`, printed with the name of
+/// the function that made it and [`OBJECT_ADDRESS`]. `items` of a value that is not a map
+/// gives one that raises when iterated, as the Python generator does.
+#[derive(Debug)]
+pub struct Generator {
+    items: Mutex<Option<Vec<Value>>>,
+    /// The Python function that made it (`sync_do_map`, `select_or_reject`, `do_items`).
+    made_by: &'static str,
+    /// The `TypeError` iterating it raises.
+    refusal: Option<&'static str>,
+}
+
+impl Generator {
+    pub fn wrap(made_by: &'static str, items: Vec<Value>) -> Value {
+        Value::from_object(Generator {
+            items: Mutex::new(Some(items)),
+            made_by,
+            refusal: None,
+        })
+    }
+
+    /// A generator that raises `TypeError: message` when iterated.
+    pub fn refusing(made_by: &'static str, message: &'static str) -> Value {
+        Value::from_object(Generator {
+            items: Mutex::new(None),
+            made_by,
+            refusal: Some(message),
+        })
+    }
+}
+
+impl Object for Generator {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Iterable
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        if self.refusal.is_some() {
+            return Enumerator::NonEnumerable;
+        }
+        let taken = self
+            .items
+            .lock()
+            .map(|mut items| items.take())
+            .unwrap_or_default();
+        match taken {
+            Some(items) => Enumerator::Iter(Box::new(items.into_iter())),
+            None => Enumerator::Empty,
+        }
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        None
+    }
+
+    fn is_true(self: &Arc<Self>) -> bool {
+        true
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<generator object {} at {OBJECT_ADDRESS}>", self.made_by)
+    }
+}
+
+/// The `TypeError` iterating `value` raises, where it is a generator that refuses iteration.
+pub fn generator_refusal(value: &Value) -> Option<Error> {
+    let refusal = value.downcast_object_ref::<Generator>()?.refusal?;
+    Some(type_error(refusal.to_string()))
+}
+
+/// Whether `value` is a [`Generator`] (which `tojson` refuses, as `json.dumps` does).
+pub fn is_generator(value: &Value) -> bool {
+    value.downcast_object_ref::<Generator>().is_some()
+}
+
+pub fn map_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    minijinja::filters::map(state, value, args).map(|items| Generator::wrap("sync_do_map", items))
+}
+
+pub fn select_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
+    selected(s, v, a, false, false)
+}
+
+pub fn reject_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
+    selected(s, v, a, false, true)
+}
+
+pub fn selectattr_filter(
+    s: &mut State,
+    v: Value,
+    a: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    selected(s, v, a, true, false)
+}
+
+pub fn rejectattr_filter(
+    s: &mut State,
+    v: Value,
+    a: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    selected(s, v, a, true, true)
+}
+
+/// minijinja's `select`/`reject` (`by_attr`: `selectattr`/`rejectattr`, whose first argument
+/// names the attribute tested), as a generator.
+fn selected(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+    by_attr: bool,
+    invert: bool,
+) -> Result<Value, Error> {
+    use minijinja::filters;
+    let (attr, rest) = if by_attr {
+        let (attr, rest) = split_name(args)?;
+        let attr = attr
+            .ok_or_else(|| Error::new(ErrorKind::MissingArgument, "an attribute name is needed"))?;
+        (Some(attr), rest)
+    } else {
+        (None, args)
+    };
+    let (test, rest) = split_name(rest)?;
+    let items = match (attr, invert) {
+        (Some(attr), false) => filters::selectattr(state, value, attr, test, rest),
+        (Some(attr), true) => filters::rejectattr(state, value, attr, test, rest),
+        (None, false) => filters::select(state, value, test, rest),
+        (None, true) => filters::reject(state, value, test, rest),
+    }?;
+    Ok(Generator::wrap("select_or_reject", items))
+}
+
+pub type ValueOrKwargsArg = minijinja::value::ValueOrKwargs;
+
+/// The first argument as a name (a test's or an attribute's), and the rest.
+fn split_name(
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<
+    (
+        Option<std::borrow::Cow<'static, str>>,
+        Rest<ValueOrKwargsArg>,
+    ),
+    Error,
+> {
+    let mut values = args.0;
+    if values.is_empty() {
+        return Ok((None, Rest(values)));
+    }
+    let first = values.remove(0).into_value();
+    let name = first
+        .as_str()
+        .map(|s| std::borrow::Cow::Owned(s.to_string()))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                "a test or attribute name must be a string",
+            )
+        })?;
+    Ok((Some(name), Rest(values)))
+}
