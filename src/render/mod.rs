@@ -236,6 +236,10 @@ impl ChatTemplate {
                 python_semantics::sliceable_filter,
             );
             env.add_filter(python_semantics::STR_FILTER, string_filter);
+            env.add_filter(
+                python_semantics::HASHABLE_FILTER,
+                python_semantics::hashable_filter,
+            );
             env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
             env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
             env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
@@ -283,6 +287,9 @@ impl ChatTemplate {
             env.add_filter("upper", python_filters::upper_filter);
             env.add_filter("lower", python_filters::lower_filter);
             env.add_test("callable", python_filters::is_callable);
+            env.add_test("odd", python_ops::odd_test);
+            env.add_test("even", python_ops::even_test);
+            env.add_test("divisibleby", python_ops::divisibleby_test);
         }
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
             .map_err(syntax_error)?;

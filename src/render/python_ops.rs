@@ -92,6 +92,80 @@ fn zero_division(left: &Value, op: &str, right: &Value, ints: bool) -> Option<St
     Some(message.to_string())
 }
 
+/// jinja2's `odd` test: `value % 2 == 1`, with Python's errors (`'abc' % 2` is string
+/// formatting, which refuses an argument the string has no place for).
+pub fn odd_test(value: &Value) -> Result<bool, Error> {
+    Ok(remainder(value, &Value::from(2))? == Value::from(1))
+}
+
+/// jinja2's `even` test: `value % 2 == 0`.
+pub fn even_test(value: &Value) -> Result<bool, Error> {
+    Ok(remainder(value, &Value::from(2))? == Value::from(0))
+}
+
+/// jinja2's `divisibleby` test: `value % num == 0`.
+pub fn divisibleby_test(value: &Value, num: &Value) -> Result<bool, Error> {
+    Ok(remainder(value, num)? == Value::from(0))
+}
+
+/// Python's `value % arg` for a test to compare with a number: string formatting of a string
+/// (whose text never equals a number), the remainder of numbers, Python's `TypeError` for the
+/// rest.
+fn remainder(value: &Value, arg: &Value) -> Result<Value, Error> {
+    match value.as_str() {
+        Some(format) if value.kind() == ValueKind::String => {
+            check_one_argument_format(format)?;
+            Ok(Value::from(""))
+        }
+        _ => arith_filter(value.clone(), "%", arg.clone()),
+    }
+}
+
+/// Python's errors for `format % x` with one argument `x` that is not a mapping: every
+/// conversion of `format` parsed, one of them (not `%%`) to take the argument.
+fn check_one_argument_format(format: &str) -> Result<(), Error> {
+    let error = |message: String| Error::new(ErrorKind::InvalidOperation, message);
+    let mut taken = 0;
+    let mut chars = format.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.peek().is_some_and(|(_, c)| *c == '(') {
+            return Err(error("format requires a mapping".to_string()));
+        }
+        // Flags, width, precision and length modifier; a `*` takes an argument of its own.
+        while let Some(&(_, c)) = chars.peek() {
+            match c {
+                '#' | '0' | '-' | ' ' | '+' | '.' | 'h' | 'l' | 'L' | '1'..='9' => {}
+                '*' => taken += 1,
+                _ => break,
+            }
+            chars.next();
+        }
+        match chars.next() {
+            None => return Err(error("incomplete format".to_string())),
+            Some((_, '%')) => {}
+            Some((_, 'd' | 'i' | 'o' | 'u' | 'x' | 'X' | 'e' | 'E' | 'f' | 'F' | 'g' | 'G'))
+            | Some((_, 'c' | 'r' | 's' | 'a')) => taken += 1,
+            Some((at, other)) => {
+                let index = format[..at].chars().count();
+                return Err(error(format!(
+                    "unsupported format character '{other}' ({:#x}) at index {index}",
+                    other as u32
+                )));
+            }
+        }
+    }
+    match taken {
+        0 => Err(error(
+            "not all arguments converted during string formatting".to_string(),
+        )),
+        1 => Ok(()),
+        _ => Err(error("not enough arguments for format string".to_string())),
+    }
+}
+
 /// `left op right` for the operands chat templates add and subtract (64-bit integers, floats,
 /// strings), computed here as minijinja computes them; `None` for the rest.
 fn compute_plain(left: &Value, op: &str, right: &Value) -> Option<Value> {

@@ -8,6 +8,7 @@
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
 //!   where the dict has no such key ([`GETITEM_FILTER`]);
+//! - a list or a dict as the key of a dict literal raises `unhashable type` ([`HASHABLE_FILTER`]);
 //! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
 //!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
 //! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
@@ -46,6 +47,9 @@ pub const SLICEABLE_FILTER: &str = "__sft_py_sliceable";
 pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
 pub const STR_FILTER: &str = "__sft_py_str";
+/// The filter every computed key of a dict literal passes through: Python refuses a list or a
+/// dict as a key.
+pub const HASHABLE_FILTER: &str = "__sft_py_hashable";
 
 /// The methods of a Python `dict`, which jinja2 finds before the dict's keys.
 pub const DICT_METHODS: [&str; 11] = [
@@ -533,6 +537,9 @@ impl Walker<'_> {
             ast::Expr::Map(m) => {
                 m.keys.iter().for_each(|x| self.expr(x));
                 m.values.iter().for_each(|x| self.expr(x));
+                for key in m.keys.iter().filter(|k| !matches!(k, ast::Expr::Const(_))) {
+                    self.wrap(key, format!("|{HASHABLE_FILTER}"));
+                }
             }
             ast::Expr::Var(_) | ast::Expr::Const(_) => {}
         }
@@ -643,6 +650,14 @@ impl Object for DictMethod {
             "<built-in method {} of dict object at {OBJECT_ADDRESS}>",
             self.name
         )
+    }
+}
+
+/// [`HASHABLE_FILTER`]: the value unchanged, or Python's `TypeError` for a list or a dict.
+pub fn hashable_filter(value: Value) -> Result<Value, Error> {
+    match python_type_name(&value) {
+        kind @ ("list" | "dict") => Err(type_error(format!("unhashable type: '{kind}'"))),
+        _ => Ok(value),
     }
 }
 

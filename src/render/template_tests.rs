@@ -315,3 +315,46 @@ fn items_is_a_generator_as_in_jinja2() {
         "{text}"
     );
 }
+
+#[test]
+fn odd_even_and_divisibleby_take_python_remainders() {
+    let t = |source: &str| ChatTemplate::compile(source, Vec::new()).unwrap();
+    let messages = [json!({"role": "user", "content": "hi"})];
+    let opts = RenderOptions::default();
+    let out = t("{{ 3 is odd }}{{ 3.0 is odd }}{{ true is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ '%s' is odd }}")
+        .render_interpreted(&messages, &opts)
+        .unwrap();
+    assert_eq!(out, "TrueTrueTrueTrueTrueFalse");
+    for (source, message) in [
+        (
+            "{{ 'abc' is odd }}",
+            "not all arguments converted during string formatting",
+        ),
+        (
+            "{{ '%s %s' is even }}",
+            "not enough arguments for format string",
+        ),
+        (
+            "{{ 'a%q' is odd }}",
+            "unsupported format character 'q' (0x71) at index 2",
+        ),
+        (
+            "{{ none is odd }}",
+            "unsupported operand type(s) for %: 'NoneType' and 'int'",
+        ),
+        (
+            "{{ [1] is even }}",
+            "unsupported operand type(s) for %: 'list' and 'int'",
+        ),
+        ("{{ {'k': 1, messages: 2} }}", "unhashable type: 'list'"),
+        ("{{ {messages[0]: 2} }}", "unhashable type: 'dict'"),
+    ] {
+        let err = t(source).render_interpreted(&messages, &opts).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+    // Keys Python can hash stay allowed.
+    let out = t("{{ {messages[0].role: 1, (1, 2)|join: 2} }}")
+        .render_interpreted(&messages, &opts)
+        .unwrap();
+    assert_eq!(out, "{'user': 1, '12': 2}");
+}
