@@ -1,0 +1,257 @@
+//! The minijinja environment a chat template is interpreted in: Python's filters, tests,
+//! functions, methods and spellings for transformers' rendering (see `python_semantics`), or
+//! minijinja's own with MLX Node's `tojson` and `range` for MLX Node's.
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Value, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
+
+use super::json_dumps::{dumps, DumpOptions};
+use super::{
+    generation, mlx_node, python_filters, python_generators, python_macros, python_ops,
+    python_order, python_range, python_semantics, python_str, python_value, strftime_now,
+};
+
+/// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
+pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_syntax(syntax.clone());
+    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    // Error messages are the same in every build (minijinja adds debug details by default
+    // only where debug assertions are on).
+    env.set_debug(false);
+    env.set_fuel(Some(super::RENDER_FUEL));
+    env.set_unknown_method_callback(if mlx { python_method } else { jinja2_method });
+    env.set_formatter(python_formatter);
+    if mlx {
+        env.add_filter("tojson", mlx_node::compact_tojson);
+    } else {
+        env.add_filter("tojson", tojson_filter);
+    }
+    env.add_filter("trim", trim_filter);
+    env.add_filter("string", string_filter);
+    env.add_filter(generation::MARK_FILTER, generation::mark_filter);
+    env.add_function("raise_exception", raise_exception);
+    env.add_function("strftime_now", strftime_now);
+    if mlx {
+        env.add_function("range", python_range::range_list);
+    } else {
+        env.add_function("range", python_range::range);
+    }
+    env.add_test("iterable", is_iterable);
+    if !mlx {
+        env.add_filter(
+            python_semantics::ITERABLE_FILTER,
+            python_semantics::iterable_filter,
+        );
+        env.add_filter(
+            python_semantics::GETATTR_FILTER,
+            python_semantics::getattr_filter,
+        );
+        env.add_filter(
+            python_semantics::GETITEM_FILTER,
+            python_semantics::getitem_filter,
+        );
+        env.add_filter(
+            python_semantics::COMPARE_FILTER,
+            python_semantics::compare_filter,
+        );
+        env.add_filter(
+            python_semantics::SLICEABLE_FILTER,
+            python_semantics::sliceable_filter,
+        );
+        env.add_filter(python_semantics::STR_FILTER, string_filter);
+        env.add_filter(
+            python_semantics::HASHABLE_FILTER,
+            python_semantics::hashable_filter,
+        );
+        env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
+        env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
+        env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
+        env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
+        env.add_filter("map", python_generators::map_filter);
+        env.add_filter("select", python_generators::select_filter);
+        env.add_filter("reject", python_generators::reject_filter);
+        env.add_filter("selectattr", python_generators::selectattr_filter);
+        env.add_filter("rejectattr", python_generators::rejectattr_filter);
+        env.add_filter("int", python_filters::int_filter);
+        env.add_filter("float", python_filters::float_filter);
+        env.add_filter("center", python_filters::center_filter);
+        env.add_filter("truncate", python_filters::truncate_filter);
+        env.add_filter("wordcount", python_filters::wordcount_filter);
+        env.add_filter("first", python_filters::first_filter);
+        env.add_filter("last", python_filters::last_filter);
+        env.add_filter("length", python_filters::length_filter);
+        env.add_filter("count", python_filters::length_filter);
+        env.add_filter("list", python_filters::list_filter);
+        env.add_filter("items", python_filters::items_filter);
+        env.add_filter("sum", python_filters::sum_filter);
+        env.add_filter("dictsort", python_filters::dictsort_filter);
+        env.add_filter("join", python_filters::join_filter);
+        env.add_filter("round", python_filters::round_filter);
+        env.add_filter("min", python_order::min_filter);
+        env.add_filter("max", python_order::max_filter);
+        env.add_filter("sort", python_order::sort_filter);
+        for (name, test) in [
+            (
+                "lt",
+                python_order::lt_test as fn(&Value, &Value) -> Result<bool, Error>,
+            ),
+            ("lessthan", python_order::lt_test),
+            ("<", python_order::lt_test),
+            ("le", python_order::le_test),
+            ("<=", python_order::le_test),
+            ("gt", python_order::gt_test),
+            ("greaterthan", python_order::gt_test),
+            (">", python_order::gt_test),
+            ("ge", python_order::ge_test),
+            (">=", python_order::ge_test),
+        ] {
+            env.add_test(name, test);
+        }
+        env.add_filter("upper", python_filters::upper_filter);
+        env.add_filter("lower", python_filters::lower_filter);
+        env.add_test("callable", python_filters::is_callable);
+        env.add_test("odd", python_ops::odd_test);
+        env.add_test("even", python_ops::even_test);
+        env.add_test("divisibleby", python_ops::divisibleby_test);
+    }
+    env
+}
+
+/// jinja2's `trim`: Python's `str.strip` of `str(value)`, whose whitespace includes
+/// U+001C..U+001F.
+fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {
+    let text = match value.as_str() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(python_value::py_str(value)),
+    };
+    Ok(Value::from(match chars {
+        Some(chars) => {
+            let set: Vec<char> = chars.chars().collect();
+            text.trim_matches(&set[..]).to_string()
+        }
+        None => python_str::python_strip(&text).to_string(),
+    }))
+}
+
+/// Python's string and dict methods (minijinja-contrib's pycompat), with `strip`, `lstrip` and
+/// `rstrip` without arguments stripping Python's whitespace.
+fn python_method(
+    state: &mut minijinja::State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    let no_chars = match args {
+        [] => true,
+        [arg] => arg.is_none() || arg.is_undefined(),
+        _ => false,
+    };
+    if let (Some(s), true) = (value.as_str(), no_chars) {
+        match method {
+            "strip" => return Ok(Value::from(python_str::python_strip(s))),
+            "lstrip" => return Ok(Value::from(python_str::python_lstrip(s))),
+            "rstrip" => return Ok(Value::from(python_str::python_rstrip(s))),
+            _ => {}
+        }
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+/// [`python_method`] and the string methods of Python's that minijinja-contrib lacks.
+fn jinja2_method(
+    state: &mut minijinja::State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    match (value.as_str(), method, args) {
+        (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
+        // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
+        (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),
+        // Split on runs of Python's whitespace (the information separators too).
+        (Some(s), "split", []) => Ok(Value::from(python_str::python_split_whitespace(s))),
+        (Some(s), "split", [sep]) if sep.is_none() => {
+            Ok(Value::from(python_str::python_split_whitespace(s)))
+        }
+        (Some(s), "zfill", [width]) if width.is_integer() || width.kind() == ValueKind::Bool => {
+            let width = i64::try_from(width.clone()).unwrap_or(i64::from(width.is_true()));
+            Ok(Value::from(python_filters::zfill(s, width)))
+        }
+        _ => python_method(state, value, method, args),
+    }
+}
+
+/// `{{ x }}` as Python's `str(x)`: minijinja writes floats in Rust's spelling (`0.0000001`,
+/// `1000000000000000000000.0`) where Python writes `1e-07` and `1e+21`, and lists and maps with
+/// its own quoting (see `python_value`). Everything else is minijinja's own output (with no
+/// auto-escaping, as transformers has none).
+fn python_formatter(
+    out: &mut minijinja::Output,
+    state: &mut minijinja::State,
+    value: &Value,
+) -> Result<(), Error> {
+    if python_value::needs_python_spelling(value) {
+        return out
+            .write_str(&python_value::py_str(value))
+            .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write output"));
+    }
+    minijinja::escape_formatter(out, state, value)
+}
+
+/// jinja2's `string` filter: Python's `str(x)`; a string stays as it is.
+fn string_filter(value: Value) -> Value {
+    if value.kind() == ValueKind::String {
+        return value;
+    }
+    Value::from(python_value::py_str(&value))
+}
+
+fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<Value> = kwargs.get("indent")?;
+    let indent = match indent {
+        None => None,
+        Some(v) if v.is_none() || v.is_undefined() => None,
+        Some(v) => match v.as_i64() {
+            Some(n) => Some(" ".repeat(n.clamp(0, 64) as usize)),
+            None => Some(v.as_str().unwrap_or_default().to_string()),
+        },
+    };
+    let mut options = DumpOptions::python_defaults(indent);
+    options.refused = Some(python_value::template_object_name);
+    let separators: Option<Value> = kwargs.get("separators")?;
+    if let Some(seps) = separators.filter(|v| !v.is_none()) {
+        let parts: Vec<Value> = seps.try_iter()?.collect();
+        if let [item, key] = parts.as_slice() {
+            options.item_separator = item.as_str().unwrap_or(",").to_string();
+            options.key_separator = key.as_str().unwrap_or(":").to_string();
+        }
+    }
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    options.sort_keys = sort_keys.unwrap_or(false);
+    let ensure_ascii: Option<Value> = kwargs.get("ensure_ascii")?;
+    options.ensure_ascii = ensure_ascii.is_some_and(|v| v.is_true());
+    kwargs.assert_all_used()?;
+    Ok(Value::from(dumps(&value, &options)?))
+}
+
+/// jinja2's `iterable` test: true for anything Python can iterate, including jinja2's
+/// `Undefined`, and false for `None` (minijinja's own test says true for none).
+fn is_iterable(value: &Value) -> bool {
+    matches!(
+        value.kind(),
+        ValueKind::String
+            | ValueKind::Bytes
+            | ValueKind::Seq
+            | ValueKind::Map
+            | ValueKind::Iterable
+            | ValueKind::Plain
+            | ValueKind::Undefined
+    )
+}
+
+fn raise_exception(message: String) -> Result<Value, Error> {
+    super::RAISED.with(|r| *r.borrow_mut() = Some(message.clone()));
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
