@@ -119,6 +119,99 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
     env
 }
 
+/// The environment of the diagnostic render (see `python_undefined`): transformers' rules,
+/// with lookups that give named undefined values and the operations Python refuses on them
+/// recording the first.
+pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'static> {
+    use super::python_undefined::{self as undef, refuse_hinted};
+    let mut env = environment(false, syntax);
+    env.add_filter(undef::VAR_FILTER, undef::var_filter);
+    env.add_filter(undef::ATTR_FILTER, undef::attr_filter);
+    env.add_filter(undef::ITEM_FILTER, undef::item_filter);
+    env.add_function(undef::NO_ELSE_FUNCTION, undef::no_else);
+    env.add_test("defined", undef::defined_test);
+    env.add_test("undefined", undef::undefined_test);
+    env.add_filter("default", undef::default_filter);
+    env.add_filter("d", undef::default_filter);
+    env.add_filter("first", |v: Value| {
+        python_filters::first_filter(v).map(|r| undef::empty_hinted(r, "first"))
+    });
+    env.add_filter("last", |v: Value| {
+        python_filters::last_filter(v).map(|r| undef::empty_hinted(r, "last"))
+    });
+    env.add_filter("min", |v: Value, kwargs: Kwargs| {
+        python_order::min_filter(v, kwargs).map(|r| undef::empty_hinted(r, "aggregated"))
+    });
+    env.add_filter("max", |v: Value, kwargs: Kwargs| {
+        python_order::max_filter(v, kwargs).map(|r| undef::empty_hinted(r, "aggregated"))
+    });
+    env.add_filter(python_ops::ARITH_FILTER, |l: Value, op: &str, r: Value| {
+        refuse_hinted(&l)?;
+        refuse_hinted(&r)?;
+        python_ops::arith_filter(l, op, r)
+    });
+    env.add_filter(python_ops::NEGATABLE_FILTER, |v: Value| {
+        refuse_hinted(&v)?;
+        python_ops::negatable_filter(v)
+    });
+    env.add_filter(
+        python_semantics::COMPARE_FILTER,
+        |l: Value, op: &str, r: Value| {
+            if op.ends_with("in") {
+                if undef::is_undefined(&r) {
+                    return Ok(Value::from(op == "not in"));
+                }
+            } else {
+                refuse_hinted(&l)?;
+                refuse_hinted(&r)?;
+            }
+            python_semantics::compare_filter(l, op, r)
+        },
+    );
+    env.add_filter(python_semantics::SLICEABLE_FILTER, |v: Value| {
+        refuse_hinted(&v)?;
+        python_semantics::sliceable_filter(v)
+    });
+    let string = |v: Value| match undef::hint_of(&v) {
+        Some(_) => Value::from(""),
+        None => string_filter(v),
+    };
+    env.add_filter(python_semantics::STR_FILTER, string);
+    env.add_filter("string", string);
+    env.add_filter(
+        "int",
+        |v: Value, default: Option<Value>, base: Option<Value>, kwargs: Kwargs| {
+            refuse_hinted(&v)?;
+            python_filters::int_filter(v, default, base, kwargs)
+        },
+    );
+    env.add_filter(
+        "float",
+        |v: Value, default: Option<Value>, kwargs: Kwargs| {
+            refuse_hinted(&v)?;
+            python_filters::float_filter(v, default, kwargs)
+        },
+    );
+    env.add_filter("dictsort", |v: Value, kwargs: Kwargs| {
+        refuse_hinted(&v)?;
+        python_filters::dictsort_filter(v, kwargs)
+    });
+    env.set_unknown_method_callback(|state, value, method, args| {
+        refuse_hinted(value)?;
+        jinja2_method(state, value, method, args).map_err(|e| {
+            if e.kind() != ErrorKind::UnknownMethod {
+                return e;
+            }
+            let owner = match python_semantics::python_type_name(value) {
+                "NoneType" => "None".to_string(),
+                name => format!("{name} object"),
+            };
+            undef::refuse(&format!("'{owner}' has no attribute '{method}'"))
+        })
+    });
+    env
+}
+
 /// jinja2's `trim`: Python's `str.strip` of `str(value)`, whose whitespace includes
 /// U+001C..U+001F.
 fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {

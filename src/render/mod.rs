@@ -11,6 +11,7 @@ pub mod json_dumps;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Value;
@@ -36,6 +37,7 @@ pub mod python_order;
 pub mod python_range;
 pub mod python_semantics;
 pub mod python_str;
+pub mod python_undefined;
 pub mod python_value;
 #[cfg(test)]
 mod template_tests;
@@ -73,6 +75,10 @@ pub struct ChatTemplate {
     has_generation: bool,
     /// The engine rules this template renders by.
     render_as: RenderAs,
+    /// The source and syntax the diagnostic render is built from (transformers' rendering
+    /// only), and that render's environment once a render has failed (see `python_undefined`).
+    diagnostic_source: Option<(String, SyntaxConfig)>,
+    diagnosis: OnceLock<Option<Environment<'static>>>,
 }
 
 /// Which renderer writes the text. Both write the same bytes.
@@ -190,6 +196,7 @@ impl ChatTemplate {
             }
             python_semantics::rewrite(&text, syntax.clone()).unwrap_or(text)
         };
+        let transparent_source = transparent.clone();
         env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
             .map_err(syntax_error)?;
         let has_generation = generation::has_generation_tags(source);
@@ -221,6 +228,8 @@ impl ChatTemplate {
             use_plan: true,
             has_generation,
             render_as,
+            diagnostic_source: (!mlx).then(|| (transparent_source, syntax)),
+            diagnosis: OnceLock::new(),
         })
     }
 
@@ -419,7 +428,7 @@ impl ChatTemplate {
         // Later entries win, as keyword arguments override the special-token map in Python.
         let context = Value::from(ctx.into_iter().collect::<BTreeMap<String, Value>>());
         RAISED.with(|r| r.borrow_mut().take());
-        let rendered = template.render(context).map_err(|e| {
+        let rendered = template.render(context.clone()).map_err(|e| {
             let raised = RAISED.with(|r| r.borrow_mut().take());
             match raised {
                 Some(message) => SftError::new(ErrorCode::TemplateRender, message),
@@ -431,13 +440,47 @@ impl ChatTemplate {
                         e.line().map(|l| format!(" (line {l})")).unwrap_or_default()
                     ),
                 ),
-                None => SftError::new(
-                    ErrorCode::TemplateRender,
-                    format!("chat template failed to render: {}", describe(&e)),
-                ),
+                None => match self.diagnose(context) {
+                    // Python's own words for what was undefined, at the failure's line.
+                    Some(hint) => SftError::new(
+                        ErrorCode::TemplateRender,
+                        format!(
+                            "chat template failed to render: {hint}{}",
+                            e.line().map(|l| format!(" (line {l})")).unwrap_or_default()
+                        ),
+                    ),
+                    None => SftError::new(
+                        ErrorCode::TemplateRender,
+                        format!("chat template failed to render: {}", describe(&e)),
+                    ),
+                },
             }
         })?;
         self.finish(rendered, messages, opts)
+    }
+}
+
+impl ChatTemplate {
+    /// jinja2's text for the undefined value whose use failed a render of `context`, where
+    /// there is one: the diagnostic render's first refusal (see `python_undefined`), taken only
+    /// where that render fails too.
+    fn diagnose(&self, context: Value) -> Option<String> {
+        let env = self
+            .diagnosis
+            .get_or_init(|| {
+                let (source, syntax) = self.diagnostic_source.as_ref()?;
+                let rewritten = python_semantics::rewrite_diagnostic(source, syntax.clone())?;
+                let mut env = environment::diagnostic_environment(syntax.clone());
+                env.add_template_owned(TEMPLATE_NAME, rewritten).ok()?;
+                Some(env)
+            })
+            .as_ref()?;
+        let template = env.get_template(TEMPLATE_NAME).ok()?;
+        python_undefined::clear_refusals();
+        let failed = template.render(context).is_err();
+        RAISED.with(|r| r.borrow_mut().take());
+        let first = python_undefined::take_first_refusal();
+        first.filter(|_| failed)
     }
 }
 

@@ -32,6 +32,7 @@ use minijinja::{Error, ErrorKind};
 
 use super::python_macros::{self, Signature};
 use super::python_ops;
+use super::python_undefined;
 
 /// The filter every loop's iterable passes through.
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
@@ -70,11 +71,23 @@ pub const DICT_METHODS: [&str; 11] = [
 /// Python does; `None` when nothing needs rewriting (or the source does not parse: the
 /// environment reports that).
 pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
+    rewrite_as(source, syntax, false)
+}
+
+/// [`rewrite`], with every variable, attribute and item lookup and every inline `if` without
+/// `else` giving jinja2's named undefined values: the source of the diagnostic render (see
+/// `python_undefined`).
+pub fn rewrite_diagnostic(source: &str, syntax: SyntaxConfig) -> Option<String> {
+    rewrite_as(source, syntax, true)
+}
+
+fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Option<String> {
     let tree = minijinja::machinery::parse(source, "chat_template", syntax.clone()).ok()?;
     let mut walker = Walker {
         source,
         edits: Vec::new(),
         macros: python_macros::signatures(&tree),
+        diagnostic,
     };
     walker.stmt(&tree);
     let mut edits = walker.edits;
@@ -96,7 +109,10 @@ pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
     }
     out.push_str(source.get(last..)?);
     // A rewrite that does not parse (a construct the edits did not foresee) is not used.
-    minijinja::machinery::parse(&out, "chat_template", syntax).ok()?;
+    if let Err(e) = minijinja::machinery::parse(&out, "chat_template", syntax.clone()) {
+        eprintln!("REWRITE {out} {e}");
+        return None;
+    }
     Some(out)
 }
 
@@ -152,6 +168,8 @@ struct Walker<'s> {
     edits: Vec<Edit>,
     /// The template's macros with defaults (see `python_macros`).
     macros: std::collections::HashMap<&'s str, Signature<'s>>,
+    /// Whether lookups give named undefined values (`rewrite_diagnostic`).
+    diagnostic: bool,
 }
 
 impl Walker<'_> {
@@ -335,6 +353,8 @@ impl Walker<'_> {
         // `x.items()` calls the method either way: only the receiver is walked.
         match &c.expr {
             ast::Expr::GetAttr(a) => self.expr(&a.expr),
+            // A called name stays a name (`{% call wrap() %}` needs one).
+            ast::Expr::Var(_) => {}
             other => self.expr(other),
         }
         self.args(&c.args);
@@ -405,7 +425,12 @@ impl Walker<'_> {
         match e {
             ast::Expr::GetAttr(a) => {
                 self.expr(&a.expr);
-                if DICT_METHODS.contains(&a.name) {
+                let filter = if self.diagnostic {
+                    python_undefined::ATTR_FILTER
+                } else {
+                    GETATTR_FILTER
+                };
+                if self.diagnostic || DICT_METHODS.contains(&a.name) {
                     // `x.items` becomes `((x)|getattr('items'))`: the dot and the name are
                     // replaced by the filter call. Between the receiver's span and the dot there
                     // may be the closing parentheses of its groups (`(x).items`), which stay.
@@ -423,7 +448,7 @@ impl Walker<'_> {
                     self.replace(
                         receiver + dot as u32,
                         receiver + end as u32,
-                        format!(")|{GETATTR_FILTER}('{}'))", a.name),
+                        format!(")|{filter}('{}'))", a.name),
                     );
                 }
             }
@@ -484,8 +509,26 @@ impl Walker<'_> {
             ast::Expr::IfExpr(i) => {
                 self.expr(&i.test_expr);
                 self.expr(&i.true_expr);
-                if let Some(f) = &i.false_expr {
-                    self.expr(f);
+                match &i.false_expr {
+                    Some(f) => self.expr(f),
+                    // Not where another `if` or an `else` follows the test (nested inline
+                    // `if`s, spanned otherwise).
+                    None if self.diagnostic
+                        && !self
+                            .source
+                            .get(i.test_expr.span().end_offset as usize..)
+                            .is_some_and(|t| {
+                                let t = t.trim_start();
+                                t.starts_with("if") || t.starts_with("else")
+                            }) =>
+                    {
+                        let line = i.true_expr.span().start_line;
+                        self.insert(
+                            i.test_expr.span().end_offset,
+                            format!(" else {}({line})", python_undefined::NO_ELSE_FUNCTION),
+                        );
+                    }
+                    None => {}
                 }
             }
             ast::Expr::Filter(f) => {
@@ -511,7 +554,24 @@ impl Walker<'_> {
                     ast::Expr::Const(c) => c.value.as_str(),
                     _ => None,
                 };
-                if let Some(name) = name.filter(|n| DICT_METHODS.contains(n)) {
+                if self.diagnostic {
+                    // `x[k]` becomes `((x)|item(k))`: the brackets are replaced.
+                    let receiver = i.expr.span().end_offset;
+                    let end = e.span().end_offset;
+                    let Some(open) = self
+                        .source
+                        .get(receiver as usize..end as usize)
+                        .filter(|text| text.ends_with(']'))
+                        .and_then(|text| text.find('['))
+                    else {
+                        return;
+                    };
+                    self.insert(self.start(&i.expr), "((".to_string());
+                    let filter = python_undefined::ITEM_FILTER;
+                    let open = receiver + open as u32;
+                    self.replace(open, open + 1, format!(")|{filter}("));
+                    self.replace(end - 1, end, "))".to_string());
+                } else if let Some(name) = name.filter(|n| DICT_METHODS.contains(n)) {
                     // `x['items']` becomes `((x)|getitem('items'))`, from the bracket on.
                     let receiver = i.expr.span().end_offset;
                     let end = e.span().end_offset;
@@ -540,6 +600,19 @@ impl Walker<'_> {
                 for key in m.keys.iter().filter(|k| !matches!(k, ast::Expr::Const(_))) {
                     self.wrap(key, format!("|{HASHABLE_FILTER}"));
                 }
+            }
+            ast::Expr::Var(v)
+                if self.diagnostic
+                    && v.id != "not"
+                    && self
+                        .source
+                        .get(v.span().start_offset as usize..v.span().end_offset as usize)
+                        == Some(v.id) =>
+            {
+                // In parentheses of its own, so that a call or a lookup applies to the result.
+                let filter = python_undefined::VAR_FILTER;
+                self.insert(self.start(e), "(".to_string());
+                self.wrap(e, format!("|{filter}('{}'))", v.id));
             }
             ast::Expr::Var(_) | ast::Expr::Const(_) => {}
         }
