@@ -109,10 +109,7 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Option<St
     }
     out.push_str(source.get(last..)?);
     // A rewrite that does not parse (a construct the edits did not foresee) is not used.
-    if let Err(e) = minijinja::machinery::parse(&out, "chat_template", syntax.clone()) {
-        eprintln!("REWRITE {out} {e}");
-        return None;
-    }
+    minijinja::machinery::parse(&out, "chat_template", syntax).ok()?;
     Some(out)
 }
 

@@ -269,20 +269,3 @@ mod tests {
         assert_eq!(take_first_refusal(), None);
     }
 }
-#[cfg(test)]
-mod probe {
-    #[test]
-    fn show() {
-        for src in [
-            "{%- set v = ((({})['name']).get('name', 'none'))|list %}",
-            "{% set sb %}{{ d.name + sb + z }}{% endset %}{{ sb|length }}",
-            "{% macro wrap(a=1, b=2) %}{{ a + b }}{{ caller()|trim }}{% endmacro %}{%- set v = ((({})['name']).get('name', 'none'))|list %}",
-        ] {
-            let out = super::super::python_semantics::rewrite_diagnostic(src, Default::default());
-            eprintln!("{out:?}");
-            let t = super::super::ChatTemplate::compile(src, Vec::new()).unwrap();
-            let r = t.render_interpreted(&[], &Default::default());
-            eprintln!("{r:?}");
-        }
-    }
-}
