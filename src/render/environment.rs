@@ -67,6 +67,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         );
         env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
         env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
+        env.add_function(python_macros::REFUSE_FUNCTION, python_macros::refuse);
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
         env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
         env.add_filter("map", python_generators::map_filter);

@@ -86,7 +86,7 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Option<St
     let mut walker = Walker {
         source,
         edits: Vec::new(),
-        macros: python_macros::signatures(&tree),
+        macros: python_macros::signatures(source, &tree),
         diagnostic,
     };
     walker.stmt(&tree);
@@ -236,10 +236,10 @@ impl Walker<'_> {
                 self.stmts(&m.body);
             }
             ast::Stmt::CallBlock(c) => {
-                self.call(&c.call);
+                self.call(&c.call, true);
                 self.stmts(&c.macro_decl.body);
             }
-            ast::Stmt::Do(d) => self.call(&d.call),
+            ast::Stmt::Do(d) => self.call(&d.call, false),
             _ => {}
         }
     }
@@ -346,7 +346,7 @@ impl Walker<'_> {
         }
     }
 
-    fn call(&mut self, c: &ast::Call) {
+    fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
         // `x.items()` calls the method either way: only the receiver is walked.
         match &c.expr {
             ast::Expr::GetAttr(a) => self.expr(&a.expr),
@@ -356,6 +356,52 @@ impl Walker<'_> {
         }
         self.args(&c.args);
         self.pass_arguments(c);
+        self.refuse_call(c, call_block);
+    }
+
+    /// A call of one of the template's macros that jinja2 refuses (a keyword argument the
+    /// macro does not take, too many arguments, a call block on a macro that never calls
+    /// `caller`) gets a last keyword argument that raises jinja2's `TypeError`, after the
+    /// others are evaluated.
+    fn refuse_call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
+        let ast::Expr::Var(callee) = &c.expr else {
+            return;
+        };
+        let Some(sig) = self.macros.get(callee.id) else {
+            return;
+        };
+        let mut positional = 0;
+        let mut keywords = Vec::new();
+        for arg in &c.args {
+            match arg {
+                ast::CallArg::Pos(_) => positional += 1,
+                ast::CallArg::Kwarg(name, _) => keywords.push(*name),
+                // What a splat passes is not known ahead.
+                _ => return,
+            }
+        }
+        let Some(message) = sig.call_error(callee.id, positional, &keywords, call_block) else {
+            return;
+        };
+        let end = c.span().end_offset as usize;
+        let Some(inside) = self.source.get(..end).and_then(|t| t.strip_suffix(')')) else {
+            return;
+        };
+        let trimmed = inside.trim_end();
+        let separator = if trimmed.ends_with('(') || trimmed.ends_with(',') {
+            ""
+        } else {
+            ", "
+        };
+        let quoted = message.replace('\\', "\\\\").replace('\'', "\\'");
+        self.insert(
+            (end - 1) as u32,
+            format!(
+                "{separator}{}={}('{quoted}')",
+                python_macros::REFUSED_CALL_ARGUMENT,
+                python_macros::REFUSE_FUNCTION
+            ),
+        );
     }
 
     /// At a call of one of the template's macros with defaults, every argument bound to a
@@ -404,7 +450,9 @@ impl Walker<'_> {
                 )
             })
             .collect();
-        self.insert(at as u32, sets);
+        if !sets.is_empty() {
+            self.insert(at as u32, sets);
+        }
     }
 
     fn args(&mut self, args: &[ast::CallArg]) {
@@ -449,7 +497,7 @@ impl Walker<'_> {
                     );
                 }
             }
-            ast::Expr::Call(c) => self.call(c),
+            ast::Expr::Call(c) => self.call(c, false),
             ast::Expr::UnaryOp(u) => {
                 self.expr(&u.expr);
                 let number = matches!(&u.expr, ast::Expr::Const(c) if c.value.is_number());
