@@ -228,7 +228,7 @@ impl ChatTemplate {
             use_plan: true,
             has_generation,
             render_as,
-            diagnostic_source: (!mlx).then(|| (transparent_source, syntax)),
+            diagnostic_source: (!mlx).then_some((transparent_source, syntax)),
             diagnosis: OnceLock::new(),
         })
     }
