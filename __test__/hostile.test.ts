@@ -262,14 +262,15 @@ describe('JSONL files', () => {
   })
 
   // As in the reference, the file loads and the example's batch fails: the template decides what
-  // content it accepts (Python's jinja2 fails the same way on Qwen3's `.startswith`).
+  // content it accepts (Python's jinja2 fails the same way on Qwen3's `.startswith`, with the
+  // same words).
   it('non-string content: the load rejects with the example, template line and file line; dropUnrenderable leaves it out', async () => {
     const line = JSON.stringify({ messages: [{ role: 'user', content: 5 }, { role: 'assistant', content: 'b' }] })
     const p = file('content-number.jsonl', `${conv('a', 'b')}\n${line}\n`)
     const e = await rejection(load(p))
     expect(e.code).toBe('TEMPLATE_RENDER')
     expect(e.message).toBe(
-      `SFT example 1: chat template failed to render: unknown method: number has no method named startswith (line 20) (at ${p}:2) ` +
+      `SFT example 1: chat template failed to render: 'int object' has no attribute 'startswith' (line 20) (at ${p}:2) ` +
         `(the only example of ${p} that fails to render; dropUnrenderable: true leaves such examples out)`,
     )
     const ds = await load(p, { dropUnrenderable: true })
@@ -278,7 +279,7 @@ describe('JSONL files', () => {
     // A created dataset keeps the reference's behaviour: the batch that holds it rejects.
     const created = createSFTDataset([JSON.parse(conv('a', 'b')), JSON.parse(line)], tok)
     expect((await rejection(created.collateBatch([0, 1]))).message).toBe(
-      'SFT example 1: chat template failed to render: unknown method: number has no method named startswith (line 20)',
+      "SFT example 1: chat template failed to render: 'int object' has no attribute 'startswith' (line 20)",
     )
   })
 
@@ -306,7 +307,7 @@ describe('JSONL files', () => {
     const e = await rejection(it.next())
     expect(e.code).toBe('TEMPLATE_RENDER')
     expect(e.message).toBe(
-      `SFT example ${bad}: chat template failed to render: unknown method: number has no method named startswith (line 20)`,
+      `SFT example ${bad}: chat template failed to render: 'int object' has no attribute 'startswith' (line 20)`,
     )
   })
 
@@ -318,7 +319,7 @@ describe('JSONL files', () => {
     expect(e.message).toBe(
       // The null-valued key is dropped before rendering (as transformers 5 does), so Qwen3's
       // template meets an undefined content, as it does in Python.
-      'SFT example 0: chat template failed to render: unknown method: undefined has no method named lstrip (line 41) ' +
+      "SFT example 0: chat template failed to render: 'dict object' has no attribute 'content' (line 41) " +
         '(message 1 (assistant) has no content: a null or missing field reaches the template undefined; the OpenAI format reads a null content beside tool_calls as "") ' +
         `(at ${p}:1) (the only example of ${p} that fails to render; dropUnrenderable: true leaves such examples out)`,
     )
