@@ -111,6 +111,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             env.add_test(name, test);
         }
         env.add_filter("upper", python_filters::upper_filter);
+        env.add_filter("indent", python_filters::indent_filter);
         env.add_filter("lower", python_filters::lower_filter);
         env.add_test("callable", python_filters::is_callable);
         env.add_test("odd", python_ops::odd_test);
@@ -193,6 +194,13 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
             python_filters::float_filter(v, default, kwargs)
         },
     );
+    env.add_filter(
+        "indent",
+        |v: Value, width: Option<Value>, first: Option<bool>, blank: Option<bool>, kw: Kwargs| {
+            refuse_hinted(&v)?;
+            python_filters::indent_filter(v, width, first, blank, kw)
+        },
+    );
     env.add_filter("dictsort", |v: Value, kwargs: Kwargs| {
         refuse_hinted(&v)?;
         python_filters::dictsort_filter(v, kwargs)
@@ -203,10 +211,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
             if e.kind() != ErrorKind::UnknownMethod {
                 return e;
             }
-            let owner = match python_semantics::python_type_name(value) {
-                "NoneType" => "None".to_string(),
-                name => format!("{name} object"),
-            };
+            let owner = undef::object_type_repr(value);
             undef::refuse(&format!("'{owner}' has no attribute '{method}'"))
         })
     });
@@ -260,6 +265,13 @@ fn jinja2_method(
     method: &str,
     args: &[Value],
 ) -> Result<Value, Error> {
+    // A macro is minijinja's map of its name and arguments; Python's has no dict methods.
+    if python_semantics::is_macro(value) {
+        return Err(Error::new(
+            ErrorKind::UnknownMethod,
+            format!("macro has no method named {method}"),
+        ));
+    }
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).

@@ -187,7 +187,7 @@ impl ChatTemplate {
         };
         let transparent =
             generation::rewrite_generation_tags(source, generation::Rewrite::Transparent);
-        let plan = plan::Plan::compile(&transparent, syntax.clone(), &special_tokens, mlx);
+        let mut plan = plan::Plan::compile(&transparent, syntax.clone(), &special_tokens, mlx);
         // Python's semantics where a template can observe them (see `python_semantics`);
         // MLX Node's engine keeps minijinja's.
         let pythonic = |text: String| -> String {
@@ -197,7 +197,21 @@ impl ChatTemplate {
             python_semantics::rewrite(&text, syntax.clone()).unwrap_or(text)
         };
         let transparent_source = transparent.clone();
-        env.add_template_owned(TEMPLATE_NAME, pythonic(transparent))
+        let interpreted = if mlx {
+            transparent
+        } else {
+            match python_semantics::rewrite_checked(&transparent, syntax.clone()) {
+                python_semantics::Rewrite::Done(text) => text,
+                python_semantics::Rewrite::Nothing => transparent,
+                // The interpreter follows minijinja where the rewrite fails; the plan, which
+                // follows Python, would render otherwise: the template is interpreted alone.
+                python_semantics::Rewrite::Failed => {
+                    plan = None;
+                    transparent
+                }
+            }
+        };
+        env.add_template_owned(TEMPLATE_NAME, interpreted)
             .map_err(syntax_error)?;
         let has_generation = generation::has_generation_tags(source);
         if has_generation {

@@ -11,7 +11,7 @@ use minijinja::{Error, ErrorKind, State};
 
 use super::python_generators;
 use super::python_semantics::python_type_name;
-use super::python_str::python_strip;
+use super::python_str::{self, python_strip};
 use super::python_value::{needs_python_spelling, py_str};
 
 /// jinja2's `truncate.leeway` policy: a string at most this much longer than the length asked
@@ -401,6 +401,61 @@ fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
         }
         _ => Ok(()),
     }
+}
+
+/// jinja2's `indent`: a newline added to the string, its lines (Python's `splitlines`) after
+/// the first indented (blank ones only with `blank`), the first too with `first`. `width` is a
+/// number of spaces or the indentation itself. Python's errors for what is not a string: an
+/// undefined value refuses `+`, a list has no `splitlines`, anything else refuses `+= str`.
+pub fn indent_filter(
+    value: Value,
+    width: Option<Value>,
+    first: Option<bool>,
+    blank: Option<bool>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let width = pick(width, &kwargs, "width")?;
+    let first = first.or(kwargs.get("first")?).unwrap_or(false);
+    let blank = blank.or(kwargs.get("blank")?).unwrap_or(false);
+    kwargs.assert_all_used()?;
+    let text = match value.kind() {
+        ValueKind::String => value.as_str().unwrap_or_default(),
+        ValueKind::Undefined => {
+            return Err(Error::new(ErrorKind::UndefinedError, "undefined value"))
+        }
+        _ if python_type_name(&value) == "list" => {
+            return Err(type_error(
+                "'list' object has no attribute 'splitlines'".to_string(),
+            ))
+        }
+        _ => {
+            return Err(type_error(format!(
+                "unsupported operand type(s) for +=: '{}' and 'str'",
+                python_type_name(&value)
+            )))
+        }
+    };
+    let indention = match &width {
+        Some(w) if w.kind() == ValueKind::String => w.as_str().unwrap_or_default().to_string(),
+        Some(w) => " ".repeat(usize::try_from(w.clone()).unwrap_or(0).min(1 << 16)),
+        None => "    ".to_string(),
+    };
+    let mut lines = python_str::python_splitlines(text).into_iter();
+    let mut out = String::with_capacity(text.len() + 16);
+    if let Some(head) = lines.next() {
+        out.push_str(head);
+    }
+    for line in lines {
+        out.push('\n');
+        if blank || !line.is_empty() {
+            out.push_str(&indention);
+        }
+        out.push_str(line);
+    }
+    if first {
+        out.insert_str(0, &indention);
+    }
+    Ok(Value::from(out))
 }
 
 /// jinja2's `items`, a generator: of a mapping's pairs, of nothing for an undefined value, and

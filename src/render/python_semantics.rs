@@ -69,8 +69,27 @@ pub const DICT_METHODS: [&str; 11] = [
 
 /// `source` with every loop iterable checked and every dict-method attribute looked up as
 /// Python does; `None` when nothing needs rewriting (or the source does not parse: the
-/// environment reports that).
+/// environment reports that) or the rewrite fails (see [`Rewrite`]).
 pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
+    match rewrite_as(source, syntax, false) {
+        Rewrite::Done(text) => Some(text),
+        Rewrite::Nothing | Rewrite::Failed => None,
+    }
+}
+
+/// What rewriting a template gave.
+pub enum Rewrite {
+    /// The rewritten source.
+    Done(String),
+    /// Nothing to rewrite, or a source that does not parse.
+    Nothing,
+    /// Edits that do not make a template (a construct they did not foresee): the template is
+    /// interpreted by minijinja's rules alone.
+    Failed,
+}
+
+/// [`rewrite`], telling a failed rewrite from one with nothing to do.
+pub fn rewrite_checked(source: &str, syntax: SyntaxConfig) -> Rewrite {
     rewrite_as(source, syntax, false)
 }
 
@@ -78,11 +97,16 @@ pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
 /// `else` giving jinja2's named undefined values: the source of the diagnostic render (see
 /// `python_undefined`).
 pub fn rewrite_diagnostic(source: &str, syntax: SyntaxConfig) -> Option<String> {
-    rewrite_as(source, syntax, true)
+    match rewrite_as(source, syntax, true) {
+        Rewrite::Done(text) => Some(text),
+        Rewrite::Nothing | Rewrite::Failed => None,
+    }
 }
 
-fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Option<String> {
-    let tree = minijinja::machinery::parse(source, "chat_template", syntax.clone()).ok()?;
+fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Rewrite {
+    let Ok(tree) = minijinja::machinery::parse(source, "chat_template", syntax.clone()) else {
+        return Rewrite::Nothing;
+    };
     let mut walker = Walker {
         source,
         edits: Vec::new(),
@@ -92,7 +116,7 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Option<St
     walker.stmt(&tree);
     let mut edits = walker.edits;
     if edits.is_empty() {
-        return None;
+        return Rewrite::Nothing;
     }
     // Edits at the same offset keep their order of discovery. Replaced ranges (an attribute's
     // `.name`) never hold another edit.
@@ -101,16 +125,21 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Option<St
     let mut last = 0;
     for e in edits {
         if e.start < last || source.get(last..e.start).is_none() {
-            return None;
+            return Rewrite::Failed;
         }
         out.push_str(&source[last..e.start]);
         out.push_str(&e.text);
         last = e.end;
     }
-    out.push_str(source.get(last..)?);
+    let Some(rest) = source.get(last..) else {
+        return Rewrite::Failed;
+    };
+    out.push_str(rest);
     // A rewrite that does not parse (a construct the edits did not foresee) is not used.
-    minijinja::machinery::parse(&out, "chat_template", syntax).ok()?;
-    Some(out)
+    match minijinja::machinery::parse(&out, "chat_template", syntax) {
+        Ok(_) => Rewrite::Done(out),
+        Err(_) => Rewrite::Failed,
+    }
 }
 
 /// `source[start..end]` becomes `text` (an insertion where `start == end`).

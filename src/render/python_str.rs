@@ -48,6 +48,32 @@ pub fn rstrip_chars(s: &str, c: char) -> &str {
     s.trim_end_matches(c)
 }
 
+/// Python's `str.splitlines()` of `s` with a newline added (what jinja2's `indent` splits):
+/// lines end at `\n`, `\r`, `\r\n`, `\x0b`, `\x0c`, `\x1c`, `\x1d`, `\x1e`, `\x85`,
+/// `\u2028` and `\u2029`; the added newline ends the last line.
+pub fn python_splitlines(s: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = s.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let end = match c {
+            '\r' if chars.peek().is_some_and(|(_, n)| *n == '\n') => {
+                chars.next();
+                at + 2
+            }
+            '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => at + c.len_utf8(),
+            _ => continue,
+        };
+        lines.push(&s[start..at]);
+        start = end;
+    }
+    // The newline jinja2 adds ends the last line, so a text ending in a line break gives no
+    // empty line after it.
+    lines.push(&s[start..]);
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,7 +127,7 @@ pub fn refuse_hinted(value: &Value) -> Result<(), Error> {
 
 /// jinja2's `object_type_repr`: `None`, or the type's name and ` object` (with its module
 /// outside Python's builtins).
-fn object_type_repr(value: &Value) -> String {
+pub fn object_type_repr(value: &Value) -> String {
     match python_type_name(value) {
         "NoneType" => "None".to_string(),
         "Macro" => "jinja2.runtime.Macro object".to_string(),

@@ -263,9 +263,10 @@ fn an_undefined_argument_passed_to_a_macro_is_bound_not_defaulted() {
     let msgs = messages.as_array().unwrap();
     let opts = RenderOptions::default();
     assert_eq!(t.render_interpreted(msgs, &opts).unwrap(), want);
-    // The plan hands a call with an undefined argument to the interpreter.
-    assert!(t.render_planned(msgs, &opts).is_none());
-    assert_eq!(t.render(msgs, &opts).unwrap(), want);
+    assert_eq!(
+        t.render_planned(msgs, &opts).expect("a plan").unwrap(),
+        want
+    );
 }
 
 #[test]
@@ -356,4 +357,36 @@ fn odd_even_and_divisibleby_take_python_remainders() {
         .render_interpreted(&messages, &opts)
         .unwrap();
     assert_eq!(out, "{'user': 1, '12': 2}");
+}
+
+#[test]
+fn indent_is_jinja2s() {
+    let t = |source: &str| ChatTemplate::compile(source, Vec::new()).unwrap();
+    let messages = [json!({"role": "user", "content": "a\nb\n\nc\u{2028}d"})];
+    let opts = RenderOptions::default();
+    let out = t("{{ messages[0].content|indent }}|{{ messages[0].content|indent(2, true, true) }}|{{ 'x\ny'|indent('> ') }}")
+        .render_interpreted(&messages, &opts)
+        .unwrap();
+    assert_eq!(
+        out,
+        "a\n    b\n\n    c\n    d|  a\n  b\n  \n  c\n  d|x\n> y"
+    );
+    for (source, message) in [
+        (
+            "{{ none|indent }}",
+            "unsupported operand type(s) for +=: 'NoneType' and 'str'",
+        ),
+        (
+            "{{ [1]|indent }}",
+            "'list' object has no attribute 'splitlines'",
+        ),
+        ("{{ nothing|indent }}", "'nothing' is undefined"),
+        (
+            "{{ messages[0].get.items() }}",
+            "'builtin_function_or_method object' has no attribute 'items'",
+        ),
+    ] {
+        let err = t(source).render_interpreted(&messages, &opts).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
 }

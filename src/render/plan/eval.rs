@@ -632,13 +632,9 @@ impl<'a> Run<'a> {
                 return Err(Bail);
             }
             given |= 1 << slot;
-            // jinja2 binds an undefined argument as given, minijinja (MLX Node's rendering)
-            // gives the parameter its default: for transformers' rendering the interpreter
-            // decides (it follows jinja2 wherever its source rewrite holds).
-            if value.is_undef() && !plan.mlx {
-                return Err(Bail);
-            }
-            if !value.is_undef() {
+            // jinja2 binds an undefined argument as given; minijinja (MLX Node's rendering)
+            // gives the parameter its default.
+            if !value.is_undef() || !plan.mlx {
                 bound |= 1 << slot;
                 self.scratch.push((m.params[slot], value));
             }
