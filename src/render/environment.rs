@@ -112,6 +112,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         }
         env.add_filter("upper", python_filters::upper_filter);
         env.add_filter("indent", python_filters::indent_filter);
+        env.add_filter("abs", python_filters::abs_filter);
         env.add_filter("lower", python_filters::lower_filter);
         env.add_test("callable", python_filters::is_callable);
         env.add_test("odd", python_ops::odd_test);
@@ -201,6 +202,10 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
             python_filters::indent_filter(v, width, first, blank, kw)
         },
     );
+    env.add_filter("attr", |v: Value, name: &str| {
+        refuse_hinted(&v)?;
+        undef::attr_filter(v, name)
+    });
     env.add_filter("dictsort", |v: Value, kwargs: Kwargs| {
         refuse_hinted(&v)?;
         python_filters::dictsort_filter(v, kwargs)

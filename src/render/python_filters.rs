@@ -129,6 +129,10 @@ pub fn truncate_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Resul
             format!("expected leeway >= 0, got {leeway}"),
         ));
     }
+    // jinja2 gives an undefined value back (its length, 0, is within any limit).
+    if value.is_undefined() {
+        return Ok(value);
+    }
     let Some(text) = value.as_str() else {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -400,6 +404,18 @@ fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
             Err(not_iterable(value))
         }
         _ => Ok(()),
+    }
+}
+
+/// jinja2's `abs`: Python's `abs` of a number or a bool, its `TypeError` for anything else.
+pub fn abs_filter(value: Value) -> Result<Value, Error> {
+    match value.kind() {
+        ValueKind::Bool => Ok(Value::from(i64::from(value.is_true()))),
+        ValueKind::Number => minijinja::filters::abs(value),
+        _ => Err(type_error(format!(
+            "bad operand type for abs(): '{}'",
+            python_type_name(&value)
+        ))),
     }
 }
 

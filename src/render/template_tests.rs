@@ -390,3 +390,21 @@ fn indent_is_jinja2s() {
         assert!(err.message.contains(message), "{source}: {}", err.message);
     }
 }
+
+#[test]
+fn abs_truncate_and_attr_of_undefined_values_as_jinja2() {
+    let t = |source: &str| ChatTemplate::compile(source, Vec::new()).unwrap();
+    let opts = RenderOptions::default();
+    let out = t("{{ -3|abs }}{{ true|abs }}{{ (-2.5)|abs }}|{{ u|truncate(3) }}|")
+        .render_interpreted(&[], &opts)
+        .unwrap();
+    assert_eq!(out, "312.5||");
+    for (source, message) in [
+        ("{{ u|abs }}", "bad operand type for abs(): 'Undefined'"),
+        ("{{ 'x'|abs }}", "bad operand type for abs(): 'str'"),
+        ("{{ u|attr('x') }}", "'u' is undefined"),
+    ] {
+        let err = t(source).render_interpreted(&[], &opts).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+}
