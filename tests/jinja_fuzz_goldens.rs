@@ -66,7 +66,7 @@ const RESIDUAL: [(&str, usize); 6] = [
     // minijinja's own error messages where jinja2's are Python's exceptions: conversions of
     // sequences (`dict()`, `abs`, `len`, subscripts) and a few undefined values that reach an
     // operation through a path the diagnostic render does not follow.
-    ("error message differs", 224),
+    ("error message differs", 220),
     // minijinja's parser: a test followed by an operator (`x is t + y`, `x is t in y`).
     ("does not compile", 8),
     // Python's spellings minijinja lacks (`<function ...>`, `<reversed object ...>`,

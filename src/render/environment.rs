@@ -129,6 +129,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     use super::python_undefined::{self as undef, refuse_hinted};
     let mut env = environment(false, syntax);
     env.add_filter(undef::VAR_FILTER, undef::var_filter);
+    env.add_filter(undef::PARAM_FILTER, undef::param_filter);
     env.add_filter(undef::ATTR_FILTER, undef::attr_filter);
     env.add_filter(undef::ITEM_FILTER, undef::item_filter);
     env.add_function(undef::NO_ELSE_FUNCTION, undef::no_else);

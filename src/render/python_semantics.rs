@@ -99,7 +99,9 @@ pub fn rewrite_checked(source: &str, syntax: SyntaxConfig) -> Rewrite {
 pub fn rewrite_diagnostic(source: &str, syntax: SyntaxConfig) -> Option<String> {
     match rewrite_as(source, syntax, true) {
         Rewrite::Done(text) => Some(text),
-        Rewrite::Nothing | Rewrite::Failed => None,
+        // The diagnostic environment's methods still name what they do not find.
+        Rewrite::Nothing => Some(source.to_string()),
+        Rewrite::Failed => None,
     }
 }
 
@@ -469,7 +471,7 @@ impl Walker<'_> {
             return;
         };
         let sig = &self.macros[m.name];
-        let sets: String = sig
+        let mut sets: String = sig
             .defaulted()
             .iter()
             .map(|p| {
@@ -479,6 +481,13 @@ impl Walker<'_> {
                 )
             })
             .collect();
+        // The diagnostic render names a parameter no argument was given for, as jinja2 does.
+        if self.diagnostic {
+            for p in &sig.params[..sig.first_default] {
+                let filter = python_undefined::PARAM_FILTER;
+                sets.push_str(&format!("{{% set {p} = {p}|{filter}('{p}') {mark}%}}"));
+            }
+        }
         if !sets.is_empty() {
             self.insert(at as u32, sets);
         }

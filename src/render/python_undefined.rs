@@ -24,6 +24,9 @@ pub const VAR_FILTER: &str = "__sft_py_var";
 pub const ATTR_FILTER: &str = "__sft_py_attr";
 /// The filter an item lookup becomes: `x|__sft_py_item(key)`.
 pub const ITEM_FILTER: &str = "__sft_py_item";
+/// The filter a macro's parameter without a default passes through at the body's start:
+/// `__sft_py_param('name')`.
+pub const PARAM_FILTER: &str = "__sft_py_param";
 /// The function an inline `if` without `else` gives when false: `__sft_py_noelse(line)`.
 pub const NO_ELSE_FUNCTION: &str = "__sft_py_noelse";
 
@@ -140,6 +143,14 @@ pub fn object_type_repr(value: &Value) -> String {
 pub fn var_filter(value: Value, name: &str) -> Value {
     if value.is_undefined() {
         return HintedUndefined::value(format!("'{name}' is undefined"));
+    }
+    value
+}
+
+/// [`PARAM_FILTER`]: the argument, or where none was given, jinja2's undefined value for it.
+pub fn param_filter(value: Value, name: &str) -> Value {
+    if value.is_undefined() {
+        return HintedUndefined::value(format!("parameter '{name}' was not provided"));
     }
     value
 }
