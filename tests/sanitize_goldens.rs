@@ -55,6 +55,7 @@ fn run(tokenizer: &ChatTokenizer, family: &str, case: &Value) -> Outcome {
         template_kwargs: case.get("templateKwargs").and_then(Value::as_object),
         reasoning_effort: None,
         render_as: None,
+        plain_errors: false,
     };
     let dataset_opts = RenderOptions {
         enable_thinking: (family == "qwen3").then_some(false),

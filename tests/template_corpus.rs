@@ -105,6 +105,7 @@ fn check_case(
         template_kwargs: (!kwargs.is_empty()).then_some(&kwargs),
         reasoning_effort: case["reasoningEffort"].as_str(),
         render_as: None,
+        plain_errors: false,
     };
     let rendered =
         normalize_messages(&mut messages).and_then(|_| tokenizer.render(&messages, &opts));

@@ -46,6 +46,7 @@ fn check_with(family: &str, tokenizer: &ChatTokenizer, combo: &str) {
             template_kwargs: case.get("templateKwargs").and_then(Value::as_object),
             reasoning_effort: None,
             render_as: None,
+            plain_errors: false,
         };
         let rendered = prepared.and_then(|_| tokenizer.render(&messages, &opts));
         match (case.get("error"), rendered) {

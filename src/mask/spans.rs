@@ -59,7 +59,11 @@ pub fn discover_turn_end(tokenizer: &ChatTokenizer, opts: &RenderOptions) -> Opt
         serde_json::json!({"role": "user", "content": "x"}),
         serde_json::json!({"role": "assistant", "content": "y"}),
     ];
-    let text = tokenizer.render(&probe, opts).ok()?;
+    let opts = RenderOptions {
+        plain_errors: true,
+        ..*opts
+    };
+    let text = tokenizer.render(&probe, &opts).ok()?;
     let tail = &text[text.rfind('y')? + 1..];
     let encoded = tokenizer.encode_with_offsets(tail).ok()?;
     encoded
@@ -236,7 +240,9 @@ trait Prober {
 struct PrefixRenders<'a> {
     tokenizer: &'a ChatTokenizer,
     messages: &'a [Json],
-    opts: &'a RenderOptions<'a>,
+    /// The caller's options; a render that fails is only compared, so its error keeps
+    /// minijinja's words (`plain_errors`).
+    opts: RenderOptions<'a>,
     with_prompt: RenderOptions<'a>,
     full: &'a str,
     /// Messages rendered so far, for the render budget.
@@ -253,11 +259,15 @@ impl<'a> PrefixRenders<'a> {
         PrefixRenders {
             tokenizer,
             messages,
-            opts,
+            opts: RenderOptions {
+                plain_errors: true,
+                ..*opts
+            },
             // The caller's tools and template arguments, as the full render has them.
             with_prompt: RenderOptions {
                 add_generation_prompt: true,
                 continue_final_message: false,
+                plain_errors: true,
                 ..*opts
             },
             full,
@@ -271,7 +281,7 @@ impl<'a> PrefixRenders<'a> {
         let opts = if part == Part::Prompt {
             &self.with_prompt
         } else {
-            self.opts
+            &self.opts
         };
         self.tokenizer.render(list, opts).ok()
     }

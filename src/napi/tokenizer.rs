@@ -647,6 +647,7 @@ impl JsTokenizer {
                     template_kwargs: template_kwargs.as_ref(),
                     reasoning_effort: o.reasoning_effort.as_deref(),
                     render_as,
+                    plain_errors: false,
                 },
             )
         })

@@ -130,6 +130,9 @@ pub struct RenderOptions<'a> {
     pub reasoning_effort: Option<&'a str>,
     /// Whose rendering to follow; `None`: the tokenizer's own setting.
     pub render_as: Option<RenderAs>,
+    /// A failed render keeps minijinja's words, without the diagnostic render that finds
+    /// jinja2's (see `python_undefined`): for renders whose errors nobody reads.
+    pub plain_errors: bool,
 }
 
 impl ChatTemplate {
@@ -454,7 +457,10 @@ impl ChatTemplate {
                         e.line().map(|l| format!(" (line {l})")).unwrap_or_default()
                     ),
                 ),
-                None => match self.diagnose(context) {
+                None => match (!opts.plain_errors)
+                    .then(|| self.diagnose(context))
+                    .flatten()
+                {
                     // Python's own words for what was undefined, at the failure's line.
                     Some(hint) => SftError::new(
                         ErrorCode::TemplateRender,

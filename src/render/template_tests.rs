@@ -408,3 +408,23 @@ fn abs_truncate_and_attr_of_undefined_values_as_jinja2() {
         assert!(err.message.contains(message), "{source}: {}", err.message);
     }
 }
+
+#[test]
+fn plain_errors_skip_the_diagnostic_render() {
+    let t = ChatTemplate::compile("{{ nothing.attr }}", Vec::new()).unwrap();
+    let named = t
+        .render_interpreted(&[], &RenderOptions::default())
+        .unwrap_err();
+    assert!(
+        named.message.contains("'nothing' is undefined"),
+        "{}",
+        named.message
+    );
+    let opts = RenderOptions {
+        plain_errors: true,
+        ..Default::default()
+    };
+    let plain = t.render_interpreted(&[], &opts).unwrap_err();
+    assert!(!plain.message.contains("'nothing'"), "{}", plain.message);
+    assert_eq!(plain.code, named.code);
+}
