@@ -35,6 +35,7 @@ pub mod python_macros;
 pub mod python_ops;
 pub mod python_order;
 pub mod python_range;
+pub mod python_rewrite;
 pub mod python_semantics;
 pub mod python_str;
 pub mod python_undefined;
@@ -197,18 +198,18 @@ impl ChatTemplate {
             if mlx {
                 return text;
             }
-            python_semantics::rewrite(&text, syntax.clone()).unwrap_or(text)
+            python_rewrite::rewrite(&text, syntax.clone()).unwrap_or(text)
         };
         let transparent_source = transparent.clone();
         let interpreted = if mlx {
             transparent
         } else {
-            match python_semantics::rewrite_checked(&transparent, syntax.clone()) {
-                python_semantics::Rewrite::Done(text) => text,
-                python_semantics::Rewrite::Nothing => transparent,
+            match python_rewrite::rewrite_checked(&transparent, syntax.clone()) {
+                python_rewrite::Rewrite::Done(text) => text,
+                python_rewrite::Rewrite::Nothing => transparent,
                 // The interpreter follows minijinja where the rewrite fails; the plan, which
                 // follows Python, would render otherwise: the template is interpreted alone.
-                python_semantics::Rewrite::Failed => {
+                python_rewrite::Rewrite::Failed => {
                     plan = None;
                     transparent
                 }
@@ -489,7 +490,7 @@ impl ChatTemplate {
             .diagnosis
             .get_or_init(|| {
                 let (source, syntax) = self.diagnostic_source.as_ref()?;
-                let rewritten = python_semantics::rewrite_diagnostic(source, syntax.clone())?;
+                let rewritten = python_rewrite::rewrite_diagnostic(source, syntax.clone())?;
                 let mut env = environment::diagnostic_environment(syntax.clone());
                 env.add_template_owned(TEMPLATE_NAME, rewritten).ok()?;
                 Some(env)

@@ -1,0 +1,650 @@
+//! The source rewrites that give the interpreter Python's semantics (see `python_semantics`):
+//! made from minijinja's own syntax tree, each an edit of the template's text that routes a
+//! loop, lookup, operator, join, call or set block through the filter that behaves as Python.
+
+use minijinja::machinery::ast;
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::ValueKind;
+
+use super::python_macros::{self, Signature};
+use super::python_ops;
+use super::python_semantics::{
+    COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
+    SLICEABLE_FILTER, STR_FILTER,
+};
+use super::python_undefined;
+
+/// `source` with every loop iterable checked and every dict-method attribute looked up as
+/// Python does; `None` when nothing needs rewriting (or the source does not parse: the
+/// environment reports that) or the rewrite fails (see [`Rewrite`]).
+pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
+    match rewrite_as(source, syntax, false) {
+        Rewrite::Done(text) => Some(text),
+        Rewrite::Nothing | Rewrite::Failed => None,
+    }
+}
+
+/// What rewriting a template gave.
+pub enum Rewrite {
+    /// The rewritten source.
+    Done(String),
+    /// Nothing to rewrite, or a source that does not parse.
+    Nothing,
+    /// Edits that do not make a template (a construct they did not foresee): the template is
+    /// interpreted by minijinja's rules alone.
+    Failed,
+}
+
+/// [`rewrite`], telling a failed rewrite from one with nothing to do.
+pub fn rewrite_checked(source: &str, syntax: SyntaxConfig) -> Rewrite {
+    rewrite_as(source, syntax, false)
+}
+
+/// [`rewrite`], with every variable, attribute and item lookup and every inline `if` without
+/// `else` giving jinja2's named undefined values: the source of the diagnostic render (see
+/// `python_undefined`).
+pub fn rewrite_diagnostic(source: &str, syntax: SyntaxConfig) -> Option<String> {
+    match rewrite_as(source, syntax, true) {
+        Rewrite::Done(text) => Some(text),
+        // The diagnostic environment's methods still name what they do not find.
+        Rewrite::Nothing => Some(source.to_string()),
+        Rewrite::Failed => None,
+    }
+}
+
+fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Rewrite {
+    let Ok(tree) = minijinja::machinery::parse(source, "chat_template", syntax.clone()) else {
+        return Rewrite::Nothing;
+    };
+    let mut walker = Walker {
+        source,
+        edits: Vec::new(),
+        macros: python_macros::signatures(source, &tree),
+        diagnostic,
+    };
+    walker.stmt(&tree);
+    let mut edits = walker.edits;
+    if edits.is_empty() {
+        return Rewrite::Nothing;
+    }
+    // Edits at the same offset keep their order of discovery. Replaced ranges (an attribute's
+    // `.name`) never hold another edit.
+    edits.sort_by_key(|e| (e.start, e.order));
+    let mut out = String::with_capacity(source.len() + edits.len() * 24);
+    let mut last = 0;
+    for e in edits {
+        if e.start < last || source.get(last..e.start).is_none() {
+            return Rewrite::Failed;
+        }
+        out.push_str(&source[last..e.start]);
+        out.push_str(&e.text);
+        last = e.end;
+    }
+    let Some(rest) = source.get(last..) else {
+        return Rewrite::Failed;
+    };
+    out.push_str(rest);
+    // A rewrite that does not parse (a construct the edits did not foresee) is not used.
+    match minijinja::machinery::parse(&out, "chat_template", syntax) {
+        Ok(_) => Rewrite::Done(out),
+        Err(_) => Rewrite::Failed,
+    }
+}
+
+/// `source[start..end]` becomes `text` (an insertion where `start == end`).
+struct Edit {
+    start: usize,
+    end: usize,
+    order: usize,
+    text: String,
+}
+
+/// Where the text of `e` starts in `source`. The span of an expression with a left operand
+/// starts at its operator (`x.a`, `x|f`) or, for inline `if`s and single comparisons, at the
+/// token before the expression (minijinja's parser): the leftmost operand decides. A unary
+/// operator's span starts at the operator where it is one written (`not x`, `-x`); `x not in y`
+/// and `x is not t` are `not` around the comparison or the test, spanned from elsewhere.
+fn expr_start(source: &str, e: &ast::Expr) -> u32 {
+    let start = |e| expr_start(source, e);
+    match e {
+        ast::Expr::GetAttr(a) => start(&a.expr),
+        ast::Expr::GetItem(i) => start(&i.expr),
+        ast::Expr::Slice(s) => start(&s.expr),
+        ast::Expr::Call(c) => start(&c.expr),
+        ast::Expr::Filter(f) => f.expr.as_ref().map_or(e.span().start_offset, start),
+        ast::Expr::Test(t) => start(&t.expr),
+        ast::Expr::BinOp(b) => start(&b.left),
+        ast::Expr::Compare(c) => start(&c.expr),
+        ast::Expr::IfExpr(i) => start(&i.true_expr),
+        ast::Expr::UnaryOp(u) => {
+            let own = e.span().start_offset;
+            let written = match u.op {
+                ast::UnaryOpKind::Not => source.get(own as usize..).is_some_and(|t| {
+                    t.starts_with("not")
+                        && !t[3..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                }),
+                ast::UnaryOpKind::Neg => source
+                    .get(own as usize..)
+                    .is_some_and(|t| t.starts_with('-')),
+            };
+            let inner = start(&u.expr);
+            if written {
+                own.min(inner)
+            } else {
+                inner
+            }
+        }
+        _ => e.span().start_offset,
+    }
+}
+
+struct Walker<'s> {
+    source: &'s str,
+    edits: Vec<Edit>,
+    /// The template's macros with defaults (see `python_macros`).
+    macros: std::collections::HashMap<&'s str, Signature<'s>>,
+    /// Whether lookups give named undefined values (`rewrite_diagnostic`).
+    diagnostic: bool,
+}
+
+impl Walker<'_> {
+    fn start(&self, e: &ast::Expr) -> u32 {
+        expr_start(self.source, e)
+    }
+
+    fn replace(&mut self, start: u32, end: u32, text: String) {
+        let order = self.edits.len();
+        self.edits.push(Edit {
+            start: start as usize,
+            end: end as usize,
+            order,
+            text,
+        });
+    }
+
+    fn insert(&mut self, at: u32, text: String) {
+        self.replace(at, at, text);
+    }
+
+    /// Wraps `e` as `(e)` followed by `suffix`.
+    fn wrap(&mut self, e: &ast::Expr, suffix: String) {
+        self.insert(self.start(e), "(".to_string());
+        self.insert(e.span().end_offset, format!("){suffix}"));
+    }
+
+    fn stmts(&mut self, stmts: &[ast::Stmt]) {
+        stmts.iter().for_each(|s| self.stmt(s));
+    }
+
+    fn stmt(&mut self, stmt: &ast::Stmt) {
+        match stmt {
+            ast::Stmt::Template(t) => self.stmts(&t.children),
+            ast::Stmt::EmitExpr(e) => self.expr(&e.expr),
+            ast::Stmt::ForLoop(f) => {
+                self.expr(&f.iter);
+                self.wrap(&f.iter, format!("|{ITERABLE_FILTER}"));
+                if let Some(filter) = &f.filter_expr {
+                    self.expr(filter);
+                }
+                self.stmts(&f.body);
+                self.stmts(&f.else_body);
+            }
+            ast::Stmt::IfCond(c) => {
+                self.expr(&c.expr);
+                self.stmts(&c.true_body);
+                self.stmts(&c.false_body);
+            }
+            ast::Stmt::WithBlock(w) => {
+                for (_, value) in &w.assignments {
+                    self.expr(value);
+                }
+                self.stmts(&w.body);
+            }
+            ast::Stmt::Set(s) => self.expr(&s.expr),
+            ast::Stmt::SetBlock(s) => {
+                self.set_block_scope(s);
+                self.stmts(&s.body);
+            }
+            ast::Stmt::AutoEscape(a) => self.stmts(&a.body),
+            ast::Stmt::FilterBlock(f) => self.stmts(&f.body),
+            ast::Stmt::Block(b) => self.stmts(&b.body),
+            ast::Stmt::Macro(m) => {
+                m.defaults.iter().for_each(|d| self.expr(d));
+                self.unpass_arguments(m);
+                self.stmts(&m.body);
+            }
+            ast::Stmt::CallBlock(c) => {
+                self.call(&c.call, true);
+                self.stmts(&c.macro_decl.body);
+            }
+            ast::Stmt::Do(d) => self.call(&d.call, false),
+            _ => {}
+        }
+    }
+
+    /// jinja2 runs a `{% set x %}` block's body in a scope of its own (what it sets is not seen
+    /// after it), where minijinja runs it in the enclosing one: the body is wrapped in
+    /// `{% with %}...{% endwith %}`, each tag with the whitespace control of the tag it follows
+    /// or precedes.
+    fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
+        let head_end = match &s.filter {
+            Some(filter) => filter.span().end_offset,
+            None => s.target.span().end_offset,
+        } as usize;
+        let end = s.span().end_offset as usize;
+        let (Some(head), Some(tail)) = (
+            self.source.get(head_end..end),
+            self.source.get(..end.saturating_sub("endset".len())),
+        ) else {
+            return;
+        };
+        // `  -%}` after the target or filter: the opening tag's end.
+        let after = head.trim_start();
+        let (open_mark, after) = match after.strip_prefix(['-', '+']) {
+            Some(rest) => (&after[..1], rest),
+            None => ("", after),
+        };
+        if !after.starts_with("%}") {
+            return;
+        }
+        let open_at = end - after.len() + 2;
+        // `{%-  ` before `endset`: the closing tag's start.
+        let before = tail.trim_end();
+        let (close_mark, before) = match before.strip_suffix(['-', '+']) {
+            Some(rest) => (&before[before.len() - 1..], rest),
+            None => ("", before),
+        };
+        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some("endset") {
+            return;
+        }
+        let close_at = before.len() - 2;
+        self.insert(open_at as u32, format!("{{% with {open_mark}%}}"));
+        self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
+    }
+
+    /// `a < b` becomes `((a)|compare('<', b))`, and likewise `<=`, `>`, `>=`, `in` and
+    /// `not in` (`filter` the comparison's, `ops` its operators) and the arithmetic operators
+    /// (`filter` the arithmetic one): the operator between the operands (after the closing
+    /// parentheses of the left one's groups, before the opening ones of the right one's) is
+    /// replaced.
+    fn binary(&mut self, b: &ast::BinOp, ops: &[&'static str], filter: &str) {
+        let left_end = b.left.span().end_offset;
+        let right_start = self.start(&b.right);
+        let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
+            return;
+        };
+        let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
+        let rest = &between[closing..];
+        let op = ops
+            .iter()
+            .copied()
+            .find(|op| rest.starts_with(op))
+            .or_else(|| {
+                let after_not = rest.strip_prefix("not").filter(|_| ops.contains(&"in"))?;
+                let gap = after_not.len() - after_not.trim_start().len();
+                (gap > 0 && after_not[gap..].starts_with("in")).then_some("not in")
+            });
+        let Some(op) = op else {
+            return;
+        };
+        let op_len = if op == "not in" {
+            rest.find("in").map_or(0, |at| at + 2)
+        } else {
+            op.len()
+        };
+        let after = &rest[op_len..];
+        if !after.chars().all(|c| c == '(' || c.is_whitespace())
+            || (op.ends_with("in") && !after.starts_with(|c: char| c == '(' || c.is_whitespace()))
+        {
+            return;
+        }
+        let op_start = left_end + closing as u32;
+        self.insert(self.start(&b.left), "((".to_string());
+        self.replace(
+            op_start,
+            op_start + op_len as u32,
+            format!(")|{filter}('{op}', "),
+        );
+        self.insert(b.right.span().end_offset, "))".to_string());
+    }
+
+    /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (a literal is never undefined).
+    fn slice(&mut self, s: &ast::Slice, guard: bool) {
+        self.expr(&s.expr);
+        for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+            self.expr(part);
+        }
+        let literal = matches!(
+            s.expr,
+            ast::Expr::Const(_) | ast::Expr::List(_) | ast::Expr::Tuple(_) | ast::Expr::Map(_)
+        );
+        if guard && !literal {
+            self.insert(self.start(&s.expr), "(".to_string());
+            self.wrap(&s.expr, format!("|{SLICEABLE_FILTER})"));
+        }
+    }
+
+    fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
+        // `x.items()` calls the method either way: only the receiver is walked.
+        match &c.expr {
+            ast::Expr::GetAttr(a) => self.expr(&a.expr),
+            // A called name stays a name (`{% call wrap() %}` needs one).
+            ast::Expr::Var(_) => {}
+            other => self.expr(other),
+        }
+        self.args(&c.args);
+        self.pass_arguments(c);
+        self.refuse_call(c, call_block);
+    }
+
+    /// A call of one of the template's macros that jinja2 refuses (a keyword argument the
+    /// macro does not take, too many arguments, a call block on a macro that never calls
+    /// `caller`) gets a last keyword argument that raises jinja2's `TypeError`, after the
+    /// others are evaluated.
+    fn refuse_call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
+        let ast::Expr::Var(callee) = &c.expr else {
+            return;
+        };
+        let Some(sig) = self.macros.get(callee.id) else {
+            return;
+        };
+        let mut positional = 0;
+        let mut keywords = Vec::new();
+        for arg in &c.args {
+            match arg {
+                ast::CallArg::Pos(_) => positional += 1,
+                ast::CallArg::Kwarg(name, _) => keywords.push(*name),
+                // What a splat passes is not known ahead.
+                _ => return,
+            }
+        }
+        let Some(message) = sig.call_error(callee.id, positional, &keywords, call_block) else {
+            return;
+        };
+        let end = c.span().end_offset as usize;
+        let Some(inside) = self.source.get(..end).and_then(|t| t.strip_suffix(')')) else {
+            return;
+        };
+        let trimmed = inside.trim_end();
+        let separator = if trimmed.ends_with('(') || trimmed.ends_with(',') {
+            ""
+        } else {
+            ", "
+        };
+        let quoted = message.replace('\\', "\\\\").replace('\'', "\\'");
+        self.insert(
+            (end - 1) as u32,
+            format!(
+                "{separator}{}={}('{quoted}')",
+                python_macros::REFUSED_CALL_ARGUMENT,
+                python_macros::REFUSE_FUNCTION
+            ),
+        );
+    }
+
+    /// At a call of one of the template's macros with defaults, every argument bound to a
+    /// parameter with a default passes through `python_macros::PASSED_FILTER`.
+    fn pass_arguments(&mut self, c: &ast::Call) {
+        let ast::Expr::Var(callee) = &c.expr else {
+            return;
+        };
+        let Some(sig) = self.macros.get(callee.id).cloned() else {
+            return;
+        };
+        let mut position = 0;
+        for arg in &c.args {
+            let (value, binds) = match arg {
+                ast::CallArg::Pos(e) => {
+                    position += 1;
+                    (e, sig.binds_default(Some(position - 1), None))
+                }
+                ast::CallArg::Kwarg(name, e) => (e, sig.binds_default(None, Some(name))),
+                _ => continue,
+            };
+            if binds {
+                self.wrap(value, format!("|{}", python_macros::PASSED_FILTER));
+            }
+        }
+    }
+
+    /// The body of a macro whose calls pass arguments through `PASSED_FILTER` starts by
+    /// turning each passed undefined value back into one, in a `set` tag with the whitespace
+    /// control of the macro's opening tag.
+    fn unpass_arguments(&mut self, m: &ast::Macro) {
+        if !self.macros.contains_key(m.name) {
+            return;
+        }
+        let Some((at, mark)) = python_macros::opening_tag_end(self.source, m) else {
+            return;
+        };
+        let sig = &self.macros[m.name];
+        let mut sets: String = sig
+            .defaulted()
+            .iter()
+            .map(|p| {
+                format!(
+                    "{{% set {p} = {p}|{} {mark}%}}",
+                    python_macros::UNPASS_FILTER
+                )
+            })
+            .collect();
+        // The diagnostic render names a parameter no argument was given for, as jinja2 does.
+        if self.diagnostic {
+            for p in &sig.params[..sig.first_default] {
+                let filter = python_undefined::PARAM_FILTER;
+                sets.push_str(&format!("{{% set {p} = {p}|{filter}('{p}') {mark}%}}"));
+            }
+        }
+        if !sets.is_empty() {
+            self.insert(at as u32, sets);
+        }
+    }
+
+    fn args(&mut self, args: &[ast::CallArg]) {
+        for arg in args {
+            match arg {
+                ast::CallArg::Pos(e)
+                | ast::CallArg::Kwarg(_, e)
+                | ast::CallArg::PosSplat(e)
+                | ast::CallArg::KwargSplat(e) => self.expr(e),
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &ast::Expr) {
+        match e {
+            ast::Expr::GetAttr(a) => {
+                self.expr(&a.expr);
+                let filter = if self.diagnostic {
+                    python_undefined::ATTR_FILTER
+                } else {
+                    GETATTR_FILTER
+                };
+                if self.diagnostic || DICT_METHODS.contains(&a.name) {
+                    // `x.items` becomes `((x)|getattr('items'))`: the dot and the name are
+                    // replaced by the filter call. Between the receiver's span and the dot there
+                    // may be the closing parentheses of its groups (`(x).items`), which stay.
+                    let receiver = a.expr.span().end_offset;
+                    let Some((dot, end)) = self
+                        .source
+                        .get(receiver as usize..e.span().end_offset as usize)
+                        .and_then(|text| {
+                            Some((text.find('.')?, text.rfind(a.name)? + a.name.len()))
+                        })
+                    else {
+                        return;
+                    };
+                    self.insert(self.start(&a.expr), "((".to_string());
+                    self.replace(
+                        receiver + dot as u32,
+                        receiver + end as u32,
+                        format!(")|{filter}('{}'))", a.name),
+                    );
+                }
+            }
+            ast::Expr::Call(c) => self.call(c, false),
+            ast::Expr::UnaryOp(u) => {
+                self.expr(&u.expr);
+                let number = matches!(&u.expr, ast::Expr::Const(c) if c.value.is_number());
+                if matches!(u.op, ast::UnaryOpKind::Neg) && !number {
+                    self.insert(self.start(&u.expr), "(".to_string());
+                    self.wrap(&u.expr, format!("|{})", python_ops::NEGATABLE_FILTER));
+                }
+            }
+            ast::Expr::BinOp(b) => {
+                self.expr(&b.left);
+                self.expr(&b.right);
+                if matches!(
+                    b.op,
+                    ast::BinOpKind::Lt
+                        | ast::BinOpKind::Lte
+                        | ast::BinOpKind::Gt
+                        | ast::BinOpKind::Gte
+                        | ast::BinOpKind::In
+                ) {
+                    self.binary(b, &["<=", ">=", "<", ">", "in"], COMPARE_FILTER);
+                }
+                if matches!(
+                    b.op,
+                    ast::BinOpKind::Add
+                        | ast::BinOpKind::Sub
+                        | ast::BinOpKind::Mul
+                        | ast::BinOpKind::Div
+                        | ast::BinOpKind::FloorDiv
+                        | ast::BinOpKind::Rem
+                        | ast::BinOpKind::Pow
+                ) {
+                    self.binary(b, &python_ops::OPERATORS, python_ops::ARITH_FILTER);
+                }
+                if let ast::BinOpKind::Concat = b.op {
+                    // After the operands' own edits, so that their closing text comes first.
+                    for operand in [&b.left, &b.right] {
+                        // minijinja reads `x ~ not -y` as `(x ~ not) - y`, `not` a variable:
+                        // in parentheses it would be the operator.
+                        let plain = match operand {
+                            ast::Expr::Const(c) => c.value.kind() == ValueKind::String,
+                            ast::Expr::Var(v) => v.id == "not",
+                            _ => false,
+                        };
+                        if !plain {
+                            self.wrap(operand, format!("|{STR_FILTER}"));
+                        }
+                    }
+                }
+            }
+            ast::Expr::Compare(c) => {
+                self.expr(&c.expr);
+                c.ops.iter().for_each(|op| self.expr(&op.expr));
+            }
+            ast::Expr::IfExpr(i) => {
+                self.expr(&i.test_expr);
+                self.expr(&i.true_expr);
+                match &i.false_expr {
+                    Some(f) => self.expr(f),
+                    // Not where another `if` or an `else` follows the test (nested inline
+                    // `if`s, spanned otherwise).
+                    None if self.diagnostic
+                        && !self
+                            .source
+                            .get(i.test_expr.span().end_offset as usize..)
+                            .is_some_and(|t| {
+                                let t = t.trim_start();
+                                t.starts_with("if") || t.starts_with("else")
+                            }) =>
+                    {
+                        let line = i.true_expr.span().start_line;
+                        self.insert(
+                            i.test_expr.span().end_offset,
+                            format!(" else {}({line})", python_undefined::NO_ELSE_FUNCTION),
+                        );
+                    }
+                    None => {}
+                }
+            }
+            ast::Expr::Filter(f) => {
+                if let Some(v) = &f.expr {
+                    self.expr(v);
+                }
+                self.args(&f.args);
+            }
+            ast::Expr::Test(t) => {
+                self.expr(&t.expr);
+                for arg in &t.args {
+                    match arg {
+                        // A test's argument without parentheses takes no filter.
+                        ast::CallArg::Pos(ast::Expr::Slice(s)) => self.slice(s, false),
+                        arg => self.args(std::slice::from_ref(arg)),
+                    }
+                }
+            }
+            ast::Expr::GetItem(i) => {
+                self.expr(&i.expr);
+                self.expr(&i.subscript_expr);
+                let name = match &i.subscript_expr {
+                    ast::Expr::Const(c) => c.value.as_str(),
+                    _ => None,
+                };
+                if self.diagnostic {
+                    // `x[k]` becomes `((x)|item(k))`: the brackets are replaced.
+                    let receiver = i.expr.span().end_offset;
+                    let end = e.span().end_offset;
+                    let Some(open) = self
+                        .source
+                        .get(receiver as usize..end as usize)
+                        .filter(|text| text.ends_with(']'))
+                        .and_then(|text| text.find('['))
+                    else {
+                        return;
+                    };
+                    self.insert(self.start(&i.expr), "((".to_string());
+                    let filter = python_undefined::ITEM_FILTER;
+                    let open = receiver + open as u32;
+                    self.replace(open, open + 1, format!(")|{filter}("));
+                    self.replace(end - 1, end, "))".to_string());
+                } else if let Some(name) = name.filter(|n| DICT_METHODS.contains(n)) {
+                    // `x['items']` becomes `((x)|getitem('items'))`, from the bracket on.
+                    let receiver = i.expr.span().end_offset;
+                    let end = e.span().end_offset;
+                    let Some(open) = self
+                        .source
+                        .get(receiver as usize..end as usize)
+                        .filter(|text| text.ends_with(']'))
+                        .and_then(|text| text.find('['))
+                    else {
+                        return;
+                    };
+                    self.insert(self.start(&i.expr), "((".to_string());
+                    self.replace(
+                        receiver + open as u32,
+                        end,
+                        format!(")|{GETITEM_FILTER}('{name}'))"),
+                    );
+                }
+            }
+            ast::Expr::Slice(s) => self.slice(s, true),
+            ast::Expr::List(l) => l.items.iter().for_each(|x| self.expr(x)),
+            ast::Expr::Tuple(t) => t.items.iter().for_each(|x| self.expr(x)),
+            ast::Expr::Map(m) => {
+                m.keys.iter().for_each(|x| self.expr(x));
+                m.values.iter().for_each(|x| self.expr(x));
+                for key in m.keys.iter().filter(|k| !matches!(k, ast::Expr::Const(_))) {
+                    self.wrap(key, format!("|{HASHABLE_FILTER}"));
+                }
+            }
+            ast::Expr::Var(v)
+                if self.diagnostic
+                    && v.id != "not"
+                    && self
+                        .source
+                        .get(v.span().start_offset as usize..v.span().end_offset as usize)
+                        == Some(v.id) =>
+            {
+                // In parentheses of its own, so that a call or a lookup applies to the result.
+                let filter = python_undefined::VAR_FILTER;
+                self.insert(self.start(e), "(".to_string());
+                self.wrap(e, format!("|{filter}('{}'))", v.id));
+            }
+            ast::Expr::Var(_) | ast::Expr::Const(_) => {}
+        }
+    }
+}
