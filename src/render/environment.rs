@@ -62,6 +62,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         );
         env.add_filter(python_semantics::STR_FILTER, string_filter);
         env.add_filter(
+            python_semantics::CHAIN_FILTER,
+            python_semantics::chain_filter,
+        );
+        env.add_filter(
             python_semantics::HASHABLE_FILTER,
             python_semantics::hashable_filter,
         );
@@ -115,6 +119,9 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("abs", python_filters::abs_filter);
         env.add_filter("lower", python_filters::lower_filter);
         env.add_test("callable", python_filters::is_callable);
+        env.add_test("in", |value: Value, seq: Value| {
+            python_semantics::compare_filter(value, "in", seq).map(|v| v.is_true())
+        });
         env.add_test("odd", python_ops::odd_test);
         env.add_test("even", python_ops::even_test);
         env.add_test("divisibleby", python_ops::divisibleby_test);

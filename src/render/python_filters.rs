@@ -10,7 +10,7 @@ use minijinja::value::{Kwargs, Rest, StringInput, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
 use super::python_generators;
-use super::python_semantics::python_type_name;
+use super::python_semantics::{self, python_type_name};
 use super::python_str::{self, python_strip};
 use super::python_value::{needs_python_spelling, py_str};
 
@@ -378,6 +378,12 @@ pub fn last_filter(value: Value) -> Result<Value, Error> {
 /// jinja2's `length` and `count`: `len(value)` (0 for an undefined value), Python's error where
 /// the value has no length.
 pub fn length_filter(value: Value) -> Result<Value, Error> {
+    // minijinja's macro is a map of its name and arguments; Python's has no length.
+    if python_semantics::is_macro(&value) {
+        return Err(type_error(
+            "object of type 'Macro' has no len()".to_string(),
+        ));
+    }
     minijinja::filters::length(&value)
         .map(Value::from)
         .map_err(|_| {

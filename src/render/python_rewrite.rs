@@ -9,8 +9,8 @@ use minijinja::value::ValueKind;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
-    COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
-    SLICEABLE_FILTER, STR_FILTER,
+    CHAIN_FILTER, COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER,
+    ITERABLE_FILTER, SLICEABLE_FILTER, STR_FILTER,
 };
 use super::python_undefined;
 
@@ -308,6 +308,53 @@ impl Walker<'_> {
         self.insert(b.right.span().end_offset, "))".to_string());
     }
 
+    /// A chained comparison `a < b == c` becomes `((a)|chain('<', b, '==', c))`: Python's
+    /// comparisons pair by pair, stopping at the first false one (each raising where Python's
+    /// does), where minijinja orders across types.
+    fn chain(&mut self, c: &ast::Compare) {
+        let mut edits = Vec::new();
+        let mut left_end = c.expr.span().end_offset;
+        for (k, op) in c.ops.iter().enumerate() {
+            let right_start = self.start(&op.expr);
+            let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
+                return;
+            };
+            let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
+            let rest = &between[closing..];
+            let (name, len) = match op.op {
+                ast::CompareOpKind::Eq => ("==", 2),
+                ast::CompareOpKind::Ne => ("!=", 2),
+                ast::CompareOpKind::Lte => ("<=", 2),
+                ast::CompareOpKind::Gte => (">=", 2),
+                ast::CompareOpKind::Lt => ("<", 1),
+                ast::CompareOpKind::Gt => (">", 1),
+                ast::CompareOpKind::In => ("in", 2),
+                ast::CompareOpKind::NotIn => ("not in", rest.find("in").map_or(0, |at| at + 2)),
+            };
+            let spelled = match op.op {
+                ast::CompareOpKind::NotIn => rest.starts_with("not"),
+                _ => rest.starts_with(name),
+            };
+            let after = rest.get(len..).unwrap_or("");
+            if !spelled || len == 0 || !after.chars().all(|ch| ch == '(' || ch.is_whitespace()) {
+                return;
+            }
+            let at = left_end + closing as u32;
+            let text = if k == 0 {
+                format!(")|{CHAIN_FILTER}('{name}', ")
+            } else {
+                format!(", '{name}', ")
+            };
+            edits.push((at, at + len as u32, text));
+            left_end = op.expr.span().end_offset;
+        }
+        self.insert(self.start(&c.expr), "((".to_string());
+        for (start, end, text) in edits {
+            self.replace(start, end, text);
+        }
+        self.insert(left_end, "))".to_string());
+    }
+
     /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (a literal is never undefined).
     fn slice(&mut self, s: &ast::Slice, guard: bool) {
         self.expr(&s.expr);
@@ -535,6 +582,7 @@ impl Walker<'_> {
             ast::Expr::Compare(c) => {
                 self.expr(&c.expr);
                 c.ops.iter().for_each(|op| self.expr(&op.expr));
+                self.chain(c);
             }
             ast::Expr::IfExpr(i) => {
                 self.expr(&i.test_expr);

@@ -25,7 +25,7 @@
 
 use std::sync::Arc;
 
-use minijinja::value::{Object, ObjectRepr, Value, ValueKind};
+use minijinja::value::{Object, ObjectRepr, Rest, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 /// The filter every loop's iterable passes through.
@@ -42,6 +42,8 @@ pub const SLICEABLE_FILTER: &str = "__sft_py_sliceable";
 pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
 pub const STR_FILTER: &str = "__sft_py_str";
+/// The filter a chained comparison (`a < b == c`) becomes.
+pub const CHAIN_FILTER: &str = "__sft_py_chain";
 /// The filter every computed key of a dict literal passes through: Python refuses a list or a
 /// dict as a key.
 pub const HASHABLE_FILTER: &str = "__sft_py_hashable";
@@ -166,6 +168,32 @@ impl Object for DictMethod {
             self.name
         )
     }
+}
+
+/// [`CHAIN_FILTER`]: `first op1 v1 op2 v2 ...` as Python compares a chain, pair by pair,
+/// false at the first false pair (later pairs are not compared), with Python's `TypeError`s.
+pub fn chain_filter(first: Value, rest: Rest<Value>) -> Result<Value, Error> {
+    let mut left = first;
+    for pair in rest.chunks(2) {
+        let [op, right] = pair else {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "an incomplete chain",
+            ));
+        };
+        let holds = match op.as_str().unwrap_or_default() {
+            "==" => left == *right,
+            "!=" => left != *right,
+            "in" => contains(&left, right)?,
+            "not in" => !contains(&left, right)?,
+            order_op => order(&left, order_op, right)?,
+        };
+        if !holds {
+            return Ok(Value::from(false));
+        }
+        left = right.clone();
+    }
+    Ok(Value::from(true))
 }
 
 /// [`HASHABLE_FILTER`]: the value unchanged, or Python's `TypeError` for a list or a dict.

@@ -428,3 +428,36 @@ fn plain_errors_skip_the_diagnostic_render() {
     assert!(!plain.message.contains("'nothing'"), "{}", plain.message);
     assert_eq!(plain.code, named.code);
 }
+
+#[test]
+fn chained_comparisons_compare_pair_by_pair_as_python() {
+    let t = |source: &str| ChatTemplate::compile(source, Vec::new()).unwrap();
+    let opts = RenderOptions::default();
+    let out = t("{{ 1 < 2 < 3 }}{{ 1 < 3 < 2 }}{{ 3 < 1 < 'x' }}{{ 'a' in 'abc' == true }}{{ (1) <= (1) != 2 }}{{ 1 is in [1] }}")
+        .render_interpreted(&[], &opts)
+        .unwrap();
+    // `3 < 1` is false, so `1 < 'x'` is never compared; `'a' in 'abc' == true` is
+    // `'a' in 'abc' and 'abc' == true`.
+    assert_eq!(out, "TrueFalseFalseFalseTrueTrue");
+    for (source, message) in [
+        (
+            "{{ 1 < 2 < 'x' }}",
+            "'<' not supported between instances of 'int' and 'str'",
+        ),
+        (
+            "{{ [] <= 1 == 1 }}",
+            "'<=' not supported between instances of 'list' and 'int'",
+        ),
+        (
+            "{{ 1 is in 'abc' }}",
+            "'in <string>' requires string as left operand, not int",
+        ),
+        (
+            "{% macro f() %}{% endmacro %}{{ f|length }}",
+            "object of type 'Macro' has no len()",
+        ),
+    ] {
+        let err = t(source).render_interpreted(&[], &opts).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+}
