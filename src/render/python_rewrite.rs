@@ -310,8 +310,16 @@ impl Walker<'_> {
 
     /// A chained comparison `a < b == c` becomes `((a)|chain('<', b, '==', c))`: Python's
     /// comparisons pair by pair, stopping at the first false one (each raising where Python's
-    /// does), where minijinja orders across types.
+    /// does), where minijinja orders across types. Only where every operand after the second is
+    /// a constant or a variable (see below).
     fn chain(&mut self, c: &ast::Compare) {
+        // Python stops at the first false pair without evaluating the operands after it; the
+        // filter takes every operand evaluated, so an operand after the second must be one whose
+        // evaluation cannot fail (a constant or a variable).
+        let plain = |e: &ast::Expr| matches!(e, ast::Expr::Const(_) | ast::Expr::Var(_));
+        if !c.ops.iter().skip(1).all(|op| plain(&op.expr)) {
+            return;
+        }
         let mut edits = Vec::new();
         let mut left_end = c.expr.span().end_offset;
         for (k, op) in c.ops.iter().enumerate() {
