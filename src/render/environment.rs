@@ -210,10 +210,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
             python_filters::indent_filter(v, width, first, blank, kw)
         },
     );
-    env.add_filter("attr", |v: Value, name: &str| {
-        refuse_hinted(&v)?;
-        undef::attr_filter(v, name)
-    });
+    env.add_filter("attr", undef::attr_filter);
     env.add_filter("dictsort", |v: Value, kwargs: Kwargs| {
         refuse_hinted(&v)?;
         python_filters::dictsort_filter(v, kwargs)

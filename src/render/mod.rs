@@ -193,28 +193,25 @@ impl ChatTemplate {
             generation::rewrite_generation_tags(source, generation::Rewrite::Transparent);
         let mut plan = plan::Plan::compile(&transparent, syntax.clone(), &special_tokens, mlx);
         // Python's semantics where a template can observe them (see `python_semantics`);
-        // MLX Node's engine keeps minijinja's.
-        let pythonic = |text: String| -> String {
+        // MLX Node's engine keeps minijinja's. A rewrite that fails leaves the template to
+        // minijinja's rules (the second value).
+        let pythonic = |text: String| -> (String, bool) {
             if mlx {
-                return text;
+                return (text, false);
             }
-            python_rewrite::rewrite(&text, syntax.clone()).unwrap_or(text)
+            match python_rewrite::rewrite(&text, syntax.clone()) {
+                python_rewrite::Rewrite::Done(rewritten) => (rewritten, false),
+                python_rewrite::Rewrite::Nothing => (text, false),
+                python_rewrite::Rewrite::Failed => (text, true),
+            }
         };
         let transparent_source = transparent.clone();
-        let interpreted = if mlx {
-            transparent
-        } else {
-            match python_rewrite::rewrite_checked(&transparent, syntax.clone()) {
-                python_rewrite::Rewrite::Done(text) => text,
-                python_rewrite::Rewrite::Nothing => transparent,
-                // The interpreter follows minijinja where the rewrite fails; the plan, which
-                // follows Python, would render otherwise: the template is interpreted alone.
-                python_rewrite::Rewrite::Failed => {
-                    plan = None;
-                    transparent
-                }
-            }
-        };
+        let (interpreted, failed) = pythonic(transparent);
+        // The plan follows Python: where the interpreter follows minijinja instead, the two
+        // would render otherwise, and the template is interpreted alone.
+        if failed {
+            plan = None;
+        }
         env.add_template_owned(TEMPLATE_NAME, interpreted)
             .map_err(syntax_error)?;
         let has_generation = generation::has_generation_tags(source);
@@ -224,7 +221,8 @@ impl ChatTemplate {
                 pythonic(generation::rewrite_generation_tags(
                     source,
                     generation::Rewrite::Marked,
-                )),
+                ))
+                .0,
             )
             .map_err(syntax_error)?;
         }

@@ -14,16 +14,6 @@ use super::python_semantics::{
 };
 use super::python_undefined;
 
-/// `source` with every loop iterable checked and every dict-method attribute looked up as
-/// Python does; `None` when nothing needs rewriting (or the source does not parse: the
-/// environment reports that) or the rewrite fails (see [`Rewrite`]).
-pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Option<String> {
-    match rewrite_as(source, syntax, false) {
-        Rewrite::Done(text) => Some(text),
-        Rewrite::Nothing | Rewrite::Failed => None,
-    }
-}
-
 /// What rewriting a template gave.
 pub enum Rewrite {
     /// The rewritten source.
@@ -35,8 +25,9 @@ pub enum Rewrite {
     Failed,
 }
 
-/// [`rewrite`], telling a failed rewrite from one with nothing to do.
-pub fn rewrite_checked(source: &str, syntax: SyntaxConfig) -> Rewrite {
+/// `source` with every loop iterable checked and every dict-method attribute looked up as
+/// Python does (and the rest of `python_semantics`), or why there is none (see [`Rewrite`]).
+pub fn rewrite(source: &str, syntax: SyntaxConfig) -> Rewrite {
     rewrite_as(source, syntax, false)
 }
 
@@ -363,6 +354,19 @@ impl Walker<'_> {
         self.insert(left_end, "))".to_string());
     }
 
+    /// Where the `[` of `x[k]` (`e`, with `i` its lookup) is, and where `e` ends (after its
+    /// `]`); between the receiver and the bracket may be the closing parentheses of its groups.
+    fn brackets(&self, i: &ast::GetItem, e: &ast::Expr) -> Option<(u32, u32)> {
+        let receiver = i.expr.span().end_offset;
+        let end = e.span().end_offset;
+        let open = self
+            .source
+            .get(receiver as usize..end as usize)
+            .filter(|text| text.ends_with(']'))
+            .and_then(|text| text.find('['))?;
+        Some((receiver + open as u32, end))
+    }
+
     /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (a literal is never undefined).
     fn slice(&mut self, s: &ast::Slice, guard: bool) {
         self.expr(&s.expr);
@@ -640,41 +644,19 @@ impl Walker<'_> {
                     ast::Expr::Const(c) => c.value.as_str(),
                     _ => None,
                 };
+                let Some((open, end)) = self.brackets(i, e) else {
+                    return;
+                };
                 if self.diagnostic {
                     // `x[k]` becomes `((x)|item(k))`: the brackets are replaced.
-                    let receiver = i.expr.span().end_offset;
-                    let end = e.span().end_offset;
-                    let Some(open) = self
-                        .source
-                        .get(receiver as usize..end as usize)
-                        .filter(|text| text.ends_with(']'))
-                        .and_then(|text| text.find('['))
-                    else {
-                        return;
-                    };
                     self.insert(self.start(&i.expr), "((".to_string());
                     let filter = python_undefined::ITEM_FILTER;
-                    let open = receiver + open as u32;
                     self.replace(open, open + 1, format!(")|{filter}("));
                     self.replace(end - 1, end, "))".to_string());
                 } else if let Some(name) = name.filter(|n| DICT_METHODS.contains(n)) {
                     // `x['items']` becomes `((x)|getitem('items'))`, from the bracket on.
-                    let receiver = i.expr.span().end_offset;
-                    let end = e.span().end_offset;
-                    let Some(open) = self
-                        .source
-                        .get(receiver as usize..end as usize)
-                        .filter(|text| text.ends_with(']'))
-                        .and_then(|text| text.find('['))
-                    else {
-                        return;
-                    };
                     self.insert(self.start(&i.expr), "((".to_string());
-                    self.replace(
-                        receiver + open as u32,
-                        end,
-                        format!(")|{GETITEM_FILTER}('{name}'))"),
-                    );
+                    self.replace(open, end, format!(")|{GETITEM_FILTER}('{name}'))"));
                 }
             }
             ast::Expr::Slice(s) => self.slice(s, true),
