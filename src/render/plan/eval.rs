@@ -9,6 +9,7 @@ use super::builtins;
 use super::ir::{Arg, AttrName, BinOp, CmpOp, Const, Expr, ForLoop, Stmt, Target};
 use super::value::{compare, contains, equals, slice, Bail, LoopState, Res, Sym, V};
 use super::Plan;
+use crate::example::json_value;
 
 /// More steps than this and the interpreter takes over (and applies its own limit).
 const MAX_STEPS: u64 = 2_000_000;
@@ -154,6 +155,26 @@ impl<'a> Run<'a> {
                 let object = self.expr(other)?;
                 builtins::attr(&object, name)
             }
+        }
+    }
+
+    /// `object.name` when it is a string field of an example's JSON object, read in place: what
+    /// [`builtins::attr`] gives there, without making and dropping a value. `None` for anything
+    /// else (the caller then takes the general path).
+    #[inline]
+    fn str_field(&self, object: &Expr, name: &AttrName) -> Option<&'a str> {
+        let Expr::Var(sym) = object else {
+            return None;
+        };
+        match self.lookup(*sym)? {
+            V::Json(serde_json::Value::Object(map)) if !name.dict_method => {
+                let map: &'a serde_json::Map<String, serde_json::Value> = map;
+                match json_value::get(map, &name.text)? {
+                    serde_json::Value::String(s) => Some(s),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
@@ -352,6 +373,13 @@ impl<'a> Run<'a> {
         for part in &parts[1..] {
             match part {
                 Expr::Const(Const::Str(s)) => self.write(s),
+                Expr::Attr(object, name) => match self.str_field(object, name) {
+                    Some(s) => self.write(s),
+                    None => {
+                        let v = self.expr(part)?;
+                        self.write_value(v)?;
+                    }
+                },
                 Expr::Var(sym) => match self.lookup(*sym) {
                     Some(V::Str(s)) => {
                         let s: &'a str = s;
@@ -543,6 +571,17 @@ impl<'a> Run<'a> {
         match e {
             Expr::Compare(first, ops) if ops.len() == 1 => {
                 let (op, right) = (&ops[0].0, &ops[0].1);
+                // `message.role == 'user'`: the field compared where it lies.
+                if let (
+                    CmpOp::Eq | CmpOp::Ne,
+                    Expr::Attr(object, name),
+                    Expr::Const(Const::Str(c)),
+                ) = (op, &**first, right)
+                {
+                    if let Some(s) = self.str_field(object, name) {
+                        return Ok((s == &**c) == (*op == CmpOp::Eq));
+                    }
+                }
                 let left = self.expr(first)?;
                 let right = self.expr(right)?;
                 compare_op(*op, &left, &right)

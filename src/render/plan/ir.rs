@@ -4,6 +4,7 @@
 
 use super::value::Sym;
 
+#[repr(u8)]
 pub enum Stmt {
     Raw(Box<str>),
     Emit(Expr),
@@ -176,6 +177,7 @@ pub struct Arg {
     pub value: Expr,
 }
 
+#[repr(u8)]
 pub enum Expr {
     Var(Sym),
     Const(Const),

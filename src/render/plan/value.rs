@@ -26,6 +26,7 @@ pub type Sym = u32;
 
 /// A value during a render. `'a` is the shorter of the example's and the plan's lifetimes.
 #[derive(Clone)]
+#[repr(u8)]
 pub enum V<'a> {
     Undef,
     None,
