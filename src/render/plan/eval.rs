@@ -686,13 +686,15 @@ impl<'a> Run<'a> {
         self.depth += 1;
         let result = (|| {
             self.base = frame;
+            // The frame holds only the bound parameters, each once: the others are pushed.
             for (i, param) in m.params.iter().enumerate() {
                 if bound & (1 << i) == 0 {
                     let value = match &m.defaults[i] {
+                        Some(Expr::Const(Const::Bool(b))) => V::Bool(*b),
                         Some(default) => self.expr(default)?,
                         None => V::Undef,
                     };
-                    self.set(*param, value);
+                    self.vars.push((*param, value));
                 }
             }
             self.capture(|run| match run.block(&m.body)? {
