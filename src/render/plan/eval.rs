@@ -243,7 +243,12 @@ impl<'a> Run<'a> {
             Stmt::EmitJoined(parts) => self.emit_joined(parts)?,
             Stmt::For(f) => return self.for_loop(f),
             Stmt::If(cond, then, otherwise) => {
-                let branch = if self.truth(cond)? { then } else { otherwise };
+                let mut branch = if self.truth(cond)? { then } else { otherwise };
+                // An `elif` chain is an `if` alone in the branch before it: walked here.
+                while let [Stmt::If(cond, then, otherwise)] = branch.as_slice() {
+                    self.step()?;
+                    branch = if self.truth(cond)? { then } else { otherwise };
+                }
                 return self.block(branch);
             }
             Stmt::Set(target, e) => {
