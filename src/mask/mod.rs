@@ -8,6 +8,7 @@
 
 pub mod silent_loss;
 pub mod spans;
+mod text_search;
 pub mod truncation;
 
 use std::ops::Range;

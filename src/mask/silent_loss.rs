@@ -15,6 +15,7 @@
 use aho_corasick::AhoCorasick;
 use serde_json::Value as Json;
 
+use super::text_search;
 use crate::example::json_value;
 use crate::example::SftExample;
 use crate::example::ToolsMode;
@@ -353,7 +354,7 @@ impl<'a> Within<'a> {
         }
         // A match that starts before `from` ends before `from + needle.len()`.
         let end = (self.from + needle.len()).min(hay.len());
-        memchr::memmem::find(&hay[..end], needle).is_some()
+        text_search::find_bytes(&hay[..end], needle).is_some()
     }
 }
 
@@ -374,7 +375,7 @@ fn find_from(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
         }
     }
     let skip = near.len();
-    memchr::memmem::find(&rest[skip..], needle).map(|at| from + skip + at)
+    text_search::find_bytes(&rest[skip..], needle).map(|at| from + skip + at)
 }
 
 /// Class 2 alone: an example's tools that the template never gets.

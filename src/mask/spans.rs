@@ -37,6 +37,7 @@ use std::ops::Range;
 
 use serde_json::Value as Json;
 
+use super::text_search;
 use crate::error::{ErrorCode, SftError, SftResult};
 use crate::render::RenderOptions;
 use crate::tokenize::encoded::EncodedText;
@@ -156,6 +157,8 @@ fn content_forms(message: &Json) -> (Vec<String>, bool) {
         }
     }
     forms.retain(|f| !f.is_empty());
+    // A content without surrounding whitespace is its own trimmed form: searched once.
+    forms.dedup();
     (forms, may_vanish)
 }
 
@@ -173,7 +176,14 @@ fn locate(full: &str, from: usize, limit: usize, forms: &[String]) -> Option<Ran
     }
     forms
         .iter()
-        .filter_map(|f| rest.find(f.as_str()).map(|p| (p, f.len())))
+        .filter_map(|f| {
+            // Only a match that starts before `limit` counts: the text past it is not read.
+            let end = (limit.saturating_sub(from))
+                .saturating_add(f.len())
+                .min(rest.len());
+            let window = &rest[..char_floor(rest, end)];
+            text_search::find(window, f).map(|p| (p, f.len()))
+        })
         .filter(|&(p, _)| from + p < limit)
         .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
         .map(|(p, len)| from + p..from + p + len)
@@ -182,9 +192,7 @@ fn locate(full: &str, from: usize, limit: usize, forms: &[String]) -> Option<Ran
 /// The one place after `from` where a form of the content is printed, if there is exactly one.
 fn locate_once(full: &str, from: usize, forms: &[String]) -> Option<Range<usize>> {
     forms.iter().filter(|f| !f.is_empty()).find_map(|f| {
-        let mut hits = full[from..].match_indices(f.as_str());
-        let (p, _) = hits.next()?;
-        hits.next().is_none().then(|| from + p..from + p + f.len())
+        text_search::find_once(&full[from..], f).map(|p| from + p..from + p + f.len())
     })
 }
 
@@ -592,11 +600,8 @@ fn locate_with(
     }
     let mut found: Vec<Found> = Vec::with_capacity(messages.len());
     // Where each end-of-turn token of the full text ends, found once for every message.
-    let turn_ends: Vec<usize> = turn_end.map_or_else(Vec::new, |t| {
-        full.match_indices(t.text.as_str())
-            .map(|(p, m)| p + m.len())
-            .collect()
-    });
+    let turn_ends: Vec<usize> =
+        turn_end.map_or_else(Vec::new, |t| text_search::ends_of(full, &t.text));
     let mut cursor = 0;
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
@@ -728,10 +733,7 @@ fn align_on_turn_ends(
 ) -> Option<(usize, usize)> {
     let (at, text) = (tail.0, tail.1.as_str());
     let before = full_ends.partition_point(|&end| end <= at);
-    let ends: Vec<usize> = text
-        .match_indices(turn_end)
-        .map(|(p, t)| p + t.len())
-        .collect();
+    let ends = text_search::ends_of(text, turn_end);
     let closes_itself = part == Part::Emptied
         && ends
             .last()

@@ -410,6 +410,15 @@ mod tests {
     fn common_prefix_of_ids_and_bytes() {
         assert_eq!(common_prefix_len(&[1, 2, 3], &[1, 2, 4, 5]), 2);
         assert_eq!(common_prefix_len(b"abc", b"abd"), 2);
+        // Across and at the edges of the blocks compared at once.
+        let long: Vec<u8> = (0..200u8).collect();
+        for cut in [0, 1, 31, 32, 33, 64, 100, 199] {
+            let mut other = long.clone();
+            other[cut] ^= 1;
+            assert_eq!(common_prefix_len(&long, &other), cut);
+            assert_eq!(common_prefix_len(&long[..cut], &long), cut);
+        }
+        assert_eq!(common_prefix_len(&long, &long), 200);
     }
 
     #[test]

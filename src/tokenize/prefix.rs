@@ -389,7 +389,19 @@ pub(super) fn last_shared_match(
 
 /// The length of the longest common prefix of two sequences (token ids, bytes).
 pub fn common_prefix_len<T: PartialEq>(a: &[T], b: &[T]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    // Whole blocks compared at once (a memory comparison for bytes), then the first block
+    // that differs item by item.
+    const BLOCK: usize = 32;
+    let len = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= len && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..len]
+        .iter()
+        .zip(&b[at..len])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 thread_local! {

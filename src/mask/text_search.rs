@@ -1,0 +1,114 @@
+//! Finding a message's content in a render: long needles (whole contents) in a text that holds
+//! them once, near where the search starts. The standard library's substring search prepares
+//! each needle in time proportional to its length before it reads the text, which for a content
+//! of a few kilobytes costs more than the search itself; here a short prefix of the needle is
+//! searched and each hit checked against the whole needle.
+
+use memchr::memmem;
+
+/// Needles up to this long are searched whole.
+const PREFIX: usize = 32;
+/// Prefix hits that are not the needle before the search falls back to the standard one, which
+/// is linear whatever the text repeats.
+const MISSES: usize = 8;
+
+/// The byte offset of the first occurrence of `needle` in `hay`: `hay.find(needle)`.
+///
+/// A match of a whole UTF-8 needle starts at a character boundary of the text (its first byte
+/// is a leading byte), so byte offsets are string offsets.
+pub fn find(hay: &str, needle: &str) -> Option<usize> {
+    find_bytes(hay.as_bytes(), needle.as_bytes())
+}
+
+/// The byte offset of the first occurrence of `needle` in `hay`.
+pub fn find_bytes(h: &[u8], n: &[u8]) -> Option<usize> {
+    if n.len() <= PREFIX {
+        return memmem::find(h, n);
+    }
+    let finder = memmem::Finder::new(&n[..PREFIX]);
+    let mut at = 0;
+    for _ in 0..MISSES {
+        let hit = at + finder.find(&h[at..])?;
+        if h[hit..].starts_with(n) {
+            return Some(hit);
+        }
+        at = hit + 1;
+    }
+    memmem::find(&h[at..], n).map(|p| at + p)
+}
+
+/// Whether `needle` occurs in `hay` exactly once, counting occurrences that do not overlap (as
+/// `match_indices` does), and where.
+pub fn find_once(hay: &str, needle: &str) -> Option<usize> {
+    let first = find(hay, needle)?;
+    let after = first + needle.len().max(1);
+    match hay.get(after..).map(|rest| find(rest, needle)) {
+        Some(Some(_)) => None,
+        _ => Some(first),
+    }
+}
+
+/// Where each occurrence of a short, non-empty `needle` (an end-of-turn token) ends in `hay`,
+/// occurrences not overlapping, as `match_indices` finds them.
+pub fn ends_of(hay: &str, needle: &str) -> Vec<usize> {
+    memmem::find_iter(hay.as_bytes(), needle.as_bytes())
+        .map(|p| p + needle.len())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agrees_with_the_standard_search() {
+        let long = "x".repeat(40);
+        let needle_a = format!("{long}a");
+        let cases: Vec<(String, String)> = vec![
+            ("hello world".into(), "world".into()),
+            ("hello world".into(), "".into()),
+            (format!("{long}{long}a"), needle_a.clone()),
+            (format!("{long}b {long}a"), needle_a.clone()),
+            (format!("é{long}a…"), needle_a.clone()),
+            ("x".repeat(1000) + "a", needle_a.clone()),
+            ("x".repeat(1000), needle_a.clone()),
+            (format!("ab{}", "é".repeat(30)), "é".repeat(20)),
+        ];
+        for (hay, needle) in &cases {
+            assert_eq!(
+                find(hay, needle),
+                hay.find(needle.as_str()),
+                "{hay:?} / {needle:?}"
+            );
+            let standard = {
+                let mut hits = hay.match_indices(needle.as_str());
+                hits.next()
+                    .filter(|_| hits.next().is_none())
+                    .map(|(p, _)| p)
+            };
+            if !needle.is_empty() {
+                assert_eq!(find_once(hay, needle), standard, "{hay:?} / {needle:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn turn_ends_are_found_as_match_indices_finds_them() {
+        for (hay, needle) in [("<e>a<e><e>", "<e>"), ("aaaa", "aa"), ("none", "<e>")] {
+            let standard: Vec<usize> = hay
+                .match_indices(needle)
+                .map(|(p, m)| p + m.len())
+                .collect();
+            assert_eq!(ends_of(hay, needle), standard);
+        }
+    }
+
+    #[test]
+    fn a_repeated_prefix_falls_back_to_the_linear_search() {
+        // Every position matches the needle's prefix; the whole needle only at the end.
+        let needle = format!("{}b", "a".repeat(PREFIX + 5));
+        let hay = format!("{}b", "a".repeat(100_000));
+        assert_eq!(find(&hay, &needle), Some(100_000 - PREFIX - 5));
+        assert_eq!(find_once(&hay, &needle), Some(100_000 - PREFIX - 5));
+    }
+}
