@@ -121,27 +121,35 @@ fn token_floor(encoded: &EncodedText, text_len: usize, at: usize) -> usize {
     }
 }
 
-fn content_text(message: &Json) -> Option<String> {
+fn content_text(message: &Json) -> Option<Cow<'_, str>> {
     match message.get("content")? {
-        Json::String(s) => Some(s.clone()),
+        Json::String(s) => Some(Cow::Borrowed(s)),
         Json::Array(parts) => {
             let text: String = parts
                 .iter()
                 .filter_map(|p| p.get("text").and_then(Json::as_str))
                 .collect();
-            Some(text)
+            Some(Cow::Owned(text))
         }
         _ => None,
     }
 }
 
 /// The forms a template may print the content in, and whether it may print none of them (an
-/// answer that is empty once a `<think>` block is taken out).
-fn content_forms(message: &Json) -> (Vec<String>, bool) {
+/// answer that is empty once a `<think>` block is taken out). Borrowed from the message where
+/// its content is a string.
+fn content_forms(message: &Json) -> (Vec<Cow<'_, str>>, bool) {
     let Some(text) = content_text(message) else {
         return (Vec::new(), true);
     };
-    let mut forms = vec![text.clone(), text.trim().to_string()];
+    // Parts of the text, borrowed from the message when the text is.
+    let part = |f: fn(&str) -> &str| -> Cow<'_, str> {
+        match &text {
+            Cow::Borrowed(t) => Cow::Borrowed(f(t)),
+            Cow::Owned(t) => Cow::Owned(f(t).to_string()),
+        }
+    };
+    let mut forms = vec![text.clone(), part(str::trim)];
     let has_reasoning_field = message
         .get("reasoning_content")
         .is_some_and(|r| !r.is_null());
@@ -150,11 +158,14 @@ fn content_forms(message: &Json) -> (Vec<String>, bool) {
         && !has_reasoning_field
         && text.contains(THINK_CLOSE)
     {
-        if let Some(after) = text.rsplit(THINK_CLOSE).next() {
-            let answer = after.trim_start_matches('\n');
-            may_vanish = answer.is_empty();
-            forms.push(answer.to_string());
-        }
+        let answer = part(|t| {
+            t.rsplit(THINK_CLOSE)
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches('\n')
+        });
+        may_vanish = answer.is_empty();
+        forms.push(answer);
     }
     forms.retain(|f| !f.is_empty());
     // A content without surrounding whitespace is its own trimmed form: searched once.
@@ -165,11 +176,11 @@ fn content_forms(message: &Json) -> (Vec<String>, bool) {
 /// Where a form of the content is: at `from` if one starts there, else the earliest match that
 /// starts before `limit` (the next end-of-turn token), so that a content the template did not
 /// print is not found in a later turn.
-fn locate(full: &str, from: usize, limit: usize, forms: &[String]) -> Option<Range<usize>> {
+fn locate(full: &str, from: usize, limit: usize, forms: &[Cow<str>]) -> Option<Range<usize>> {
     let rest = &full[from..];
     if let Some(f) = forms
         .iter()
-        .filter(|f| rest.starts_with(f.as_str()))
+        .filter(|f| rest.starts_with(f.as_ref()))
         .max_by_key(|f| f.len())
     {
         return Some(from..from + f.len());
@@ -190,7 +201,7 @@ fn locate(full: &str, from: usize, limit: usize, forms: &[String]) -> Option<Ran
 }
 
 /// The one place after `from` where a form of the content is printed, if there is exactly one.
-fn locate_once(full: &str, from: usize, forms: &[String]) -> Option<Range<usize>> {
+fn locate_once(full: &str, from: usize, forms: &[Cow<str>]) -> Option<Range<usize>> {
     forms.iter().filter(|f| !f.is_empty()).find_map(|f| {
         text_search::find_once(&full[from..], f).map(|p| from + p..from + p + f.len())
     })
@@ -635,9 +646,7 @@ fn locate_with(
         let start = token_floor(encoded, full.len(), rendered).max(cursor);
         let (forms, may_vanish) = content_forms(message);
         let limit = match turn_end {
-            Some(t) => full[start..]
-                .find(t.text.as_str())
-                .map_or(full.len(), |p| start + p),
+            Some(t) => text_search::find(&full[start..], &t.text).map_or(full.len(), |p| start + p),
             // Without an end-of-turn token the turn ends where `messages[..=i]` rendered alone
             // ends, when that render is a prefix of the full text: a content the template does
             // not print is not taken from a later message that says the same.
@@ -680,8 +689,7 @@ fn locate_with(
             .get(i + 1)
             .map_or(full.len(), |next| next.start.max(content_end));
         let turn_end = turn_end.and_then(|t| {
-            full[content_end..bound]
-                .find(t.text.as_str())
+            text_search::find(&full[content_end..bound], &t.text)
                 .map(|p| content_end + p..content_end + p + t.text.len())
         });
         let role = role_of(message);
