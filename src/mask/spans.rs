@@ -42,6 +42,7 @@ use crate::error::{ErrorCode, SftError, SftResult};
 use crate::render::RenderOptions;
 use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::{common_prefix_len, ChatTokenizer};
+use contents::{content_forms, locate, locate_once};
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
@@ -121,92 +122,6 @@ fn token_floor(encoded: &EncodedText, text_len: usize, at: usize) -> usize {
     }
 }
 
-fn content_text(message: &Json) -> Option<Cow<'_, str>> {
-    match message.get("content")? {
-        Json::String(s) => Some(Cow::Borrowed(s)),
-        Json::Array(parts) => {
-            let text: String = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Json::as_str))
-                .collect();
-            Some(Cow::Owned(text))
-        }
-        _ => None,
-    }
-}
-
-/// The forms a template may print the content in, and whether it may print none of them (an
-/// answer that is empty once a `<think>` block is taken out). Borrowed from the message where
-/// its content is a string.
-fn content_forms(message: &Json) -> (Vec<Cow<'_, str>>, bool) {
-    let Some(text) = content_text(message) else {
-        return (Vec::new(), true);
-    };
-    // Parts of the text, borrowed from the message when the text is.
-    let part = |f: fn(&str) -> &str| -> Cow<'_, str> {
-        match &text {
-            Cow::Borrowed(t) => Cow::Borrowed(f(t)),
-            Cow::Owned(t) => Cow::Owned(f(t).to_string()),
-        }
-    };
-    let mut forms = vec![text.clone(), part(str::trim)];
-    let has_reasoning_field = message
-        .get("reasoning_content")
-        .is_some_and(|r| !r.is_null());
-    let mut may_vanish = false;
-    if message.get("role").and_then(Json::as_str) == Some("assistant")
-        && !has_reasoning_field
-        && text.contains(THINK_CLOSE)
-    {
-        let answer = part(|t| {
-            t.rsplit(THINK_CLOSE)
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches('\n')
-        });
-        may_vanish = answer.is_empty();
-        forms.push(answer);
-    }
-    forms.retain(|f| !f.is_empty());
-    // A content without surrounding whitespace is its own trimmed form: searched once.
-    forms.dedup();
-    (forms, may_vanish)
-}
-
-/// Where a form of the content is: at `from` if one starts there, else the earliest match that
-/// starts before `limit` (the next end-of-turn token), so that a content the template did not
-/// print is not found in a later turn.
-fn locate(full: &str, from: usize, limit: usize, forms: &[Cow<str>]) -> Option<Range<usize>> {
-    let rest = &full[from..];
-    if let Some(f) = forms
-        .iter()
-        .filter(|f| rest.starts_with(f.as_ref()))
-        .max_by_key(|f| f.len())
-    {
-        return Some(from..from + f.len());
-    }
-    forms
-        .iter()
-        .filter_map(|f| {
-            // Only a match that starts before `limit` counts: the text past it is not read.
-            let end = (limit.saturating_sub(from))
-                .saturating_add(f.len())
-                .min(rest.len());
-            let window = &rest[..char_floor(rest, end)];
-            text_search::find(window, f).map(|p| (p, f.len()))
-        })
-        .filter(|&(p, _)| from + p < limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
-        .map(|(p, len)| from + p..from + p + len)
-}
-
-/// The one place after `from` where a form of the content is printed, if there is exactly one.
-fn locate_once(full: &str, from: usize, forms: &[Cow<str>]) -> Option<Range<usize>> {
-    forms.iter().filter(|f| !f.is_empty()).find_map(|f| {
-        text_search::find_once(&full[from..], f).map(|p| from + p..from + p + f.len())
-    })
-}
-
 fn role_of(message: &Json) -> String {
     message
         .get("role")
@@ -216,11 +131,22 @@ fn role_of(message: &Json) -> String {
 }
 
 fn with_empty_content(message: &Json) -> Json {
-    let mut emptied = message.clone();
-    if let Some(map) = emptied.as_object_mut() {
-        map.insert("content".to_string(), Json::String(String::new()));
+    let Json::Object(map) = message else {
+        return message.clone();
+    };
+    // Every other field copied in its place; the content (often the longest) is not copied.
+    let mut emptied = serde_json::Map::with_capacity(map.len() + 1);
+    for (key, value) in map {
+        let value = match key.as_str() {
+            "content" => Json::String(String::new()),
+            _ => value.clone(),
+        };
+        emptied.insert(key.clone(), value);
     }
-    emptied
+    if !emptied.contains_key("content") {
+        emptied.insert("content".to_string(), Json::String(String::new()));
+    }
+    Json::Object(emptied)
 }
 
 /// What rendering part of the conversation gives, compared with the full text.
@@ -774,6 +700,7 @@ fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Optio
     Some(start..end)
 }
 
+mod contents;
 #[cfg(test)]
 mod differential;
 
@@ -781,6 +708,26 @@ mod differential;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_emptied_message_keeps_its_fields_in_order() {
+        let cases = [
+            json!({"role": "user", "content": "long text", "name": "x"}),
+            json!({"role": "assistant", "tool_calls": [{"name": "f"}]}),
+            json!({"content": [{"type": "text", "text": "a"}], "role": "user"}),
+        ];
+        for message in cases {
+            let mut expected = message.clone();
+            expected
+                .as_object_mut()
+                .unwrap()
+                .insert("content".into(), json!(""));
+            let emptied = with_empty_content(&message);
+            assert_eq!(emptied, expected);
+            let keys = |v: &Json| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(&emptied), keys(&expected));
+        }
+    }
 
     /// The text of every part of every message, as located.
     fn parts(family: &str, messages: &[Json], thinking: bool) -> Vec<[String; 4]> {
