@@ -8,8 +8,9 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
-    generation, mlx_node, python_filters, python_generators, python_macros, python_ops,
-    python_order, python_range, python_semantics, python_str, python_value, strftime_now,
+    generation, mlx_node, python_filters, python_format, python_generators, python_macros,
+    python_ops, python_order, python_range, python_semantics, python_str, python_value,
+    strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -117,6 +118,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("upper", python_filters::upper_filter);
         env.add_filter("indent", python_filters::indent_filter);
         env.add_filter("abs", python_filters::abs_filter);
+        env.add_filter("format", python_format::format_filter);
         env.add_filter("lower", python_filters::lower_filter);
         env.add_test("callable", python_filters::is_callable);
         env.add_test("in", |value: Value, seq: Value| {

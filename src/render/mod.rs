@@ -30,6 +30,7 @@ pub mod plan;
 #[cfg(test)]
 mod plan_tests;
 pub mod python_filters;
+mod python_format;
 pub mod python_generators;
 pub mod python_macros;
 pub mod python_ops;
