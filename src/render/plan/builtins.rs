@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use super::eval::namespace;
 use super::ir::{AttrName, BinOp, Filter, MapFilter, Method, Test};
 use super::value::{contains, equals, Bail, Res, Sym, V};
 use super::Plan;
@@ -538,23 +537,12 @@ fn substring<'a>(object: &V<'a>, cut: &str) -> V<'a> {
     }
 }
 
-/// The global functions: `namespace`, `range`, `strftime_now`. `raise_exception` and the rest
-/// are left to the interpreter.
-/// A global function: `python_range` says whether `range` gives Python's range (transformers)
-/// or a list (MLX Node's engine).
+/// The global functions `range` and `strftime_now` (`namespace` is the evaluator's, which keeps
+/// every namespace of a render; `raise_exception` and the rest are left to the interpreter).
+/// `python_range` says whether `range` gives Python's range (transformers) or a list (MLX
+/// Node's engine).
 pub fn function<'a>(name: &str, args: Vec<(Option<Sym>, V<'a>)>, python_range: bool) -> Res<V<'a>> {
     match name {
-        "namespace" => {
-            let mut fields = Vec::with_capacity(args.len());
-            for (name, value) in args {
-                let name = name.ok_or(Bail)?;
-                match fields.iter_mut().find(|(s, _): &&mut (Sym, V)| *s == name) {
-                    Some(slot) => slot.1 = value,
-                    None => fields.push((name, value)),
-                }
-            }
-            Ok(namespace(fields))
-        }
         "range" => {
             let mut ints = Vec::new();
             for (name, value) in &args {

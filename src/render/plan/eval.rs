@@ -638,16 +638,28 @@ impl<'a> Run<'a> {
                 self.call_macro(index, args)
             }
             Some(_) => Err(Bail),
+            None if name == "namespace" => {
+                // Its fields straight from the keyword arguments, a later one replacing an
+                // earlier one of the same name.
+                let mut fields: Vec<Binding<'a>> = Vec::with_capacity(args.len());
+                for arg in args {
+                    let name = arg.name.ok_or(Bail)?;
+                    let value = self.expr(&arg.value)?;
+                    match fields.iter_mut().find(|(s, _)| *s == name) {
+                        Some(slot) => slot.1 = value,
+                        None => fields.push((name, value)),
+                    }
+                }
+                let ns = Rc::new(RefCell::new(fields));
+                self.namespaces.push(ns.clone());
+                Ok(V::Ns(ns))
+            }
             None => {
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
                     values.push((arg.name, self.expr(&arg.value)?));
                 }
-                let value = builtins::function(name, values, !self.plan.mlx)?;
-                if let V::Ns(ns) = &value {
-                    self.namespaces.push(ns.clone());
-                }
-                Ok(value)
+                builtins::function(name, values, !self.plan.mlx)
             }
         }
     }
@@ -726,11 +738,6 @@ fn compare_op<'a>(op: CmpOp, l: &V<'a>, r: &V<'a>) -> Res<bool> {
         CmpOp::In => contains(r, l)?,
         CmpOp::NotIn => !contains(r, l)?,
     })
-}
-
-/// A namespace object made by `namespace(...)`.
-pub fn namespace<'a>(fields: Vec<(Sym, V<'a>)>) -> V<'a> {
-    V::Ns(Rc::new(RefCell::new(fields)))
 }
 
 #[cfg(test)]
