@@ -462,6 +462,19 @@ impl<'a> Run<'a> {
         result
     }
 
+    /// [`Run::expr`] with variables and constants read in place, without a call: most operands
+    /// are one or the other.
+    #[inline(always)]
+    fn value(&mut self, e: &'a Expr) -> Res<V<'a>> {
+        match e {
+            Expr::Var(sym) => Ok(self.var(*sym)),
+            Expr::Const(Const::Str(s)) => Ok(V::Str(s)),
+            Expr::Const(Const::Int(i)) => Ok(V::Int(*i)),
+            Expr::Const(Const::Bool(b)) => Ok(V::Bool(*b)),
+            _ => self.expr(e),
+        }
+    }
+
     pub fn expr(&mut self, e: &'a Expr) -> Res<V<'a>> {
         Ok(match e {
             Expr::Var(sym) => self.var(*sym),
@@ -493,7 +506,7 @@ impl<'a> Run<'a> {
                 _ => return Err(Bail),
             },
             Expr::Bin(op, l, r) => {
-                let (l, r) = (self.expr(l)?, self.expr(r)?);
+                let (l, r) = (self.value(l)?, self.value(r)?);
                 builtins::binop(*op, &l, &r)?
             }
             Expr::And(l, r) => {
@@ -513,9 +526,9 @@ impl<'a> Run<'a> {
                 }
             }
             Expr::Compare(first, ops) => {
-                let mut left = self.expr(first)?;
+                let mut left = self.value(first)?;
                 for (op, e) in ops {
-                    let right = self.expr(e)?;
+                    let right = self.value(e)?;
                     if !compare_op(*op, &left, &right)? {
                         return Ok(V::Bool(false));
                     }
@@ -535,7 +548,7 @@ impl<'a> Run<'a> {
             }
             Expr::Attr(object, name) => self.attr_of(object, name)?,
             Expr::Item(object, key) => {
-                let (object, key) = (self.expr(object)?, self.expr(key)?);
+                let (object, key) = (self.value(object)?, self.value(key)?);
                 builtins::item(&object, &key)?
             }
             Expr::Slice(object, parts) => {
@@ -554,7 +567,7 @@ impl<'a> Run<'a> {
                 slice(&object, bounds[0], bounds[1], bounds[2])?
             }
             Expr::Filter(filter, value, args) => {
-                let value = self.expr(value)?;
+                let value = self.value(value)?;
                 let plan = self.plan;
                 self.with_args(args, |args| builtins::filter(plan, *filter, value, args))?
             }
@@ -587,8 +600,8 @@ impl<'a> Run<'a> {
                         return Ok((s == &**c) == (*op == CmpOp::Eq));
                     }
                 }
-                let left = self.expr(first)?;
-                let right = self.expr(right)?;
+                let left = self.value(first)?;
+                let right = self.value(right)?;
                 compare_op(*op, &left, &right)
             }
             Expr::Test(test, value, args) if args.is_empty() => match &**value {
@@ -617,11 +630,11 @@ impl<'a> Run<'a> {
         match args {
             [] => f(&[]),
             [a] => {
-                let a = self.expr(a)?;
+                let a = self.value(a)?;
                 f(std::slice::from_ref(&a))
             }
             [a, b] => {
-                let values = [self.expr(a)?, self.expr(b)?];
+                let values = [self.value(a)?, self.value(b)?];
                 f(&values)
             }
             more => {
@@ -676,7 +689,7 @@ impl<'a> Run<'a> {
         let (mut given, mut bound) = (0u64, 0u64);
         let mut positional = 0;
         for arg in args {
-            let value = self.expr(&arg.value)?;
+            let value = self.value(&arg.value)?;
             let slot = match arg.name {
                 None => {
                     positional += 1;
