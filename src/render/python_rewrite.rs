@@ -367,17 +367,20 @@ impl Walker<'_> {
         Some((receiver + open as u32, end))
     }
 
-    /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (a literal is never undefined).
+    /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (not for a literal that slices).
     fn slice(&mut self, s: &ast::Slice, guard: bool) {
         self.expr(&s.expr);
         for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
             self.expr(part);
         }
-        let literal = matches!(
-            s.expr,
-            ast::Expr::Const(_) | ast::Expr::List(_) | ast::Expr::Tuple(_) | ast::Expr::Map(_)
-        );
-        if guard && !literal {
+        // A string, list or tuple literal slices as Python slices it; a number, a bool, `none`
+        // or a dict literal is refused as any other such value is.
+        let sliceable_literal = match &s.expr {
+            ast::Expr::Const(c) => c.value.kind() == minijinja::value::ValueKind::String,
+            ast::Expr::List(_) | ast::Expr::Tuple(_) => true,
+            _ => false,
+        };
+        if guard && !sliceable_literal {
             self.insert(self.start(&s.expr), "(".to_string());
             self.wrap(&s.expr, format!("|{SLICEABLE_FILTER})"));
         }
