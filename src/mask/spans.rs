@@ -228,6 +228,11 @@ impl<'a> PrefixRenders<'a> {
         } else {
             &self.opts
         };
+        // The first message emptied (for most datasets the same list in every example) is
+        // rendered once and reused.
+        if part == Part::Emptied && list.len() == 1 {
+            return self.tokenizer.render_reusing(list, opts).ok();
+        }
         self.tokenizer.render(list, opts).ok()
     }
 

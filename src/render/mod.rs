@@ -11,7 +11,7 @@ pub mod json_dumps;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Value;
@@ -25,6 +25,7 @@ pub mod compiled;
 mod compiled_tests;
 mod environment;
 pub mod generation;
+mod memo;
 pub mod mlx_node;
 pub mod plan;
 #[cfg(test)]
@@ -81,6 +82,10 @@ pub struct ChatTemplate {
     /// only), and that render's environment once a render has failed (see `python_undefined`).
     diagnostic_source: Option<(String, SyntaxConfig)>,
     diagnosis: OnceLock<Option<Environment<'static>>>,
+    /// The last renders of one-message lists (see `memo`).
+    kept: Mutex<memo::Kept>,
+    /// How the template's renders depend on the clock (see `memo`).
+    clock: memo::Clock,
 }
 
 /// Which renderer writes the text. Both write the same bytes.
@@ -247,6 +252,8 @@ impl ChatTemplate {
             render_as,
             diagnostic_source: (!mlx).then_some((transparent_source, syntax)),
             diagnosis: OnceLock::new(),
+            kept: Mutex::new(memo::Kept::default()),
+            clock: memo::Clock::of(source),
         })
     }
 
@@ -328,6 +335,31 @@ impl ChatTemplate {
             }
         }
         self.interpret(TEMPLATE_NAME, messages, opts)
+    }
+
+    /// `render` of a list of one message, reusing this thread's or another's last render of the
+    /// same message with the same options where the clock reads the same (see `memo`); any
+    /// other list is rendered as it comes.
+    pub fn render_reusing(
+        &self,
+        messages: &[serde_json::Value],
+        opts: &RenderOptions,
+    ) -> SftResult<String> {
+        let Some(key) = (messages.len() == 1)
+            .then(|| memo::key(messages, opts, self.clock))
+            .flatten()
+        else {
+            return self.render(messages, opts);
+        };
+        if let Some(text) = self.kept.lock().ok().and_then(|k| k.get(&key)) {
+            return Ok(text);
+        }
+
+        let text = self.render(messages, opts)?;
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.put(key, &text);
+        }
+        Ok(text)
     }
 
     /// Renders with the plan alone: `None` where the template has no plan or the plan declines.
@@ -574,17 +606,11 @@ fn json_holds_marks(value: &serde_json::Value) -> bool {
 /// date (GPT-OSS, Llama 3.1) render the same text on every day.
 pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
     use std::fmt::Write;
-    let fixed = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
+    let fixed = fixed_time();
     // The clock's second (or the fixed time) and the format name the text, unless the format
     // can print fractions of a second (chrono spells those with an `f`): the renders of one
     // second reuse the first one's text instead of formatting the date again.
-    let second = match fixed {
-        Some(time) => (true, time.timestamp()),
-        None => (false, chrono::Utc::now().timestamp()),
-    };
+    let second = clock_second(fixed);
     let cacheable = !format.contains('f');
     if cacheable {
         let hit = LAST_STRFTIME.with(|last| {
@@ -613,6 +639,27 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
         LAST_STRFTIME.with(|last| *last.borrow_mut() = Some((format, second, text)));
     }
     Ok(Value::from(out))
+}
+
+/// The time `SOURCE_DATE_EPOCH` names, when it is set.
+fn fixed_time() -> Option<chrono::DateTime<chrono::Utc>> {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+}
+
+/// The second `strftime_now` prints now: the fixed time's (`true`) or the clock's.
+fn clock_second(fixed: Option<chrono::DateTime<chrono::Utc>>) -> (bool, i64) {
+    match fixed {
+        Some(time) => (true, time.timestamp()),
+        None => (false, chrono::Utc::now().timestamp()),
+    }
+}
+
+/// The second `strftime_now` would print now.
+pub(crate) fn strftime_second() -> (bool, i64) {
+    clock_second(fixed_time())
 }
 
 /// The last `strftime_now` text of this thread: its format, the second it was made in (and

@@ -461,3 +461,34 @@ fn chained_comparisons_compare_pair_by_pair_as_python() {
         assert!(err.message.contains(message), "{source}: {}", err.message);
     }
 }
+
+#[test]
+fn a_reused_render_is_the_render() {
+    let t = ChatTemplate::compile(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{{ strftime_now('%%') }}",
+        vec![],
+    )
+    .unwrap();
+    let opts = RenderOptions::default();
+    let one = [json!({"role": "user", "content": ""})];
+    let first = t.render_reusing(&one, &opts).unwrap();
+    assert_eq!(first, "<user>%");
+    assert_eq!(t.render_reusing(&one, &opts).unwrap(), first);
+    // Another message, or the same with other options, is rendered.
+    let other = [json!({"role": "system", "content": ""})];
+    assert_eq!(t.render_reusing(&other, &opts).unwrap(), "<system>%");
+    let prompt = RenderOptions {
+        add_generation_prompt: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        t.render_reusing(&one, &prompt).unwrap(),
+        t.render(&one, &prompt).unwrap()
+    );
+    // Longer lists are never kept.
+    let two = [one[0].clone(), json!({"role": "assistant", "content": "y"})];
+    assert_eq!(
+        t.render_reusing(&two, &opts).unwrap(),
+        "<user><assistant>y%"
+    );
+}

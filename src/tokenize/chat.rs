@@ -155,6 +155,12 @@ impl ChatTokenizer {
         self.template_of(opts)?.render(messages, opts)
     }
 
+    /// `render`, reusing the last render of the same one-message list with the same options
+    /// (see `ChatTemplate::render_reusing`).
+    pub fn render_reusing(&self, messages: &[Json], opts: &RenderOptions) -> SftResult<String> {
+        self.template_of(opts)?.render_reusing(messages, opts)
+    }
+
     /// The render and the byte ranges of its `{% generation %}` bodies (see
     /// `ChatTemplate::render_generation`).
     pub fn render_generation(
