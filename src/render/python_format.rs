@@ -53,6 +53,10 @@ struct Spec {
     precision: Option<usize>,
 }
 
+/// The widest field a conversion may ask for (a render of that size is already far beyond any
+/// chat template's).
+const MAX_WIDTH: usize = 1 << 24;
+
 /// Python's `template % operand`.
 pub fn percent_format(template: &str, operand: &Operand) -> Result<String, Error> {
     let chars: Vec<char> = template.chars().collect();
@@ -121,7 +125,9 @@ pub fn percent_format(template: &str, operand: &Operand) -> Result<String, Error
                     py_repr(&Value::from(key.as_str())),
                 )
             })?);
-            argidx = -1;
+            // Python then reads the mapping afresh: an unnamed conversion after a named one
+            // takes the whole mapping.
+            argidx = -2;
         }
         let mut spec = Spec::default();
         while let Some(&c) = chars.get(i) {
@@ -153,6 +159,10 @@ pub fn percent_format(template: &str, operand: &Operand) -> Result<String, Error
             } else {
                 digits(&chars, &mut i)
             });
+        }
+        // A width or precision no render could hold is refused rather than allocated.
+        if spec.width > MAX_WIDTH || spec.precision.is_some_and(|p| p > MAX_WIDTH) {
+            return Err(Error::new(ErrorKind::InvalidOperation, "width too big"));
         }
         while matches!(chars.get(i), Some('h' | 'l' | 'L')) {
             i += 1;
@@ -640,5 +650,12 @@ mod tests {
             "no conversion"
         );
         assert!(percent_format("%(c)s", &map).is_err());
+        // After a named conversion an unnamed one takes the whole mapping again.
+        assert_eq!(
+            percent_format("%(a)s %s", &map).unwrap(),
+            "1 {'a': 1, 'b': 'x'}"
+        );
+        let tuple = Operand::Tuple(vec![Value::from(1)]);
+        assert!(percent_format("%999999999d", &tuple).is_err());
     }
 }
