@@ -337,8 +337,8 @@ impl ChatTemplate {
         self.interpret(TEMPLATE_NAME, messages, opts)
     }
 
-    /// `render` of a list of one message, reusing this thread's or another's last render of the
-    /// same message with the same options where the clock reads the same (see `memo`); any
+    /// `render` of a list of one message, reusing one of the template's latest renders of the
+    /// same message with the same options while the clock reads the same (see `memo`); any
     /// other list is rendered as it comes.
     pub fn render_reusing(
         &self,
@@ -354,7 +354,6 @@ impl ChatTemplate {
         if let Some(text) = self.kept.lock().ok().and_then(|k| k.get(&key)) {
             return Ok(text);
         }
-
         let text = self.render(messages, opts)?;
         if let Ok(mut kept) = self.kept.lock() {
             kept.put(key, &text);
