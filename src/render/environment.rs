@@ -8,9 +8,9 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
-    generation, mlx_node, python_filters, python_format, python_generators, python_macros,
-    python_ops, python_order, python_range, python_semantics, python_str, python_value,
-    strftime_now,
+    generation, mlx_node, python_filters, python_format, python_generators, python_iterables,
+    python_macros, python_ops, python_order, python_range, python_semantics, python_str,
+    python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -92,9 +92,15 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("list", python_filters::list_filter);
         env.add_filter("items", python_filters::items_filter);
         env.add_filter("sum", python_filters::sum_filter);
-        env.add_filter("dictsort", python_filters::dictsort_filter);
+        env.add_filter("dictsort", python_order::dictsort_filter);
         env.add_filter("join", python_filters::join_filter);
         env.add_filter("round", python_filters::round_filter);
+        env.add_filter("batch", python_iterables::batch_filter);
+        env.add_filter("slice", python_iterables::slice_filter);
+        env.add_filter("unique", python_iterables::unique_filter);
+        env.add_filter("groupby", python_iterables::groupby_filter);
+        env.add_filter("reverse", python_iterables::reverse_filter);
+        env.add_function("dict", python_iterables::dict_function);
         env.add_filter("min", python_order::min_filter);
         env.add_filter("max", python_order::max_filter);
         env.add_filter("sort", python_order::sort_filter);
@@ -213,10 +219,6 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
         },
     );
     env.add_filter("attr", undef::attr_filter);
-    env.add_filter("dictsort", |v: Value, kwargs: Kwargs| {
-        refuse_hinted(&v)?;
-        python_filters::dictsort_filter(v, kwargs)
-    });
     env.set_unknown_method_callback(|state, value, method, args| {
         refuse_hinted(value)?;
         jinja2_method(state, value, method, args).map_err(|e| {

@@ -31,8 +31,10 @@ pub mod plan;
 #[cfg(test)]
 mod plan_tests;
 pub mod python_filters;
+mod python_for_else;
 mod python_format;
 pub mod python_generators;
+mod python_iterables;
 pub mod python_macros;
 pub mod python_ops;
 pub mod python_order;

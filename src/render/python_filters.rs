@@ -2,7 +2,7 @@
 //! differently, with Python's results: `int` and `float` (Python's number parsing, the filter's
 //! default where Python's conversion fails), `center`, `truncate`, `wordcount`, the `callable`
 //! test, and the `swapcase` and `zfill` methods; and minijinja's `first`, `last`, `length`,
-//! `list`, `items`, `sum` and `dictsort` with Python's errors where a value is not a container.
+//! `list`, `items` and `sum` with Python's errors where a value is not a container.
 
 use std::sync::OnceLock;
 
@@ -541,20 +541,6 @@ pub fn not_iterable(value: &Value) -> Error {
 
 fn type_error(message: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, message)
-}
-
-/// jinja2's `dictsort`: the sorted `value.items()`, Python's `AttributeError` where the value is
-/// not a mapping (an undefined one keeps minijinja's error, as jinja2 raises its own).
-pub fn dictsort_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
-    minijinja::filters::dictsort(&value, kwargs).map_err(|e| {
-        if value.is_undefined() || e.kind() != ErrorKind::InvalidOperation {
-            return e;
-        }
-        type_error(format!(
-            "'{}' object has no attribute 'items'",
-            python_type_name(&value)
-        ))
-    })
 }
 
 /// A value as jinja2's string filters take it (`soft_str`): Python's `str()` where that differs

@@ -18,8 +18,10 @@ pub struct Generator {
     items: Mutex<Option<Vec<Value>>>,
     /// The Python function that made it (`sync_do_map`, `select_or_reject`, `do_items`).
     made_by: &'static str,
+    /// Its Python type: `generator`, or an iterator's (`list_reverseiterator`, ...).
+    type_name: &'static str,
     /// The `TypeError` iterating it raises.
-    refusal: Option<&'static str>,
+    refusal: Option<String>,
 }
 
 impl Generator {
@@ -27,16 +29,29 @@ impl Generator {
         Value::from_object(Generator {
             items: Mutex::new(Some(items)),
             made_by,
+            type_name: "generator",
             refusal: None,
         })
     }
 
     /// A generator that raises `TypeError: message` when iterated.
-    pub fn refusing(made_by: &'static str, message: &'static str) -> Value {
+    pub fn refusing(made_by: &'static str, message: impl Into<String>) -> Value {
         Value::from_object(Generator {
             items: Mutex::new(None),
             made_by,
-            refusal: Some(message),
+            type_name: "generator",
+            refusal: Some(message.into()),
+        })
+    }
+
+    /// A one-shot iterator of Python's type `type_name` (`reversed`, `list_reverseiterator`,
+    /// ...) over `items`.
+    pub fn iterator(type_name: &'static str, items: Vec<Value>) -> Value {
+        Value::from_object(Generator {
+            items: Mutex::new(Some(items)),
+            made_by: "",
+            type_name,
+            refusal: None,
         })
     }
 }
@@ -70,19 +85,29 @@ impl Object for Generator {
     }
 
     fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "<generator object {} at {OBJECT_ADDRESS}>", self.made_by)
+        match self.type_name {
+            "generator" => write!(f, "<generator object {} at {OBJECT_ADDRESS}>", self.made_by),
+            other => write!(f, "<{other} object at {OBJECT_ADDRESS}>"),
+        }
     }
 }
 
 /// The `TypeError` iterating `value` raises, where it is a generator that refuses iteration.
 pub fn generator_refusal(value: &Value) -> Option<Error> {
-    let refusal = value.downcast_object_ref::<Generator>()?.refusal?;
-    Some(type_error(refusal.to_string()))
+    let refusal = value.downcast_object_ref::<Generator>()?.refusal.as_ref()?;
+    Some(type_error(refusal.clone()))
 }
 
 /// Whether `value` is a [`Generator`] (which `tojson` refuses, as `json.dumps` does).
 pub fn is_generator(value: &Value) -> bool {
     value.downcast_object_ref::<Generator>().is_some()
+}
+
+/// The Python type of a [`Generator`] (`generator`, `list_reverseiterator`, ...).
+pub fn generator_type(value: &Value) -> Option<&'static str> {
+    value
+        .downcast_object_ref::<Generator>()
+        .map(|g| g.type_name)
 }
 
 pub fn map_filter(

@@ -1,12 +1,13 @@
-//! jinja2's `min`, `max` and `sort` filters and its ordering tests (`lt`, `le`, `gt`, `ge` and
+//! jinja2's `min`, `max`, `sort` and `dictsort` filters and its ordering tests (`lt`, `le`, `gt`, `ge` and
 //! their aliases) over Python's ordering of values (`python_semantics::order`): Python's order
 //! where it can order, and its `TypeError` at the comparison CPython makes first where it cannot
 //! (`min` and `max` walk the items; `sort` replays CPython's `list.sort` on up to 63 items).
 
 use minijinja::value::{Kwargs, Value, ValueKind};
-use minijinja::Error;
+use minijinja::{Error, ErrorKind};
 
-use super::python_semantics::order;
+use super::python_semantics::{order, python_type_name, type_error};
+use super::python_undefined::refuse_hinted;
 
 /// Sequences compared as Python compares lists: the first items that differ decide, else the
 /// lengths.
@@ -142,6 +143,74 @@ pub fn sort_filter(
     }
     Ok(Value::from(
         keyed.into_iter().map(|(_, item)| item).collect::<Vec<_>>(),
+    ))
+}
+
+/// jinja2's `dictsort(value, case_sensitive=False, by='key', reverse=False)`: Python's stable
+/// `sorted` of `value.items()` by the key or the value (a string lower-cased unless the sort
+/// is case sensitive), Python's `TypeError` where two of them do not compare, jinja2's
+/// `UndefinedError` where one is undefined.
+pub fn dictsort_filter(
+    value: Value,
+    case_sensitive: Option<Value>,
+    by: Option<Value>,
+    reverse: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let pick = |positional: Option<Value>, name: &str| -> Result<Option<Value>, Error> {
+        match positional {
+            Some(v) => Ok(Some(v)),
+            None => kwargs.get::<Option<Value>>(name),
+        }
+    };
+    let case_sensitive = pick(case_sensitive, "case_sensitive")?.is_some_and(|v| v.is_true());
+    let reverse = pick(reverse, "reverse")?.is_some_and(|v| v.is_true());
+    let position = match pick(by, "by")? {
+        None => 0,
+        Some(by) if by.as_str() == Some("key") => 0,
+        Some(by) if by.as_str() == Some("value") => 1,
+        Some(_) => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "You can only sort by either \"key\" or \"value\"",
+            ))
+        }
+    };
+    kwargs.assert_all_used()?;
+    refuse_hinted(&value)?;
+    match value.kind() {
+        ValueKind::Map => {}
+        ValueKind::Undefined => return Err(Error::from(ErrorKind::UndefinedError)),
+        _ => {
+            return Err(type_error(format!(
+                "'{}' object has no attribute 'items'",
+                python_type_name(&value)
+            )))
+        }
+    }
+    let mut keyed = Vec::new();
+    for key in value.try_iter()? {
+        let item = value.get_item(&key).unwrap_or_default();
+        let sort_key = if position == 0 { &key } else { &item };
+        let sort_key = match sort_key.as_str() {
+            Some(s) if !case_sensitive && sort_key.kind() == ValueKind::String => {
+                Value::from(s.to_lowercase())
+            }
+            _ => sort_key.clone(),
+        };
+        keyed.push((sort_key, Value::from((key, item))));
+    }
+    let less = |a: &(Value, Value), b: &(Value, Value)| order(&a.0, "<", &b.0);
+    // `sorted(..., reverse=True)` reverses, sorts stably, and reverses back.
+    if reverse {
+        keyed.reverse();
+    }
+    python_list_sort(&mut keyed, &less)?;
+    if reverse {
+        keyed.reverse();
+    }
+    Ok(Value::from(
+        keyed.into_iter().map(|(_, pair)| pair).collect::<Vec<_>>(),
     ))
 }
 

@@ -6,6 +6,7 @@ use minijinja::machinery::ast;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
+use super::python_for_else;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
@@ -52,8 +53,12 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Rewrite {
         edits: Vec::new(),
         macros: python_macros::signatures(source, &tree),
         diagnostic,
+        unfit: false,
     };
     walker.stmt(&tree);
+    if walker.unfit {
+        return Rewrite::Failed;
+    }
     let mut edits = walker.edits;
     if edits.is_empty() {
         return Rewrite::Nothing;
@@ -136,6 +141,8 @@ struct Walker<'s> {
     macros: std::collections::HashMap<&'s str, Signature<'s>>,
     /// Whether lookups give named undefined values (`rewrite_diagnostic`).
     diagnostic: bool,
+    /// A construct whose Python semantics the edits cannot give: the rewrite fails.
+    unfit: bool,
 }
 
 impl Walker<'_> {
@@ -172,6 +179,14 @@ impl Walker<'_> {
             ast::Stmt::Template(t) => self.stmts(&t.children),
             ast::Stmt::EmitExpr(e) => self.expr(&e.expr),
             ast::Stmt::ForLoop(f) => {
+                match python_for_else::edits(self.source, f) {
+                    Some(edits) => {
+                        for (start, end, text) in edits {
+                            self.replace(start as u32, end as u32, text);
+                        }
+                    }
+                    None => self.unfit = true,
+                }
                 self.expr(&f.iter);
                 self.wrap(&f.iter, format!("|{ITERABLE_FILTER}"));
                 if let Some(filter) = &f.filter_expr {

@@ -271,6 +271,7 @@ fn contains(needle: &Value, haystack: &Value) -> Result<bool, Error> {
 pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
     use std::cmp::Ordering;
     for side in [left, right] {
+        super::python_undefined::refuse_hinted(side)?;
         if side.is_undefined() {
             return Err(Error::from(ErrorKind::UndefinedError));
         }
@@ -343,14 +344,17 @@ pub fn python_type_name(value: &Value) -> &'static str {
     if value.is_tuple() {
         return "tuple";
     }
-    if super::python_generators::is_generator(value) {
-        return "generator";
+    if let Some(name) = super::python_generators::generator_type(value) {
+        return name;
     }
     if value.downcast_object_ref::<DictMethod>().is_some() {
         return "builtin_function_or_method";
     }
     if super::python_range::as_range(value).is_some() {
         return "range";
+    }
+    if super::python_undefined::hint_of(value).is_some() {
+        return "Undefined";
     }
     if value.kind() == ValueKind::Map && is_macro(value) {
         return "Macro";

@@ -136,7 +136,7 @@ pub fn template_object_name(value: &Value) -> Option<&'static str> {
     match value.kind() {
         ValueKind::Map if is_macro(value) => Some("Macro"),
         ValueKind::Seq if as_range(value).is_some() => Some("range"),
-        ValueKind::Iterable if is_generator(value) => Some("generator"),
+        ValueKind::Iterable if is_generator(value) => Some(python_type_name(value)),
         ValueKind::Plain => match python_type_name(value) {
             "builtin_function_or_method" => Some("builtin_function_or_method"),
             _ => None,

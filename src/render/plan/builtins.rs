@@ -223,8 +223,13 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             for pair in pairs.drain(..) {
                 keyed.push((key(&pair).ok_or(Bail)?, pair));
             }
-            // minijinja's order: case-insensitive (Unicode case folding), stable.
-            keyed.sort_by(|a, b| unicase::UniCase::new(&a.0).cmp(&unicase::UniCase::new(&b.0)));
+            if plan.mlx {
+                // minijinja's order: case-insensitive (Unicode case folding), stable.
+                keyed.sort_by(|a, b| unicase::UniCase::new(&a.0).cmp(&unicase::UniCase::new(&b.0)));
+            } else {
+                // jinja2's: Python's `sorted` by `key.lower()`, code point by code point.
+                keyed.sort_by_cached_key(|(key, _)| key.to_lowercase());
+            }
             V::List(Rc::new(keyed.into_iter().map(|(_, p)| p).collect()))
         }
         Filter::Capitalize => capitalize(&value)?,
@@ -365,11 +370,27 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             Some(items) => V::List(Rc::new(items)),
             None => V::List(Rc::new(value.seq_items().ok_or(Bail)?)),
         },
-        Filter::Reverse => {
+        Filter::Reverse if plan.mlx => {
             let mut items = value.seq_items().ok_or(Bail)?;
             items.reverse();
             V::List(Rc::new(items))
         }
+        // jinja2's: a generator reversed into a list; a sequence, a map or an undefined
+        // value into Python's one-shot reverse iterator (see `python_iterables`).
+        Filter::Reverse => match value.take_generator() {
+            Some(mut items) => {
+                items.reverse();
+                V::List(Rc::new(items))
+            }
+            None => {
+                let mut items = match &value {
+                    V::Str(_) | V::Owned(_) => return Err(Bail),
+                    _ => iterate(&value)?.as_ref().clone(),
+                };
+                items.reverse();
+                V::generator(items)
+            }
+        },
         Filter::Replace => {
             let text = value.as_str().ok_or(Bail)?;
             let (old, new) = match args {

@@ -435,6 +435,8 @@ impl<'a> Run<'a> {
                 items = Rc::new(kept);
             }
             if items.is_empty() {
+                // Without the target a filter left bound.
+                self.clear_frame();
                 return self.block(&f.else_body);
             }
             let state = Rc::new(LoopState {
@@ -442,6 +444,10 @@ impl<'a> Run<'a> {
                 index: Cell::new(0),
                 sized,
             });
+            // jinja2 runs the else block when no iteration reached the end of the body (see
+            // `python_for_else`); minijinja only for a loop with nothing to iterate.
+            let python_else = !self.plan.mlx && !f.else_body.is_empty();
+            let mut completed = false;
             for i in 0..state.items.len() {
                 self.step()?;
                 // Each iteration starts with a fresh scope: what one sets, the next does not see.
@@ -450,11 +456,18 @@ impl<'a> Run<'a> {
                 state.index.set(i);
                 self.assign(&f.target, state.items[i].clone())?;
                 match self.block(&f.body)? {
-                    // minijinja then runs the else block (jinja2 does not): the interpreter's.
-                    Flow::Break if i == 0 && !f.else_body.is_empty() => return Err(Bail),
+                    // minijinja then runs the else block: the interpreter's.
+                    Flow::Break if !python_else && i == 0 && !f.else_body.is_empty() => {
+                        return Err(Bail)
+                    }
                     Flow::Break => break,
-                    Flow::Next | Flow::Continue => {}
+                    Flow::Next => completed = true,
+                    Flow::Continue => {}
                 }
+            }
+            if python_else && !completed {
+                self.clear_frame();
+                return self.block(&f.else_body);
             }
             Ok(Flow::Next)
         })();
