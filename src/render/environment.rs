@@ -9,8 +9,8 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_filters, python_format, python_generators, python_iterables,
-    python_macros, python_ops, python_order, python_range, python_semantics, python_str,
-    python_value, strftime_now,
+    python_macros, python_ops, python_order, python_range, python_semantics, python_slice,
+    python_str, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -57,10 +57,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             python_semantics::COMPARE_FILTER,
             python_semantics::compare_filter,
         );
-        env.add_filter(
-            python_semantics::SLICEABLE_FILTER,
-            python_semantics::sliceable_filter,
-        );
+        env.add_filter(python_slice::SLICE_FILTER, python_slice::slice_filter);
         env.add_filter(python_semantics::STR_FILTER, string_filter);
         env.add_filter(
             python_semantics::CHAIN_FILTER,
@@ -187,10 +184,6 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
             python_semantics::compare_filter(l, op, r)
         },
     );
-    env.add_filter(python_semantics::SLICEABLE_FILTER, |v: Value| {
-        refuse_hinted(&v)?;
-        python_semantics::sliceable_filter(v)
-    });
     let string = |v: Value| match undef::hint_of(&v) {
         Some(_) => Value::from(""),
         None => string_filter(v),
@@ -288,6 +281,7 @@ fn jinja2_method(
     }
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
+        (Some(s), "title", []) => Ok(Value::from(python_str::title(s))),
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
         (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),
         // Split on runs of Python's whitespace (the information separators too).
@@ -359,16 +353,20 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
 /// jinja2's `iterable` test: true for anything Python can iterate, including jinja2's
 /// `Undefined`, and false for `None` (minijinja's own test says true for none).
 fn is_iterable(value: &Value) -> bool {
-    matches!(
-        value.kind(),
+    match value.kind() {
         ValueKind::String
-            | ValueKind::Bytes
-            | ValueKind::Seq
-            | ValueKind::Map
-            | ValueKind::Iterable
-            | ValueKind::Plain
-            | ValueKind::Undefined
-    )
+        | ValueKind::Bytes
+        | ValueKind::Seq
+        | ValueKind::Iterable
+        | ValueKind::Undefined => true,
+        // A macro is not iterable in Python.
+        ValueKind::Map => !python_semantics::is_macro(value),
+        // Of the other objects (functions, methods, namespaces, loops) only a loop iterates.
+        ValueKind::Plain => ["index0", "depth0"]
+            .iter()
+            .all(|name| value.get_attr(name).is_ok_and(|v| !v.is_undefined())),
+        _ => false,
+    }
 }
 
 fn raise_exception(message: String) -> Result<Value, Error> {

@@ -41,6 +41,7 @@ pub mod python_order;
 pub mod python_range;
 pub mod python_rewrite;
 pub mod python_semantics;
+mod python_slice;
 pub mod python_str;
 pub mod python_undefined;
 pub mod python_value;

@@ -367,12 +367,18 @@ pub fn first_filter(value: Value) -> Result<Value, Error> {
 /// jinja2's `last`: `next(iter(reversed(value)))`, Python's error where the value is not
 /// reversible.
 pub fn last_filter(value: Value) -> Result<Value, Error> {
-    minijinja::filters::last(value.clone()).map_err(|_| {
-        type_error(format!(
-            "'{}' object is not reversible",
-            python_type_name(&value)
-        ))
-    })
+    let reversible =
+        !python_generators::is_generator(&value) && !python_semantics::is_macro(&value);
+    reversible
+        .then_some(())
+        .ok_or(Error::from(ErrorKind::InvalidOperation))
+        .and_then(|_| minijinja::filters::last(value.clone()))
+        .map_err(|_| {
+            type_error(format!(
+                "'{}' object is not reversible",
+                python_type_name(&value)
+            ))
+        })
 }
 
 /// jinja2's `length` and `count`: `len(value)` (0 for an undefined value), Python's error where
@@ -409,6 +415,7 @@ fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
         ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
             Err(not_iterable(value))
         }
+        ValueKind::Map if python_semantics::is_macro(value) => Err(not_iterable(value)),
         _ => Ok(()),
     }
 }

@@ -80,6 +80,12 @@ impl Object for Generator {
         None
     }
 
+    /// Python cannot index a generator or an iterator: jinja2 gives an undefined value (and
+    /// the items stay to be iterated).
+    fn get_value(self: &Arc<Self>, _key: &Value) -> Option<Value> {
+        Some(Value::UNDEFINED)
+    }
+
     fn is_true(self: &Arc<Self>) -> bool {
         true
     }

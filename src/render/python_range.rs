@@ -62,6 +62,34 @@ impl Object for PyRange {
     }
 }
 
+impl PyRange {
+    /// `self[slice]`, given the slice's indices as `slice.indices(len)` resolves them (the
+    /// first index, the end, the step): Python's range of those items.
+    pub fn sliced(&self, from: i128, to: i128, step: i128) -> Value {
+        let (start, stop, step) = (
+            self.start + from * self.step,
+            self.start + to * self.step,
+            self.step * step,
+        );
+        let count = if step > 0 {
+            (stop - start + step - 1).max(0) / step
+        } else {
+            (start - stop - step - 1).max(0) / -step
+        };
+        Value::from_object(PyRange {
+            start,
+            stop,
+            step,
+            len: count as usize,
+        })
+    }
+
+    /// How many items the range has.
+    pub fn count(&self) -> usize {
+        self.len
+    }
+}
+
 /// The range object of `value`, if it is one.
 pub fn as_range(value: &Value) -> Option<&PyRange> {
     value.downcast_object_ref::<PyRange>()

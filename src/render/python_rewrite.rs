@@ -11,8 +11,9 @@ use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
     CHAIN_FILTER, COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER,
-    ITERABLE_FILTER, SLICEABLE_FILTER, STR_FILTER,
+    ITERABLE_FILTER, STR_FILTER,
 };
+use super::python_slice::SLICE_FILTER;
 use super::python_undefined;
 
 /// What rewriting a template gave.
@@ -382,23 +383,85 @@ impl Walker<'_> {
         Some((receiver + open as u32, end))
     }
 
-    /// `x[a:b]` becomes `((x)|sliceable)[a:b]` where `guard` (not for a literal that slices).
-    fn slice(&mut self, s: &ast::Slice, guard: bool) {
+    /// `x[a:b:c]` becomes `((x)|__sft_py_slice(a, b, c))` (`none` for a bound not written):
+    /// Python's slicing (see `python_slice`). A test's argument without parentheses keeps
+    /// minijinja's, as does a slice whose brackets are not found where expected.
+    fn slice(&mut self, s: &ast::Spanned<ast::Slice>, rewrite: bool) {
         self.expr(&s.expr);
-        for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+        let parts = [&s.start, &s.stop, &s.step];
+        for part in parts.into_iter().flatten() {
             self.expr(part);
         }
-        // A string, list or tuple literal slices as Python slices it; a number, a bool, `none`
-        // or a dict literal is refused as any other such value is.
-        let sliceable_literal = match &s.expr {
-            ast::Expr::Const(c) => c.value.kind() == minijinja::value::ValueKind::String,
-            ast::Expr::List(_) | ast::Expr::Tuple(_) => true,
-            _ => false,
-        };
-        if guard && !sliceable_literal {
-            self.insert(self.start(&s.expr), "(".to_string());
-            self.wrap(&s.expr, format!("|{SLICEABLE_FILTER})"));
+        if !rewrite {
+            return;
         }
+        let Some(edits) = self.slice_edits(s) else {
+            return;
+        };
+        // Parenthesized whole: what follows (`[0]`, `.name`) applies to the slice.
+        self.insert(self.start(&s.expr), "((".to_string());
+        for (start, end, text) in edits {
+            self.replace(start, end, text);
+        }
+    }
+
+    /// The edits of [`Walker::slice`]: the opening bracket, each colon and the closing bracket
+    /// replaced.
+    fn slice_edits(&self, s: &ast::Spanned<ast::Slice>) -> Option<Vec<(u32, u32, String)>> {
+        let bytes = self.source.as_bytes();
+        let mut open = s.expr.span().end_offset as usize;
+        while matches!(bytes.get(open), Some(b')' | b' ' | b'\t' | b'\n' | b'\r')) {
+            open += 1;
+        }
+        let close = (s.span().end_offset as usize).checked_sub(1)?;
+        if bytes.get(open) != Some(&b'[') || bytes.get(close) != Some(&b']') {
+            return None;
+        }
+        // The colons: outside the bounds' own text.
+        let spans: Vec<(usize, usize)> = [&s.start, &s.stop, &s.step]
+            .into_iter()
+            .flatten()
+            .map(|e| (self.start(e) as usize, e.span().end_offset as usize))
+            .collect();
+        let mut colons = Vec::new();
+        let mut at = open + 1;
+        while at < close {
+            if let Some(&(_, end)) = spans.iter().find(|(start, _)| *start == at) {
+                at = end.max(at + 1);
+                continue;
+            }
+            if bytes[at] == b':' {
+                colons.push(at);
+            }
+            at += 1;
+        }
+        if colons.is_empty() || colons.len() > 2 {
+            return None;
+        }
+        let missing = |part: &Option<ast::Expr>| if part.is_none() { "none" } else { "" };
+        let mut edits = vec![(
+            open as u32,
+            open as u32 + 1,
+            format!(")|{SLICE_FILTER}({}", missing(&s.start)),
+        )];
+        edits.push((
+            colons[0] as u32,
+            colons[0] as u32 + 1,
+            format!(", {}", missing(&s.stop)),
+        ));
+        let tail = match colons.get(1) {
+            Some(&second) => {
+                edits.push((
+                    second as u32,
+                    second as u32 + 1,
+                    format!(", {}", missing(&s.step)),
+                ));
+                "))".to_string()
+            }
+            None => ", none))".to_string(),
+        };
+        edits.push((close as u32, close as u32 + 1, tail));
+        Some(edits)
     }
 
     fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {

@@ -2,8 +2,7 @@
 //! follows Python:
 //!
 //! - iterating `None` raises `TypeError` (minijinja iterates it as empty): every `for` loop's
-//!   iterable passes through [`ITERABLE_FILTER`]; slicing an undefined value, `None`, a number
-//!   or a dict raises ([`SLICEABLE_FILTER`]);
+//!   iterable passes through [`ITERABLE_FILTER`]; a slice is Python's (`python_slice`);
 //! - `dict.items` (and the other dict methods) named as an attribute is the method, not the
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
@@ -35,9 +34,6 @@ pub const GETATTR_FILTER: &str = "__sft_py_getattr";
 /// The filter that orders (`<`, `<=`, `>`, `>=`) and tests membership (`in`, `not in`) as
 /// Python does.
 pub const COMPARE_FILTER: &str = "__sft_py_compare";
-/// The filter every sliced value passes through: jinja2 refuses to slice an undefined value
-/// or `None` (minijinja slices them as empty lists).
-pub const SLICEABLE_FILTER: &str = "__sft_py_sliceable";
 /// The filter that looks up a dict method's name in brackets as Python does.
 pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 /// The filter every operand of `~` passes through: Python's `str()` (the `string` filter).
@@ -85,22 +81,6 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
                 .map(|c| Value::from(c.to_string()))
                 .collect::<Vec<_>>(),
         )),
-        _ => Ok(value),
-    }
-}
-
-/// [`SLICEABLE_FILTER`]: the value unchanged, but jinja2's error for an undefined value and
-/// Python's `TypeError` for what Python cannot slice (`None`, numbers, bools, a dict).
-pub fn sliceable_filter(value: Value) -> Result<Value, Error> {
-    match value.kind() {
-        ValueKind::Undefined => Err(Error::from(ErrorKind::UndefinedError)),
-        ValueKind::Number | ValueKind::Bool | ValueKind::None => Err(type_error(format!(
-            "'{}' object is not subscriptable",
-            python_type_name(&value)
-        ))),
-        ValueKind::Map if is_dict(&value) => {
-            Err(type_error("unhashable type: 'slice'".to_string()))
-        }
         _ => Ok(value),
     }
 }

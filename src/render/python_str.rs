@@ -1,4 +1,4 @@
-//! Python's `str.strip` family, for templates and the direct renderers alike.
+//! Python's `str.strip` family, for templates and the direct renderers alike, and `str.title`.
 //!
 //! jinja2's `trim` filter and the `strip`/`lstrip`/`rstrip` methods without arguments strip
 //! what Python calls whitespace. That set is Unicode's White_Space (what Rust's `trim` strips)
@@ -102,5 +102,89 @@ mod tests {
         assert_eq!(strip_chars("\n\nab\n", '\n'), "ab");
         assert_eq!(lstrip_chars("\n a\n", '\n'), " a\n");
         assert_eq!(rstrip_chars("\n a\n\n", '\n'), "\n a");
+    }
+}
+
+/// Python's `s.title()`: each character that follows a cased one in lower case, every other
+/// one in title case (`ǆ` becomes `ǅ`, `ß` becomes `Ss`), whatever separates the words.
+pub fn title(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut lowered: Option<String> = None;
+    let mut previous_is_cased = false;
+    for (at, c) in s.char_indices() {
+        if !previous_is_cased {
+            push_title(c, &mut out);
+        } else if c == 'Σ' {
+            // Final or not, as Python decides from the neighbours (see `swapcase`).
+            let lowered = lowered.get_or_insert_with(|| s.to_lowercase());
+            let offset = s[..at].to_lowercase().len();
+            out.push_str(lowered.get(offset..offset + 2).unwrap_or("σ"));
+        } else {
+            out.extend(c.to_lowercase());
+        }
+        previous_is_cased = is_cased(c);
+    }
+    out
+}
+
+/// Unicode's Cased: upper or lower case, or a title-case letter (changed by both mappings).
+fn is_cased(c: char) -> bool {
+    c.is_lowercase()
+        || c.is_uppercase()
+        || (c.to_lowercase().ne(std::iter::once(c)) && c.to_uppercase().ne(std::iter::once(c)))
+}
+
+/// The title case of `c`: its upper case, but for the letters whose title case is their own
+/// (the digraphs, the Greek letters with a subscript iota) or spelled otherwise (`ß`, the
+/// ligatures).
+fn push_title(c: char, out: &mut String) {
+    let special = match c {
+        '\u{1C4}'..='\u{1C6}' => "\u{1C5}",
+        '\u{1C7}'..='\u{1C9}' => "\u{1C8}",
+        '\u{1CA}'..='\u{1CC}' => "\u{1CB}",
+        '\u{1F1}'..='\u{1F3}' => "\u{1F2}",
+        'ß' => "Ss",
+        'ŉ' => "ʼN",
+        'ﬀ' => "Ff",
+        'ﬁ' => "Fi",
+        'ﬂ' => "Fl",
+        'ﬃ' => "Ffi",
+        'ﬄ' => "Ffl",
+        'ﬅ' | 'ﬆ' => "St",
+        'և' => "Եւ",
+        'ﬓ' => "Մն",
+        'ﬔ' => "Մե",
+        'ﬕ' => "Մի",
+        'ﬖ' => "Վն",
+        'ﬗ' => "Մխ",
+        'ᾳ' | 'ᾼ' => "ᾼ",
+        'ῃ' | 'ῌ' => "ῌ",
+        'ῳ' | 'ῼ' => "ῼ",
+        '\u{1F80}'..='\u{1FAF}' => {
+            // ᾀ..ᾇ, ᾐ..ᾗ, ᾠ..ᾧ title-case to ᾈ..ᾏ, ᾘ..ᾟ, ᾨ..ᾯ; those stay.
+            let code = c as u32;
+            out.push(char::from_u32(code | 8).unwrap_or(c));
+            return;
+        }
+        _ => {
+            out.extend(c.to_uppercase());
+            return;
+        }
+    };
+    out.push_str(special);
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::title;
+
+    #[test]
+    fn title_cases_as_python() {
+        // Python 3.11: 'x\'y"z'.title(), 'hello wORLD_aB 1a'.title(), ...
+        assert_eq!(title("x'y\"z"), "X'Y\"Z");
+        assert_eq!(title("hello wORLD_aB 1a"), "Hello World_Ab 1A");
+        assert_eq!(title("ǆa ßa ﬁx"), "ǅa Ssa Fix");
+        assert_eq!(title("ΣΑΣ ΣΑΣ."), "Σας Σας.");
+        assert_eq!(title("%s!"), "%S!");
     }
 }

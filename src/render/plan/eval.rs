@@ -577,7 +577,7 @@ impl<'a> Run<'a> {
                         },
                     };
                 }
-                slice(&object, bounds[0], bounds[1], bounds[2])?
+                slice(&object, bounds, !self.plan.mlx)?
             }
             Expr::Filter(filter, value, args) => {
                 let value = self.value(value)?;

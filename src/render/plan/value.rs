@@ -38,8 +38,8 @@ pub enum V<'a> {
     /// A JSON array or object of the example (never a scalar: those are lifted).
     Json(&'a Json),
     List(Rc<Vec<V<'a>>>),
-    /// A slice of a sequence: a list in every way but one, `is sequence` is false (minijinja
-    /// slices lazily into an iterable of known length).
+    /// A slice of a sequence as MLX Node renders it: a list in every way but one, `is sequence`
+    /// is false (minijinja slices lazily into an iterable of known length).
     Slice(Rc<Vec<V<'a>>>),
     /// A map's `(key, value)` pair (what `items` and `dictsort` give): a list in every way but
     /// one, it prints as Python's tuple.
@@ -340,12 +340,9 @@ pub fn contains<'a>(haystack: &V<'a>, needle: &V<'a>) -> Res<bool> {
 }
 
 /// Python's slice `[start:stop:step]` of a sequence or a string (by characters).
-pub fn slice<'a>(
-    value: &V<'a>,
-    start: Option<i64>,
-    stop: Option<i64>,
-    step: Option<i64>,
-) -> Res<V<'a>> {
+/// `value[start:stop:step]`: Python's slice (`python`: as transformers renders, a list or a
+/// tuple of the items) or minijinja's (a lazy slice).
+pub fn slice<'a>(value: &V<'a>, [start, stop, step]: [Option<i64>; 3], python: bool) -> Res<V<'a>> {
     let step = step.unwrap_or(1);
     if step == 0 || matches!(value, V::Range(_)) {
         return Err(Bail);
@@ -384,15 +381,22 @@ pub fn slice<'a>(
     // minijinja slices a sequence lazily: the result is iterable, not a sequence (no length,
     // no index), and slicing none or undefined gives an empty list.
     let items = match value {
-        // jinja2 raises for an undefined value and gives an undefined one for `None` (the
-        // interpreter's).
+        // jinja2 raises for an undefined value and for `None` (the interpreter's).
         V::None | V::Undef => return Err(Bail),
+        // Python cannot slice `dict_items` or a generator.
+        V::Iter(_) | V::Gen(_) if python => return Err(Bail),
         V::Iter(items) => items.as_ref().clone(),
         other => other.seq_items().ok_or(Bail)?,
     };
-    let picked = pick(items.len())
-        .into_iter()
-        .map(|i| items[i].clone())
-        .collect();
-    Ok(V::Slice(Rc::new(picked)))
+    let picked = Rc::new(
+        pick(items.len())
+            .into_iter()
+            .map(|i| items[i].clone())
+            .collect(),
+    );
+    Ok(match value {
+        V::Tuple(_) if python => V::Tuple(picked),
+        _ if python => V::List(picked),
+        _ => V::Slice(picked),
+    })
 }
