@@ -3,7 +3,7 @@
 //! minijinja's own with MLX Node's `tojson` and `range` for MLX Node's.
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Kwargs, Value, ValueKind};
+use minijinja::value::{Kwargs, Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use super::json_dumps::{dumps, DumpOptions};
@@ -127,8 +127,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_test("in", |value: Value, seq: Value| {
             python_semantics::compare_filter(value, "in", seq).map(|v| v.is_true())
         });
-        env.add_test("odd", python_ops::odd_test);
-        env.add_test("even", python_ops::even_test);
+        add_one_argument_tests(&mut env);
         env.add_test("divisibleby", python_ops::divisibleby_test);
     }
     env
@@ -223,6 +222,46 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
         })
     });
     env
+}
+
+/// jinja2's tests of the value alone, each refusing an argument with Python's `TypeError` for
+/// its function (`test_string() takes 1 positional argument but 2 were given`).
+fn add_one_argument_tests(env: &mut Environment<'static>) {
+    use minijinja::tests as t;
+    type Test = fn(&Value) -> Result<bool, Error>;
+    let tests: [(&'static str, &'static str, Test); 17] = [
+        ("odd", "test_odd", python_ops::odd_test),
+        ("even", "test_even", python_ops::even_test),
+        ("iterable", "test_iterable", |v| Ok(is_iterable(v))),
+        ("string", "test_string", |v| Ok(t::is_string(v))),
+        ("mapping", "test_mapping", |v| Ok(t::is_mapping(v))),
+        ("number", "test_number", |v| Ok(t::is_number(v))),
+        ("sequence", "test_sequence", |v| Ok(t::is_sequence(v))),
+        ("integer", "test_integer", |v| Ok(t::is_integer(v))),
+        ("float", "test_float", |v| Ok(t::is_float(v))),
+        ("boolean", "test_boolean", |v| Ok(t::is_boolean(v))),
+        ("none", "test_none", |v| Ok(t::is_none(v))),
+        ("true", "test_true", |v| Ok(t::is_true(v))),
+        ("false", "test_false", |v| Ok(t::is_false(v))),
+        ("lower", "test_lower", |v| Ok(t::is_lower(v))),
+        ("upper", "test_upper", |v| Ok(t::is_upper(v))),
+        ("escaped", "test_escaped", |v| Ok(t::is_safe(v))),
+        ("defined", "test_defined", |v| Ok(t::is_defined(v))),
+    ];
+    for (name, function, test) in tests {
+        env.add_test(name, move |value: &Value, extra: Rest<Value>| {
+            if !extra.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!(
+                        "{function}() takes 1 positional argument but {} were given",
+                        extra.len() + 1
+                    ),
+                ));
+            }
+            test(value)
+        });
+    }
 }
 
 /// jinja2's `trim`: Python's `str.strip` of `str(value)`, whose whitespace includes

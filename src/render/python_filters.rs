@@ -647,11 +647,32 @@ pub fn round_filter(
             Number::Int(i128::try_from(value.clone()).map_err(|e| type_error(e.to_string()))?)
         }
         ValueKind::Number => Number::Float(f64::try_from(value.clone()).unwrap_or(f64::NAN)),
-        _ => {
+        _ if method == "common" => {
             return Err(type_error(format!(
                 "type {} doesn't define __round__ method",
                 python_type_name(&value)
             )))
+        }
+        // `value * 10 ** precision` refuses first: an undefined value as jinja2 does, a
+        // sequence repeats (then `floor` refuses it), anything else has no `*`.
+        _ => {
+            super::python_undefined::refuse_hinted(&value)?;
+            if value.is_undefined() {
+                return Err(Error::from(ErrorKind::UndefinedError));
+            }
+            let (kind, scale) = (
+                python_type_name(&value),
+                if precision < 0 { "float" } else { "int" },
+            );
+            return Err(type_error(match kind {
+                "str" | "list" | "tuple" if precision >= 0 => {
+                    format!("must be real number, not {kind}")
+                }
+                "str" | "list" | "tuple" => {
+                    format!("can't multiply sequence by non-int of type '{scale}'")
+                }
+                _ => format!("unsupported operand type(s) for *: '{kind}' and '{scale}'"),
+            }));
         }
     };
     if method == "common" {

@@ -121,7 +121,22 @@ pub fn map_filter(
     value: Value,
     args: Rest<ValueOrKwargsArg>,
 ) -> Result<Value, Error> {
-    minijinja::filters::map(state, value, args).map(|items| Generator::wrap("sync_do_map", items))
+    const MADE_BY: &str = "sync_do_map";
+    if let Some(early) = python_lazy_start(MADE_BY, &value)? {
+        return Ok(early);
+    }
+    minijinja::filters::map(state, value, args).map(|items| Generator::wrap(MADE_BY, items))
+}
+
+/// What jinja2's `map` and `select` family give before reading their arguments: nothing for a
+/// false value (they loop only `if value`), a generator that raises Python's `TypeError` for a
+/// value that does not iterate.
+fn python_lazy_start(made_by: &'static str, value: &Value) -> Result<Option<Value>, Error> {
+    if !value.is_true() {
+        return Ok(Some(Generator::wrap(made_by, Vec::new())));
+    }
+    Ok(super::python_iterables::not_iterable_message(value)?
+        .map(|message| Generator::refusing(made_by, message)))
 }
 
 pub fn select_filter(s: &mut State, v: Value, a: Rest<ValueOrKwargsArg>) -> Result<Value, Error> {
@@ -158,6 +173,9 @@ fn selected(
     invert: bool,
 ) -> Result<Value, Error> {
     use minijinja::filters;
+    if let Some(early) = python_lazy_start("select_or_reject", &value)? {
+        return Ok(early);
+    }
     let (attr, rest) = if by_attr {
         let (attr, rest) = split_name(args)?;
         let attr = attr

@@ -13,17 +13,13 @@ use super::python_undefined::{hint_of, is_undefined, refuse_hinted};
 /// The items of `value` as Python's `for item in value` walks them (`Ok(Err(message))`: the
 /// `TypeError` that walk raises; an undefined value walks as nothing).
 fn python_items(value: &Value) -> Result<Result<Vec<Value>, String>, Error> {
-    if let Some(refused) = generator_refusal(value) {
-        return Ok(Err(refused.detail().unwrap_or_default().to_string()));
+    if let Err(message) = python_items_checked(value)? {
+        return Ok(Err(message));
     }
     if is_undefined(value) {
         return Ok(Ok(Vec::new()));
     }
     match value.kind() {
-        ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => Ok(Err(
-            format!("'{}' object is not iterable", python_type_name(value)),
-        )),
-        ValueKind::Map if is_macro(value) => Ok(Err("'Macro' object is not iterable".into())),
         ValueKind::String => Ok(Ok(value
             .as_str()
             .unwrap_or_default()
@@ -32,6 +28,29 @@ fn python_items(value: &Value) -> Result<Result<Vec<Value>, String>, Error> {
             .collect())),
         _ => Ok(Ok(value.try_iter()?.collect())),
     }
+}
+
+/// The `TypeError` Python's `for item in value` raises, where it raises one.
+pub fn not_iterable_message(value: &Value) -> Result<Option<String>, Error> {
+    Ok(python_items_checked(value)?.err())
+}
+
+/// [`python_items`] without collecting the items of what does iterate.
+fn python_items_checked(value: &Value) -> Result<Result<(), String>, Error> {
+    if let Some(refused) = generator_refusal(value) {
+        return Ok(Err(refused.detail().unwrap_or_default().to_string()));
+    }
+    if is_undefined(value) {
+        return Ok(Ok(()));
+    }
+    Ok(match value.kind() {
+        ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => Err(format!(
+            "'{}' object is not iterable",
+            python_type_name(value)
+        )),
+        ValueKind::Map if is_macro(value) => Err("'Macro' object is not iterable".into()),
+        _ => Ok(()),
+    })
 }
 
 /// A positive count argument (`batch`'s line count, `slice`'s number of slices).

@@ -112,6 +112,13 @@ pub fn divisibleby_test(value: &Value, num: &Value) -> Result<bool, Error> {
 /// (whose text never equals a number), the remainder of numbers, Python's `TypeError` for the
 /// rest.
 fn remainder(value: &Value, arg: &Value) -> Result<Value, Error> {
+    // An undefined operand refuses `%` (jinja2's `UndefinedError`).
+    for side in [value, arg] {
+        super::python_undefined::refuse_hinted(side)?;
+        if side.is_undefined() {
+            return Err(Error::from(ErrorKind::UndefinedError));
+        }
+    }
     match value.as_str() {
         Some(format) if value.kind() == ValueKind::String => {
             check_one_argument_format(format)?;

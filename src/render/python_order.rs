@@ -7,7 +7,7 @@ use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 use super::python_semantics::{order, python_type_name, type_error};
-use super::python_undefined::refuse_hinted;
+use super::python_undefined::{item_filter, refuse_hinted};
 
 /// Sequences compared as Python compares lists: the first items that differ decide, else the
 /// lengths.
@@ -32,20 +32,25 @@ fn walk(value: &Value) -> Result<Vec<Value>, Error> {
 
 /// jinja2's key: the item, or the attribute path given (`a.b`, `0`), strings lower-cased unless
 /// the comparison is case sensitive.
-fn key_of(item: &Value, path: Option<&str>, case_sensitive: bool) -> Value {
+fn key_of(item: &Value, path: Option<&str>, case_sensitive: bool) -> Result<Value, Error> {
     let mut key = item.clone();
     if let Some(path) = path {
         for part in path.split('.') {
-            key = match part.parse::<i64>() {
-                Ok(index) => key.get_item(&Value::from(index)).unwrap_or_default(),
-                Err(_) => key.get_attr(part).unwrap_or_default(),
+            // jinja2's `environment.getitem` of each part, a part of digits as an index: what
+            // it does not find is an undefined value naming it, which a comparison refuses.
+            let part = match part.bytes().all(|b| b.is_ascii_digit()) {
+                true => part.parse::<i64>().map_or(Value::from(part), Value::from),
+                false => Value::from(part),
             };
+            key = item_filter(key, part)?;
         }
     }
-    match key.as_str() {
-        Some(s) if !case_sensitive => Value::from(s.to_lowercase()),
+    Ok(match key.as_str() {
+        Some(s) if !case_sensitive && key.kind() == ValueKind::String => {
+            Value::from(s.to_lowercase())
+        }
         _ => key,
-    }
+    })
 }
 
 struct Options {
@@ -86,9 +91,9 @@ fn min_or_max(value: Value, op: &str, kwargs: Kwargs) -> Result<Value, Error> {
     let Some(mut best) = items.next() else {
         return Ok(Value::UNDEFINED);
     };
-    let mut best_key = key(&best);
+    let mut best_key = key(&best)?;
     for item in items {
-        let k = key(&item);
+        let k = key(&item)?;
         if order(&k, op, &best_key)? {
             best = item;
             best_key = k;
@@ -122,16 +127,14 @@ pub fn sort_filter(
         None => vec![None],
         Some(a) => a.split(',').map(Some).collect(),
     };
-    let mut keyed: Vec<(Vec<Value>, Value)> = items
-        .into_iter()
-        .map(|item| {
-            let key = paths
-                .iter()
-                .map(|p| key_of(&item, *p, o.case_sensitive))
-                .collect();
-            (key, item)
-        })
-        .collect();
+    let mut keyed: Vec<(Vec<Value>, Value)> = Vec::with_capacity(items.len());
+    for item in items {
+        let key = paths
+            .iter()
+            .map(|p| key_of(&item, *p, o.case_sensitive))
+            .collect::<Result<_, _>>()?;
+        keyed.push((key, item));
+    }
     let less = |a: &(Vec<Value>, Value), b: &(Vec<Value>, Value)| sequence_less(&a.0, &b.0);
     // `list.sort(reverse=True)` reverses, sorts stably, and reverses back.
     if o.reverse {

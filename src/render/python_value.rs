@@ -137,6 +137,8 @@ pub fn template_object_name(value: &Value) -> Option<&'static str> {
         ValueKind::Map if is_macro(value) => Some("Macro"),
         ValueKind::Seq if as_range(value).is_some() => Some("range"),
         ValueKind::Iterable if is_generator(value) => Some(python_type_name(value)),
+        // The diagnostic render's undefined value, which `json.dumps` refuses as the plain one.
+        ValueKind::Iterable if python_type_name(value) == "Undefined" => Some("Undefined"),
         ValueKind::Plain => match python_type_name(value) {
             "builtin_function_or_method" => Some("builtin_function_or_method"),
             _ => None,
