@@ -321,6 +321,16 @@ fn jinja2_method(
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
         (Some(s), "title", []) => Ok(Value::from(python_str::title(s))),
+        (None, "index", [needle]) if value.kind() == ValueKind::Seq => {
+            // Python's `list.index`: the first equal item's position, or its `ValueError`.
+            match value.try_iter()?.position(|item| &item == needle) {
+                Some(at) => Ok(Value::from(at)),
+                None => Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("{} is not in list", python_value::py_repr(needle)),
+                )),
+            }
+        }
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
         (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),
         // Split on runs of Python's whitespace (the information separators too).

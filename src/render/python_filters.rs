@@ -133,14 +133,8 @@ pub fn truncate_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Resul
     if value.is_undefined() {
         return Ok(value);
     }
-    let Some(text) = value.as_str() else {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!(
-                "truncate of a value of type {} is not supported",
-                value.kind()
-            ),
-        ));
+    let Some(text) = value.as_str().filter(|_| value.kind() == ValueKind::String) else {
+        return truncate_other(value, length + leeway, killwords);
     };
     if text.chars().count() as i64 <= length + leeway {
         return Ok(value);
@@ -151,6 +145,28 @@ pub fn truncate_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Resul
         _ => keep.as_str(),
     };
     Ok(Value::from(format!("{kept}{end}")))
+}
+
+/// `truncate` of what is not a string, as jinja2's code meets it: `len(s)` refuses what has no
+/// length; a container within the limit comes back; a longer one fails at the slice or at the
+/// string methods it lacks.
+fn truncate_other(value: Value, limit: i64, killwords: bool) -> Result<Value, Error> {
+    let kind = python_type_name(&value);
+    let len = match value.kind() {
+        ValueKind::Seq | ValueKind::Map if !python_semantics::is_macro(&value) => value.len(),
+        _ => None,
+    };
+    let Some(len) = len else {
+        return Err(type_error(format!("object of type '{kind}' has no len()")));
+    };
+    if len as i64 <= limit {
+        return Ok(value);
+    }
+    Err(type_error(match kind {
+        "dict" => "unhashable type: 'slice'".to_string(),
+        _ if killwords => format!("can only concatenate {kind} (not \"str\") to {kind}"),
+        _ => format!("'{kind}' object has no attribute 'rsplit'"),
+    }))
 }
 
 /// jinja2's `wordcount`: the matches of Python's `\w+` in `str(value)` (runs of letters, digits,
@@ -516,6 +532,14 @@ pub fn sum_filter(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     let plain = attribute.is_none() && start.is_none() && kwargs.args().next().is_none();
+    // A generator is walked once: its items are taken here and summed.
+    let value = match python_generators::is_generator(&value) {
+        true => {
+            refuse_not_iterable(&value)?;
+            Value::from(value.try_iter()?.collect::<Vec<_>>())
+        }
+        false => value,
+    };
     let summed = minijinja::filters::sum(state, value.clone(), attribute, start, kwargs);
     match summed {
         Err(e) if plain && e.kind() == ErrorKind::InvalidOperation => {

@@ -34,7 +34,9 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
 /// [`NEGATABLE_FILTER`]: the value unchanged, or Python's `TypeError` for what has no `-`.
 pub fn negatable_filter(value: Value) -> Result<Value, Error> {
     match value.kind() {
-        ValueKind::Number | ValueKind::Bool | ValueKind::Undefined => Ok(value),
+        // A bool negates as the integer it is in Python (`-True` is `-1`).
+        ValueKind::Bool => Ok(Value::from(i64::from(value.is_true()))),
+        ValueKind::Number | ValueKind::Undefined => Ok(value),
         _ => Err(Error::new(
             ErrorKind::InvalidOperation,
             format!(

@@ -384,16 +384,13 @@ impl Walker<'_> {
     }
 
     /// `x[a:b:c]` becomes `((x)|__sft_py_slice(a, b, c))` (`none` for a bound not written):
-    /// Python's slicing (see `python_slice`). A test's argument without parentheses keeps
-    /// minijinja's, as does a slice whose brackets are not found where expected.
-    fn slice(&mut self, s: &ast::Spanned<ast::Slice>, rewrite: bool) {
+    /// Python's slicing (see `python_slice`), parenthesized whole so that it stands as a test's
+    /// argument too. A slice whose brackets are not found where expected keeps minijinja's.
+    fn slice(&mut self, s: &ast::Spanned<ast::Slice>) {
         self.expr(&s.expr);
         let parts = [&s.start, &s.stop, &s.step];
         for part in parts.into_iter().flatten() {
             self.expr(part);
-        }
-        if !rewrite {
-            return;
         }
         let Some(edits) = self.slice_edits(s) else {
             return;
@@ -710,13 +707,7 @@ impl Walker<'_> {
             }
             ast::Expr::Test(t) => {
                 self.expr(&t.expr);
-                for arg in &t.args {
-                    match arg {
-                        // A test's argument without parentheses takes no filter.
-                        ast::CallArg::Pos(ast::Expr::Slice(s)) => self.slice(s, false),
-                        arg => self.args(std::slice::from_ref(arg)),
-                    }
-                }
+                self.args(&t.args);
             }
             ast::Expr::GetItem(i) => {
                 self.expr(&i.expr);
@@ -740,7 +731,7 @@ impl Walker<'_> {
                     self.replace(open, end, format!(")|{GETITEM_FILTER}('{name}'))"));
                 }
             }
-            ast::Expr::Slice(s) => self.slice(s, true),
+            ast::Expr::Slice(s) => self.slice(s),
             ast::Expr::List(l) => l.items.iter().for_each(|x| self.expr(x)),
             ast::Expr::Tuple(t) => t.items.iter().for_each(|x| self.expr(x)),
             ast::Expr::Map(m) => {
