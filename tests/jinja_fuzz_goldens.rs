@@ -77,7 +77,7 @@ const RESIDUAL: [(&str, usize); 6] = [
     // Python's spellings minijinja lacks (`<function ...>`, `<reversed object ...>`,
     // `dict_items(...)`), addresses a filter changed (`|title`), slices of ranges, precedence of
     // `is` after `~`.
-    ("text differs", 20),
+    ("text differs", 15),
     // `**` beyond 64 bits, `-x|float` (minijinja negates before the filter).
     ("we raise, Python renders", 9),
     // Operations on undefined values, a tuple or range taken for a list, which Python refuses

@@ -318,6 +318,11 @@ fn jinja2_method(
             format!("macro has no method named {method}"),
         ));
     }
+    if value.kind() == ValueKind::Map && args.is_empty() {
+        if let Some(view) = python_semantics::DictView::of(value, method)? {
+            return Ok(view);
+        }
+    }
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
         (Some(s), "title", []) => Ok(Value::from(python_str::title(s))),

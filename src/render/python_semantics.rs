@@ -150,6 +150,71 @@ impl Object for DictMethod {
     }
 }
 
+/// What `dict.items()`, `dict.keys()` and `dict.values()` give in Python: a view of the dict,
+/// iterable as often as asked, with a length, not subscriptable (jinja2 then gives an undefined
+/// value), printed `dict_items([('a', 1)])`, refused by `tojson`.
+#[derive(Debug)]
+pub struct DictView {
+    /// `dict_items`, `dict_keys` or `dict_values`.
+    pub type_name: &'static str,
+    items: Vec<Value>,
+}
+
+impl DictView {
+    /// `dict.<method>()` of `map`, where `method` is `items`, `keys` or `values`.
+    pub fn of(map: &Value, method: &str) -> Result<Option<Value>, Error> {
+        let type_name = match method {
+            "items" => "dict_items",
+            "keys" => "dict_keys",
+            "values" => "dict_values",
+            _ => return Ok(None),
+        };
+        let mut items = Vec::new();
+        for key in map.try_iter()? {
+            let item = map.get_item(&key).unwrap_or_default();
+            items.push(match method {
+                "items" => Value::from((key, item)),
+                "keys" => key,
+                _ => item,
+            });
+        }
+        Ok(Some(Value::from_object(DictView { type_name, items })))
+    }
+
+    /// The view as Python's `repr` writes it, given the `repr` of its items as a list.
+    pub fn spelled(&self, list: &str) -> String {
+        format!("{}({list})", self.type_name)
+    }
+}
+
+impl Object for DictView {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Iterable
+    }
+
+    fn get_value(self: &Arc<Self>, _key: &Value) -> Option<Value> {
+        Some(Value::UNDEFINED)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
+        minijinja::value::Enumerator::Iter(Box::new(self.items.clone().into_iter()))
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(self.items.len())
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = super::python_value::py_repr(&Value::from(self.items.clone()));
+        f.write_str(&self.spelled(&list))
+    }
+}
+
+/// The view `value` is, if it is one.
+pub fn as_dict_view(value: &Value) -> Option<&DictView> {
+    value.downcast_object_ref::<DictView>()
+}
+
 /// [`CHAIN_FILTER`]: `first op1 v1 op2 v2 ...` as Python compares a chain, pair by pair,
 /// false at the first false pair (later pairs are not compared), with Python's `TypeError`s.
 pub fn chain_filter(first: Value, rest: Rest<Value>) -> Result<Value, Error> {
@@ -335,6 +400,9 @@ pub fn python_type_name(value: &Value) -> &'static str {
     }
     if super::python_undefined::hint_of(value).is_some() {
         return "Undefined";
+    }
+    if let Some(view) = as_dict_view(value) {
+        return view.type_name;
     }
     if value.kind() == ValueKind::Map && is_macro(value) {
         return "Macro";

@@ -12,7 +12,7 @@ use minijinja::value::{Tuple, Value, ValueKind};
 use crate::render::json_dumps::python_float_repr;
 use crate::render::python_generators::is_generator;
 use crate::render::python_range::as_range;
-use crate::render::python_semantics::{is_macro, python_type_name};
+use crate::render::python_semantics::{as_dict_view, is_macro, python_type_name};
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
@@ -80,6 +80,21 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
         ValueKind::Seq if as_range(value).is_some() => {
             out.push_str(&as_range(value).map(|r| r.repr()).unwrap_or_default())
         }
+        ValueKind::Iterable if as_dict_view(value).is_some() => {
+            let list = Value::from(
+                value
+                    .try_iter()
+                    .map(|i| i.collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            );
+            let mut items = String::new();
+            write_repr(&mut items, &list, depth + 1);
+            out.push_str(
+                &as_dict_view(value)
+                    .map(|v| v.spelled(&items))
+                    .unwrap_or_default(),
+            );
+        }
         ValueKind::Seq | ValueKind::Iterable if !is_generator(value) => {
             // A `(key, value)` pair of `items` or `dictsort` is a tuple in Python.
             let tuple = value.downcast_object_ref::<Tuple>().map(|t| t.len());
@@ -137,6 +152,7 @@ pub fn template_object_name(value: &Value) -> Option<&'static str> {
         ValueKind::Map if is_macro(value) => Some("Macro"),
         ValueKind::Seq if as_range(value).is_some() => Some("range"),
         ValueKind::Iterable if is_generator(value) => Some(python_type_name(value)),
+        ValueKind::Iterable if as_dict_view(value).is_some() => Some(python_type_name(value)),
         // The diagnostic render's undefined value, which `json.dumps` refuses as the plain one.
         ValueKind::Iterable if python_type_name(value) == "Undefined" => Some("Undefined"),
         ValueKind::Plain => match python_type_name(value) {
