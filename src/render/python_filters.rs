@@ -531,13 +531,11 @@ pub fn sum_filter(
     start: Option<Value>,
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
+    refuse_not_iterable(&value)?;
     let plain = attribute.is_none() && start.is_none() && kwargs.args().next().is_none();
     // A generator is walked once: its items are taken here and summed.
     let value = match python_generators::is_generator(&value) {
-        true => {
-            refuse_not_iterable(&value)?;
-            Value::from(value.try_iter()?.collect::<Vec<_>>())
-        }
+        true => Value::from(value.try_iter()?.collect::<Vec<_>>()),
         false => value,
     };
     let summed = minijinja::filters::sum(state, value.clone(), attribute, start, kwargs);

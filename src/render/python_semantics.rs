@@ -91,6 +91,7 @@ pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
     if is_dict(&value) {
         return Ok(Value::from_object(DictMethod {
             name: name.to_string(),
+            owner: value,
         }));
     }
     value.get_attr(name)
@@ -103,6 +104,7 @@ pub fn getitem_filter(value: Value, name: &str) -> Result<Value, Error> {
     if item.is_undefined() && is_dict(&value) {
         return Ok(Value::from_object(DictMethod {
             name: name.to_string(),
+            owner: value,
         }));
     }
     Ok(item)
@@ -126,9 +128,24 @@ pub const OBJECT_ADDRESS: &str = "0x7f0000000000";
 #[derive(Debug)]
 struct DictMethod {
     name: String,
+    /// The dict it is bound to: two bound methods are equal where they are the same method of
+    /// the same dict (compared here by value, as the dict's identity is not at hand).
+    owner: Value,
 }
 
 impl Object for DictMethod {
+    fn custom_cmp(
+        self: &Arc<Self>,
+        other: &minijinja::value::DynObject,
+    ) -> Option<std::cmp::Ordering> {
+        let other = other.downcast_ref::<Self>()?;
+        if self.name == other.name && self.owner == other.owner {
+            return Some(std::cmp::Ordering::Equal);
+        }
+        // Unequal: an order for the engine's sake (Python refuses to order bound methods).
+        Some(self.name.cmp(&other.name).then(std::cmp::Ordering::Less))
+    }
+
     fn repr(self: &Arc<Self>) -> ObjectRepr {
         ObjectRepr::Plain
     }
