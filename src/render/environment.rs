@@ -8,9 +8,9 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
-    generation, mlx_node, python_filters, python_format, python_generators, python_iterables,
-    python_macros, python_ops, python_order, python_range, python_semantics, python_slice,
-    python_str, python_value, strftime_now,
+    generation, mlx_node, python_complex, python_filters, python_format, python_generators,
+    python_iterables, python_macros, python_ops, python_order, python_range, python_semantics,
+    python_slice, python_str, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -235,7 +235,9 @@ fn add_one_argument_tests(env: &mut Environment<'static>) {
         ("iterable", "test_iterable", |v| Ok(is_iterable(v))),
         ("string", "test_string", |v| Ok(t::is_string(v))),
         ("mapping", "test_mapping", |v| Ok(t::is_mapping(v))),
-        ("number", "test_number", |v| Ok(t::is_number(v))),
+        ("number", "test_number", |v| {
+            Ok(t::is_number(v) || python_complex::is_complex(v))
+        }),
         ("sequence", "test_sequence", |v| Ok(t::is_sequence(v))),
         ("integer", "test_integer", |v| Ok(t::is_integer(v))),
         ("float", "test_float", |v| Ok(t::is_float(v))),

@@ -441,6 +441,9 @@ pub fn abs_filter(value: Value) -> Result<Value, Error> {
     match value.kind() {
         ValueKind::Bool => Ok(Value::from(i64::from(value.is_true()))),
         ValueKind::Number => minijinja::filters::abs(value),
+        _ if super::python_complex::is_complex(&value) => {
+            Ok(super::python_complex::magnitude(&value).unwrap_or_default())
+        }
         _ => Err(type_error(format!(
             "bad operand type for abs(): '{}'",
             python_type_name(&value)

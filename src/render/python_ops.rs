@@ -25,6 +25,9 @@ pub const OPERATORS: [&str; 7] = ["**", "//", "+", "-", "*", "/", "%"];
 /// [`ARITH_FILTER`]: `left op right` as minijinja computes it, or Python's error where Python
 /// refuses the operands.
 pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error> {
+    if let Some(complex) = super::python_complex::arith(&left, op, &right) {
+        return complex;
+    }
     if let Some(message) = refusal(&left, op, &right) {
         return Err(Error::new(ErrorKind::InvalidOperation, message));
     }

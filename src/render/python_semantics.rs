@@ -421,6 +421,9 @@ pub fn python_type_name(value: &Value) -> &'static str {
     if let Some(view) = as_dict_view(value) {
         return view.type_name;
     }
+    if super::python_complex::is_complex(value) {
+        return "complex";
+    }
     if value.kind() == ValueKind::Map && is_macro(value) {
         return "Macro";
     }

@@ -157,6 +157,7 @@ pub fn template_object_name(value: &Value) -> Option<&'static str> {
         ValueKind::Iterable if python_type_name(value) == "Undefined" => Some("Undefined"),
         ValueKind::Plain => match python_type_name(value) {
             "builtin_function_or_method" => Some("builtin_function_or_method"),
+            "complex" => Some("complex"),
             _ => None,
         },
         _ => None,
