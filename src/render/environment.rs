@@ -238,7 +238,7 @@ fn add_one_argument_tests(env: &mut Environment<'static>) {
         ("number", "test_number", |v| {
             Ok(t::is_number(v) || python_complex::is_complex(v))
         }),
-        ("sequence", "test_sequence", |v| Ok(t::is_sequence(v))),
+        ("sequence", "test_sequence", |v| Ok(is_python_sequence(v))),
         ("integer", "test_integer", |v| Ok(t::is_integer(v))),
         ("float", "test_float", |v| Ok(t::is_float(v))),
         ("boolean", "test_boolean", |v| Ok(t::is_boolean(v))),
@@ -328,6 +328,9 @@ fn jinja2_method(
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
         (Some(s), "title", []) => Ok(Value::from(python_str::title(s))),
+        (None, "count", [needle]) if value.kind() == ValueKind::Seq => Ok(Value::from(
+            value.try_iter()?.filter(|item| item == needle).count(),
+        )),
         (None, "index", [needle]) if value.kind() == ValueKind::Seq => {
             // Python's `list.index`: the first equal item's position, or its `ValueError`.
             match value.try_iter()?.position(|item| &item == needle) {
@@ -404,6 +407,17 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
     options.ensure_ascii = ensure_ascii.is_some_and(|v| v.is_true());
     kwargs.assert_all_used()?;
     Ok(Value::from(dumps(&value, &options)?))
+}
+
+/// jinja2's `sequence` test: whether Python finds a length and `__getitem__` (a string, a list,
+/// a tuple, a range, a dict, an undefined value), not a generator, a view or a macro.
+fn is_python_sequence(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::String | ValueKind::Seq | ValueKind::Undefined => true,
+        ValueKind::Map => !python_semantics::is_macro(value),
+        ValueKind::Iterable => python_semantics::python_type_name(value) == "list",
+        _ => false,
+    }
 }
 
 /// jinja2's `iterable` test: true for anything Python can iterate, including jinja2's

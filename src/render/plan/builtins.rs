@@ -259,7 +259,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
                     None => item.clone(),
                 };
                 let passed = match which {
-                    Some(t) => test(t, &tested, test_args)?,
+                    Some(t) => test(t, &tested, test_args, !plan.mlx)?,
                     None => tested.truthy()?,
                 };
                 if passed != invert {
@@ -402,7 +402,8 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
     })
 }
 
-pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>]) -> Res<bool> {
+/// `value is test(args)`; `python`: as transformers renders (jinja2's tests where they differ).
+pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>], python: bool) -> Res<bool> {
     let opaque = |v: &V| {
         matches!(
             v,
@@ -434,6 +435,13 @@ pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>]) -> Res<bool> {
         Test::Float => matches!(value, V::Float(_)),
         Test::Boolean => matches!(value, V::Bool(_)),
         Test::Mapping => value.is_map(),
+        // jinja2's: anything with a length and items (a string and a dict too).
+        Test::Sequence if python => {
+            value.is_undef()
+                || value.as_str().is_some()
+                || value.is_map()
+                || value.seq_len().is_some()
+        }
         Test::Sequence => {
             value.is_undef() || (value.seq_len().is_some() && !matches!(value, V::Slice(_)))
         }

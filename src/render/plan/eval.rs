@@ -586,7 +586,8 @@ impl<'a> Run<'a> {
             }
             Expr::Test(test, value, args) => {
                 let value = self.expr(value)?;
-                V::Bool(self.with_args(args, |args| builtins::test(*test, &value, args))?)
+                let python = !self.plan.mlx;
+                V::Bool(self.with_args(args, |args| builtins::test(*test, &value, args, python))?)
             }
             Expr::Method(method, object, args) => {
                 let object = self.expr(object)?;
@@ -619,12 +620,12 @@ impl<'a> Run<'a> {
             }
             Expr::Test(test, value, args) if args.is_empty() => match &**value {
                 Expr::Var(sym) => match self.lookup(*sym) {
-                    Some(v) => builtins::test(*test, v, &[]),
-                    None => builtins::test(*test, &self.var(*sym), &[]),
+                    Some(v) => builtins::test(*test, v, &[], !self.plan.mlx),
+                    None => builtins::test(*test, &self.var(*sym), &[], !self.plan.mlx),
                 },
                 other => {
                     let value = self.expr(other)?;
-                    builtins::test(*test, &value, &[])
+                    builtins::test(*test, &value, &[], !self.plan.mlx)
                 }
             },
             Expr::Not(inner) => Ok(!self.truth(inner)?),
