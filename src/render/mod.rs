@@ -44,6 +44,8 @@ pub mod python_rewrite;
 pub mod python_semantics;
 mod python_slice;
 pub mod python_str;
+#[cfg(test)]
+mod python_tests;
 pub mod python_undefined;
 pub mod python_value;
 #[cfg(test)]

@@ -1,0 +1,110 @@
+//! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
+//! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
+//! iterators, dict views, `dict()`, complex numbers, tests given arguments. Each expected text
+//! is what Python printed for the same template and variables.
+
+use super::*;
+use serde_json::json;
+
+/// The interpreter's render, and the plan's where it renders (it must agree).
+fn render(source: &str, variables: serde_json::Value) -> Result<String, String> {
+    let t = ChatTemplate::compile(source, Vec::new()).map_err(|e| e.message)?;
+    let kwargs = variables.as_object().cloned().unwrap_or_default();
+    let messages = [
+        json!({"role": "user", "content": "Hi"}),
+        json!({"role": "assistant", "content": "Yo"}),
+    ];
+    let opts = RenderOptions {
+        template_kwargs: Some(&kwargs),
+        ..Default::default()
+    };
+    let interpreted = t
+        .render_interpreted(&messages, &opts)
+        .map_err(|e| e.message);
+    if let Some(planned) = t.render_planned(&messages, &opts) {
+        assert_eq!(planned.map_err(|e| e.message), interpreted, "{source}");
+    }
+    interpreted
+}
+
+fn ok(source: &str, variables: serde_json::Value) -> String {
+    render(source, variables).unwrap_or_else(|e| panic!("{source}: {e}"))
+}
+
+fn fails(source: &str, variables: serde_json::Value) -> String {
+    render(source, variables).expect_err(source)
+}
+
+#[test]
+fn for_else_runs_where_no_iteration_reached_the_end_of_the_body() {
+    assert_eq!(
+        ok("{% for x in [1, 2] %}{% if x %}{% continue %}{% endif %}{{ x }}{% else %}E{% endfor %}|{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E{% endfor %}|{% for x in [1, 2] %}{% if x == 1 %}{% continue %}{% endif %}{{ x }}{% else %}E{% endfor %}|{% for x in [] %}{% else %}{% set y = 1 %}{% endfor %}{{ y }}", json!({})),
+        "E|1E|2|"
+    );
+    // Whitespace control of the tags rewritten is kept; the plan agrees.
+    assert_eq!(
+        ok("{% for m in messages %}\n  {% if m.role == 'user' %}{% continue %}{% endif %}\n  {{ m.content }}\n  {% else %}\n  none\n  {% endfor %}\n", json!({})),
+        "  Yo\n"
+    );
+    assert_eq!(
+        ok("{%- for m in messages -%}\n  {%- continue -%}\n  {%- else -%}\n  E{{ m }}\n  {%- endfor %}", json!({})),
+        "E"
+    );
+}
+
+#[test]
+fn dictsort_sorts_as_python_and_refuses_what_python_cannot_order() {
+    assert_eq!(
+        ok("{% for k, v in d|dictsort %}{{ k }}{% endfor %}|{{ {'a': 1, 'b': 'x'}|dictsort(by='key', reverse=true) }}", json!({"d": {"b": 1, "A": 2, "a": 3, "ß": 0, "st": 1}})),
+        "Aabstß|[('b', 'x'), ('a', 1)]"
+    );
+    assert!(
+        fails("{{ {'a': 1, 'b': 'x'}|dictsort(by='value') }}", json!({}))
+            .contains("'<' not supported between instances of 'str' and 'int'")
+    );
+    assert!(fails("{{ {'k': 1, z: 1}|dictsort }}", json!({})).contains("'z' is undefined"));
+}
+
+#[test]
+fn slices_are_pythons() {
+    assert_eq!(
+        ok("{{ (1, 2, 3)[1:] }}|{{ range(5)[1:4] }}|{{ range(1, 5)[::-1] }}|{{ [1, 2][true:] }}|{{ 'abcdef'[1:5:2] }}|{{ [1, 2, 3][1:] is sequence }}|{{ messages[1:][0].content }}", json!({})),
+        "(2, 3)|range(1, 4)|range(4, 0, -1)|[2]|bd|True|Yo"
+    );
+    assert!(fails("{{ [1] + range(3)[1:] }}", json!({}))
+        .contains("can only concatenate list (not \"range\") to list"));
+    assert!(fails("{{ [1, 2][::0] }}", json!({})).contains("slice step cannot be zero"));
+    assert!(fails("{{ x[1:] }}", json!({"x": 5})).contains("'int' object is not subscriptable"));
+}
+
+#[test]
+fn generators_iterators_and_views_are_pythons() {
+    assert_eq!(
+        ok("{{ [1, 2]|batch(1)|list }}|{{ [1, 2, 3, 4, 5]|slice(3, 'x')|list }}|{{ [1, 1.0, true, 'A', 'a']|unique|list }}|{{ [1, 2]|reverse|list }}|{{ ([1, 2]|map('string'))[0] is defined }}", json!({})),
+        "[[1], [2]]|[[1, 2], [3, 4], [5, 'x']]|[1, 'A']|[2, 1]|False"
+    );
+    assert_eq!(
+        ok("{{ [1, 2]|reverse }}|{{ {'a': 1, 'b': [2]}.items() }}|{{ {'a': 1}.keys()|length }}|{% set v = {'a': 1}.items() %}{% for k, x in v %}{{ k }}{% endfor %}{% for k, x in v %}{{ k }}{% endfor %}", json!({})),
+        "<list_reverseiterator object at 0x7f0000000000>|dict_items([('a', 1), ('b', [2])])|1|aa"
+    );
+    assert!(fails("{{ [[1]]|unique|list }}", json!({})).contains("unhashable type: 'list'"));
+    assert!(fails("{{ {'a': 1}.items()|tojson }}", json!({}))
+        .contains("Object of type dict_items is not JSON serializable"));
+    assert!(
+        fails("{{ none|batch(2)|list }}", json!({})).contains("'NoneType' object is not iterable")
+    );
+    assert_eq!(ok("{{ none|select|list }}", json!({})), "[]");
+}
+
+#[test]
+fn dict_complex_and_tests_are_pythons() {
+    assert_eq!(
+        ok("{{ dict([('a', 1), 'bc'], z=3) }}|{{ (-3) ** 0.5 }}|{{ ((-3) ** 0.5) ** -1 }}|{{ {} is sequence }}|{{ 'x\\'y\"z'.title() }}|{{ -(true) }}", json!({})),
+        "{'a': 1, 'b': 'c', 'z': 3}|(1.0605752387249068e-16+1.7320508075688772j)|(3.53525079574969e-17-0.5773502691896258j)|True|X'Y\"Z|-1"
+    );
+    assert!(fails("{{ dict(none) }}", json!({})).contains("'NoneType' object is not iterable"));
+    assert!(fails("{{ dict([(1, 2, 3)]) }}", json!({}))
+        .contains("dictionary update sequence element #0 has length 3; 2 is required"));
+    assert!(fails("{{ x is string 1 }}", json!({"x": "a"}))
+        .contains("test_string() takes 1 positional argument but 2 were given"));
+}
