@@ -473,3 +473,29 @@ fn spans_train_every_assistant_and_nothing_else_on_every_template() {
         panic!("the known spans limitations (SPANS_KNOWN) are no longer what they were");
     }
 }
+
+/// Every template of the collection gets Python's semantics: the rewrite that gives them to the
+/// interpreter applies whole (a rewrite that cannot be applied leaves a template to minijinja's
+/// rules and takes its render plan away).
+#[test]
+fn every_template_is_rewritten_to_python_semantics() {
+    use sft_dataset::render::python_rewrite::{rewrite, Rewrite};
+    let dir = root().join("../shared/templates/trl");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|name| name.ends_with(".jinja"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 77, "the collection's templates");
+    let failed: Vec<&String> = names
+        .iter()
+        .filter(|name| {
+            matches!(
+                rewrite(&template_source(name), Default::default()),
+                Rewrite::Failed
+            )
+        })
+        .collect();
+    assert!(failed.is_empty(), "rewrites that failed: {failed:?}");
+}

@@ -18,10 +18,13 @@
 use minijinja::machinery::ast;
 
 /// The edits (`start`, `end`, replacement) that give `f` jinja2's `else`, where its body can
-/// leave an iteration early or its `else` block sets a variable (none otherwise), or `None` where that cannot be written: a
+/// leave an iteration early, its `else` block sets a variable or a loop filter binds the target
+/// (none otherwise), or `None` where that cannot be written: a
 /// recursive loop, or tags not found as written (other delimiters).
 pub fn edits(source: &str, f: &ast::Spanned<ast::ForLoop>) -> Option<Vec<(usize, usize, String)>> {
-    if !python_else_differs(f) && !else_sets(f) {
+    // A loop filter binds the loop's target where minijinja's `else` block still sees it.
+    let filtered_else = f.filter_expr.is_some() && !f.else_body.is_empty();
+    if !python_else_differs(f) && !else_sets(f) && !filtered_else {
         return Some(Vec::new());
     }
     if f.recursive {

@@ -108,3 +108,24 @@ fn dict_complex_and_tests_are_pythons() {
     assert!(fails("{{ x is string 1 }}", json!({"x": "a"}))
         .contains("test_string() takes 1 positional argument but 2 were given"));
 }
+
+#[test]
+fn chained_comparisons_answer_pair_by_pair() {
+    let x = json!({"x": {"a": 2, "b": 1}, "y": {}});
+    assert_eq!(
+        ok("{{ 1 < x.a < 3 }}|{{ 1 < x.a > x.b }}|{{ 5 < x.a < y.z }}|{% for m in messages %}{% if 0 < loop.index < 2 %}{{ m.content }}{% endif %}{% endfor %}", x.clone()),
+        "True|True|False|Hi"
+    );
+    assert!(fails("{{ x.a != x >= x['b'] }}", x.clone())
+        .contains("'>=' not supported between instances of 'dict' and 'int'"));
+    assert!(fails("{{ 1 < x.a in 'abc' }}", x)
+        .contains("'in <string>' requires string as left operand, not int"));
+    // A loop filter's target is not bound in the `else` block.
+    assert_eq!(
+        ok(
+            "{% for k in [1, 2] if k > 5 %}{% else %}[{{ k }}]{% endfor %}",
+            json!({})
+        ),
+        "[]"
+    );
+}
