@@ -6,14 +6,16 @@ use minijinja::machinery::ast;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
+mod chains;
+mod slices;
+
 use super::python_for_else;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
-    CHAIN_FILTER, COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER,
-    ITERABLE_FILTER, STR_FILTER,
+    COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
+    STR_FILTER,
 };
-use super::python_slice::SLICE_FILTER;
 use super::python_undefined;
 
 /// What rewriting a template gave.
@@ -94,31 +96,6 @@ struct Edit {
     end: usize,
     order: usize,
     text: String,
-}
-
-/// Whether evaluating `e` has no effect beyond its value (no call), so that writing it twice
-/// changes nothing.
-fn pure(e: &ast::Expr) -> bool {
-    let args = |args: &[ast::CallArg]| {
-        args.iter().all(|a| match a {
-            ast::CallArg::Pos(e) | ast::CallArg::Kwarg(_, e) => pure(e),
-            _ => false,
-        })
-    };
-    match e {
-        ast::Expr::Const(_) | ast::Expr::Var(_) => true,
-        ast::Expr::GetAttr(a) => pure(&a.expr),
-        ast::Expr::GetItem(i) => pure(&i.expr) && pure(&i.subscript_expr),
-        ast::Expr::Slice(s) => {
-            pure(&s.expr) && [&s.start, &s.stop, &s.step].into_iter().flatten().all(pure)
-        }
-        ast::Expr::UnaryOp(u) => pure(&u.expr),
-        ast::Expr::BinOp(b) => pure(&b.left) && pure(&b.right),
-        ast::Expr::Filter(f) => f.expr.as_ref().is_none_or(pure) && args(&f.args),
-        ast::Expr::Test(t) => pure(&t.expr) && args(&t.args),
-        ast::Expr::List(l) => l.items.iter().all(pure),
-        _ => false,
-    }
 }
 
 /// Where the text of `e` starts in `source`. The span of an expression with a left operand
@@ -340,156 +317,6 @@ impl Walker<'_> {
         self.insert(b.right.span().end_offset, "))".to_string());
     }
 
-    /// A chained comparison `a < b == c` becomes `((a)|chain('<', b, '==', c))`: Python's
-    /// comparisons pair by pair, stopping at the first false one (each raising where Python's
-    /// does), where minijinja orders across types. Only where every operand after the second is
-    /// a constant or a variable (see below).
-    fn chain(&mut self, c: &ast::Compare) {
-        // Python stops at the first false pair without evaluating the operands after it; the
-        // filter takes every operand evaluated, so an operand after the second must be one whose
-        // evaluation cannot fail (a constant or a variable).
-        let plain = |e: &ast::Expr| matches!(e, ast::Expr::Const(_) | ast::Expr::Var(_));
-        if !c.ops.iter().skip(1).all(|op| plain(&op.expr)) {
-            // Pairs joined by `and` instead: each middle operand written twice, which is the
-            // same where evaluating it has no effect (a lookup, an operator, a filter).
-            let middle = &c.ops[..c.ops.len() - 1];
-            if middle.iter().all(|op| pure(&op.expr)) {
-                self.chain_of_pairs(c);
-            }
-            return;
-        }
-        let mut edits = Vec::new();
-        let mut left_end = c.expr.span().end_offset;
-        for (k, op) in c.ops.iter().enumerate() {
-            let right_start = self.start(&op.expr);
-            let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
-                return;
-            };
-            let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
-            let rest = &between[closing..];
-            let (name, len) = match op.op {
-                ast::CompareOpKind::Eq => ("==", 2),
-                ast::CompareOpKind::Ne => ("!=", 2),
-                ast::CompareOpKind::Lte => ("<=", 2),
-                ast::CompareOpKind::Gte => (">=", 2),
-                ast::CompareOpKind::Lt => ("<", 1),
-                ast::CompareOpKind::Gt => (">", 1),
-                ast::CompareOpKind::In => ("in", 2),
-                ast::CompareOpKind::NotIn => ("not in", rest.find("in").map_or(0, |at| at + 2)),
-            };
-            let spelled = match op.op {
-                ast::CompareOpKind::NotIn => rest.starts_with("not"),
-                _ => rest.starts_with(name),
-            };
-            let after = rest.get(len..).unwrap_or("");
-            if !spelled || len == 0 || !after.chars().all(|ch| ch == '(' || ch.is_whitespace()) {
-                return;
-            }
-            let at = left_end + closing as u32;
-            let text = if k == 0 {
-                format!(")|{CHAIN_FILTER}('{name}', ")
-            } else {
-                format!(", '{name}', ")
-            };
-            edits.push((at, at + len as u32, text));
-            left_end = op.expr.span().end_offset;
-        }
-        self.insert(self.start(&c.expr), "((".to_string());
-        for (start, end, text) in edits {
-            self.replace(start, end, text);
-        }
-        self.insert(left_end, "))".to_string());
-    }
-
-    /// `a < b > c` as `(((a)|chain('<', b)) and ((b)|chain('>', c)))`: Python's answer for
-    /// each pair, the later pairs skipped once one is false, `b` written again as rewritten.
-    fn chain_of_pairs(&mut self, c: &ast::Compare) {
-        let mut spots = Vec::new();
-        let mut left_end = c.expr.span().end_offset;
-        for op in &c.ops {
-            let Some(spot) = self.operator_spot(left_end, op) else {
-                return;
-            };
-            spots.push(spot);
-            left_end = op.expr.span().end_offset;
-        }
-        let mut edits = Vec::new();
-        for (k, (at, len, name)) in spots.into_iter().enumerate() {
-            let text = match k {
-                0 => format!(")|{CHAIN_FILTER}('{name}', "),
-                _ => {
-                    let before = &c.ops[k - 1].expr;
-                    let Some(again) = self.rewritten(self.start(before), before.span().end_offset)
-                    else {
-                        return;
-                    };
-                    format!(")) and (({again})|{CHAIN_FILTER}('{name}', ")
-                }
-            };
-            edits.push((at, at + len, text));
-        }
-        self.insert(self.start(&c.expr), "(((".to_string());
-        for (start, end, text) in edits {
-            self.replace(start, end, text);
-        }
-        self.insert(left_end, ")))".to_string());
-    }
-
-    /// Where the operator of `op` is written after its left operand's end, its length and
-    /// Python's spelling; `None` where it is not written as expected.
-    fn operator_spot(
-        &self,
-        left_end: u32,
-        op: &ast::CompareOp,
-    ) -> Option<(u32, u32, &'static str)> {
-        let right_start = self.start(&op.expr);
-        let between = self.source.get(left_end as usize..right_start as usize)?;
-        let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
-        let rest = &between[closing..];
-        let (name, len) = match op.op {
-            ast::CompareOpKind::Eq => ("==", 2),
-            ast::CompareOpKind::Ne => ("!=", 2),
-            ast::CompareOpKind::Lte => ("<=", 2),
-            ast::CompareOpKind::Gte => (">=", 2),
-            ast::CompareOpKind::Lt => ("<", 1),
-            ast::CompareOpKind::Gt => (">", 1),
-            ast::CompareOpKind::In => ("in", 2),
-            ast::CompareOpKind::NotIn => ("not in", rest.find("in").map_or(0, |at| at + 2)),
-        };
-        let spelled = match op.op {
-            ast::CompareOpKind::NotIn => rest.starts_with("not"),
-            _ => rest.starts_with(name),
-        };
-        let after = rest.get(len..).unwrap_or("");
-        if !spelled || len == 0 || !after.chars().all(|ch| ch == '(' || ch.is_whitespace()) {
-            return None;
-        }
-        Some((left_end + closing as u32, len as u32, name))
-    }
-
-    /// `source[start..end]` with the edits made inside it so far.
-    fn rewritten(&self, start: u32, end: u32) -> Option<String> {
-        let (start, end) = (start as usize, end as usize);
-        let mut inside: Vec<&Edit> = self
-            .edits
-            .iter()
-            .filter(|e| e.start >= start && e.end <= end)
-            .collect();
-        inside.sort_by_key(|e| (e.start, e.order));
-        let mut out = String::new();
-        let mut last = start;
-        for e in inside {
-            if e.start < last {
-                return None;
-            }
-            out.push_str(self.source.get(last..e.start)?);
-            out.push_str(&e.text);
-            last = e.end;
-        }
-        out.push_str(self.source.get(last..end)?);
-        Some(out)
-    }
-
     /// Where the `[` of `x[k]` (`e`, with `i` its lookup) is, and where `e` ends (after its
     /// `]`); between the receiver and the bracket may be the closing parentheses of its groups.
     fn brackets(&self, i: &ast::GetItem, e: &ast::Expr) -> Option<(u32, u32)> {
@@ -501,84 +328,6 @@ impl Walker<'_> {
             .filter(|text| text.ends_with(']'))
             .and_then(|text| text.find('['))?;
         Some((receiver + open as u32, end))
-    }
-
-    /// `x[a:b:c]` becomes `((x)|__sft_py_slice(a, b, c))` (`none` for a bound not written):
-    /// Python's slicing (see `python_slice`), parenthesized whole so that it stands as a test's
-    /// argument too. A slice whose brackets are not found where expected keeps minijinja's.
-    fn slice(&mut self, s: &ast::Spanned<ast::Slice>) {
-        self.expr(&s.expr);
-        let parts = [&s.start, &s.stop, &s.step];
-        for part in parts.into_iter().flatten() {
-            self.expr(part);
-        }
-        let Some(edits) = self.slice_edits(s) else {
-            return;
-        };
-        // Parenthesized whole: what follows (`[0]`, `.name`) applies to the slice.
-        self.insert(self.start(&s.expr), "((".to_string());
-        for (start, end, text) in edits {
-            self.replace(start, end, text);
-        }
-    }
-
-    /// The edits of [`Walker::slice`]: the opening bracket, each colon and the closing bracket
-    /// replaced.
-    fn slice_edits(&self, s: &ast::Spanned<ast::Slice>) -> Option<Vec<(u32, u32, String)>> {
-        let bytes = self.source.as_bytes();
-        let mut open = s.expr.span().end_offset as usize;
-        while matches!(bytes.get(open), Some(b')' | b' ' | b'\t' | b'\n' | b'\r')) {
-            open += 1;
-        }
-        let close = (s.span().end_offset as usize).checked_sub(1)?;
-        if bytes.get(open) != Some(&b'[') || bytes.get(close) != Some(&b']') {
-            return None;
-        }
-        // The colons: outside the bounds' own text.
-        let spans: Vec<(usize, usize)> = [&s.start, &s.stop, &s.step]
-            .into_iter()
-            .flatten()
-            .map(|e| (self.start(e) as usize, e.span().end_offset as usize))
-            .collect();
-        let mut colons = Vec::new();
-        let mut at = open + 1;
-        while at < close {
-            if let Some(&(_, end)) = spans.iter().find(|(start, _)| *start == at) {
-                at = end.max(at + 1);
-                continue;
-            }
-            if bytes[at] == b':' {
-                colons.push(at);
-            }
-            at += 1;
-        }
-        if colons.is_empty() || colons.len() > 2 {
-            return None;
-        }
-        let missing = |part: &Option<ast::Expr>| if part.is_none() { "none" } else { "" };
-        let mut edits = vec![(
-            open as u32,
-            open as u32 + 1,
-            format!(")|{SLICE_FILTER}({}", missing(&s.start)),
-        )];
-        edits.push((
-            colons[0] as u32,
-            colons[0] as u32 + 1,
-            format!(", {}", missing(&s.stop)),
-        ));
-        let tail = match colons.get(1) {
-            Some(&second) => {
-                edits.push((
-                    second as u32,
-                    second as u32 + 1,
-                    format!(", {}", missing(&s.step)),
-                ));
-                "))".to_string()
-            }
-            None => ", none))".to_string(),
-        };
-        edits.push((close as u32, close as u32 + 1, tail));
-        Some(edits)
     }
 
     fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
