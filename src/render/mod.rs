@@ -482,7 +482,7 @@ impl ChatTemplate {
         // Later entries win, as keyword arguments override the special-token map in Python.
         let context = Value::from(ctx.into_iter().collect::<BTreeMap<String, Value>>());
         RAISED.with(|r| r.borrow_mut().take());
-        let rendered = template.render(context.clone()).map_err(|e| {
+        let rendered = render_guarded(&template, context.clone()).map_err(|e| {
             let raised = RAISED.with(|r| r.borrow_mut().take());
             match raised {
                 Some(message) => SftError::new(ErrorCode::TemplateRender, message),
@@ -534,11 +534,23 @@ impl ChatTemplate {
             .as_ref()?;
         let template = env.get_template(TEMPLATE_NAME).ok()?;
         python_undefined::clear_refusals();
-        let failed = template.render(context).is_err();
+        let failed = render_guarded(&template, context).is_err();
         RAISED.with(|r| r.borrow_mut().take());
         let first = python_undefined::take_first_refusal();
         first.filter(|_| failed)
     }
+}
+
+/// `template.render(context)`, with a panic of the engine (minijinja loses track of its frames
+/// where a `continue` leaves a `with` block) turned into an error of the render.
+fn render_guarded(template: &minijinja::Template<'_, '_>, context: Value) -> Result<String, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| template.render(context)))
+        .unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "the template engine stopped on this template (a loop control inside a `with` block?)",
+            ))
+        })
 }
 
 fn check_options(opts: &RenderOptions) -> SftResult<()> {

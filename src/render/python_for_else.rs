@@ -137,7 +137,7 @@ fn stmt_span(stmt: &ast::Stmt) -> Option<minijinja::machinery::Span> {
 
 /// Whether `body` holds a `continue` or `break` of its own loop (not of a loop inside it, and
 /// not in a macro defined there).
-fn leaves_early(body: &[ast::Stmt]) -> bool {
+pub fn leaves_early(body: &[ast::Stmt]) -> bool {
     body.iter().any(|s| match s {
         ast::Stmt::Continue(_) | ast::Stmt::Break(_) => true,
         ast::Stmt::IfCond(c) => leaves_early(&c.true_body) || leaves_early(&c.false_body),

@@ -236,6 +236,11 @@ impl Walker<'_> {
     /// `{% with %}...{% endwith %}`, each tag with the whitespace control of the tag it follows
     /// or precedes.
     fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
+        // A `continue` or `break` may not leave a `with` block (minijinja loses track of its
+        // frames): such a body keeps minijinja's scope.
+        if python_for_else::leaves_early(&s.body) {
+            return;
+        }
         let head_end = match &s.filter {
             Some(filter) => filter.span().end_offset,
             None => s.target.span().end_offset,
