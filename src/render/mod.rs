@@ -632,7 +632,7 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
     if cacheable {
         let hit = LAST_STRFTIME.with(|last| {
             let last = last.borrow();
-            last.as_ref()
+            last.as_deref()
                 .filter(|(f, s, _)| *s == second && *f == format)
                 .map(|(_, _, text)| text.clone())
         });
@@ -653,7 +653,7 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
     })?;
     if cacheable {
         let text = out.clone();
-        LAST_STRFTIME.with(|last| *last.borrow_mut() = Some((format, second, text)));
+        LAST_STRFTIME.with(|last| *last.borrow_mut() = Some(Box::new((format, second, text))));
     }
     Ok(Value::from(out))
 }
@@ -680,8 +680,9 @@ pub(crate) fn strftime_second() -> (bool, i64) {
 }
 
 /// The last `strftime_now` text of this thread: its format, the second it was made in (and
-/// whether that second was `SOURCE_DATE_EPOCH`'s) and the text.
-type LastStrftime = Option<(String, (bool, i64), String)>;
+/// whether that second was `SOURCE_DATE_EPOCH`'s) and the text. Boxed, to keep the static TLS
+/// space this module takes small (see `fast_bpe`'s `WORK`).
+type LastStrftime = Option<Box<(String, (bool, i64), String)>>;
 
 thread_local! {
     static LAST_STRFTIME: RefCell<LastStrftime> = const { RefCell::new(None) };

@@ -286,7 +286,8 @@ fn fast_prompt_and_full(
             ids.extend_from_slice(&full[..=a.index]);
             LAST_TAIL.with(|last| match last.try_borrow_mut() {
                 Ok(mut last) => {
-                    let (by, text, tail_ids) = &mut *last;
+                    let (by, text, tail_ids) = &mut **last
+                        .get_or_insert_with(|| Box::new(([0; 32], String::new(), Vec::new())));
                     if by != digest || text != tail {
                         *tail_ids = fast.encode(tail);
                         *by = *digest;
@@ -404,10 +405,14 @@ pub fn common_prefix_len<T: PartialEq>(a: &[T], b: &[T]) -> usize {
         .count()
 }
 
+/// The digest of the `tokenizer.json` that encoded a prompt tail, the tail, its ids.
+type LastTail = ([u8; 32], String, Vec<u32>);
+
 thread_local! {
     /// The last prompt tail `fast_prompt_and_full` encoded on this thread, its ids, and the
     /// digest of the `tokenizer.json` that encoded it. The tail is the generation prompt, the same
-    /// text for nearly every example of a dataset.
-    static LAST_TAIL: std::cell::RefCell<([u8; 32], String, Vec<u32>)> =
-        const { std::cell::RefCell::new(([0; 32], String::new(), Vec::new())) };
+    /// text for nearly every example of a dataset. Boxed, to keep the static TLS space this
+    /// module takes small (see `fast_bpe`'s `WORK`).
+    static LAST_TAIL: std::cell::RefCell<Option<Box<LastTail>>> =
+        const { std::cell::RefCell::new(None) };
 }

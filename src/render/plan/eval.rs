@@ -28,10 +28,12 @@ type Binding<'a> = (Sym, V<'a>);
 thread_local! {
     /// The binding stacks of the last render on this thread, emptied, so that the next render
     /// reuses their memory instead of growing new ones.
-    static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
+    /// Boxed, to keep the static TLS space this module takes small (see `fast_bpe`'s `WORK`).
+    static SPARE: std::cell::RefCell<Option<Box<Spare>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Emptied buffers of a finished render.
+#[derive(Default)]
 struct Spare {
     vars: Vec<Binding<'static>>,
     starts: Vec<usize>,
@@ -75,25 +77,40 @@ impl Drop for Run<'_> {
         }
         let mut starts = std::mem::take(&mut self.starts);
         starts.clear();
-        let spare = Spare {
-            vars: reuse(std::mem::take(&mut self.vars)),
-            starts,
-            scratch: reuse(std::mem::take(&mut self.scratch)),
-        };
-        // A thread being torn down keeps nothing.
-        let _ = SPARE.try_with(|cell| *cell.borrow_mut() = Some(spare));
+        let (vars, scratch) = (
+            reuse(std::mem::take(&mut self.vars)),
+            reuse(std::mem::take(&mut self.scratch)),
+        );
+        // A thread being torn down keeps nothing. The box is the one `new` emptied.
+        let _ = SPARE.try_with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let spare = cell.get_or_insert_with(Box::default);
+            spare.vars = vars;
+            spare.starts = starts;
+            spare.scratch = scratch;
+        });
     }
 }
 
 impl<'a> Run<'a> {
     pub fn new(plan: &'a Plan, context: Vec<Binding<'a>>, capacity: usize) -> Self {
         let spare = SPARE
-            .try_with(|cell| cell.borrow_mut().take())
+            .try_with(|cell| {
+                let mut cell = cell.borrow_mut();
+                let s = cell.as_mut()?;
+                Some((
+                    std::mem::take(&mut s.vars),
+                    std::mem::take(&mut s.starts),
+                    std::mem::take(&mut s.scratch),
+                ))
+            })
             .ok()
             .flatten();
         let (mut vars, mut starts, scratch) = match spare {
-            Some(s) => (reuse(s.vars), s.starts, reuse(s.scratch)),
-            None => (Vec::with_capacity(64), Vec::with_capacity(16), Vec::new()),
+            Some((vars, starts, scratch)) if vars.capacity() > 0 => {
+                (reuse(vars), starts, reuse(scratch))
+            }
+            _ => (Vec::with_capacity(64), Vec::with_capacity(16), Vec::new()),
         };
         starts.push(0);
         vars.extend(context);

@@ -106,8 +106,10 @@ struct TokenEntry {
 }
 
 thread_local! {
-    /// This thread's encode buffers, its piece cache among them, kept from call to call.
-    static WORK: std::cell::RefCell<Work> = std::cell::RefCell::new(Work::default());
+    /// This thread's encode buffers, its piece cache among them, kept from call to call. Boxed:
+    /// a thread-local of a module loaded at run time takes static TLS space, of which glibc
+    /// keeps little for all such modules together.
+    static WORK: std::cell::RefCell<Box<Work>> = std::cell::RefCell::new(Box::default());
 }
 
 /// Runs `f` with this thread's buffers (fresh ones if they are in use further up the stack).
