@@ -28,37 +28,15 @@ impl Walker<'_> {
         let mut edits = Vec::new();
         let mut left_end = c.expr.span().end_offset;
         for (k, op) in c.ops.iter().enumerate() {
-            let right_start = self.start(&op.expr);
-            let Some(between) = self.source.get(left_end as usize..right_start as usize) else {
+            let Some((at, len, name)) = self.operator_spot(left_end, op) else {
                 return;
             };
-            let closing = between.len() - between.trim_start_matches([')', ' ', '\t', '\n']).len();
-            let rest = &between[closing..];
-            let (name, len) = match op.op {
-                ast::CompareOpKind::Eq => ("==", 2),
-                ast::CompareOpKind::Ne => ("!=", 2),
-                ast::CompareOpKind::Lte => ("<=", 2),
-                ast::CompareOpKind::Gte => (">=", 2),
-                ast::CompareOpKind::Lt => ("<", 1),
-                ast::CompareOpKind::Gt => (">", 1),
-                ast::CompareOpKind::In => ("in", 2),
-                ast::CompareOpKind::NotIn => ("not in", rest.find("in").map_or(0, |at| at + 2)),
-            };
-            let spelled = match op.op {
-                ast::CompareOpKind::NotIn => rest.starts_with("not"),
-                _ => rest.starts_with(name),
-            };
-            let after = rest.get(len..).unwrap_or("");
-            if !spelled || len == 0 || !after.chars().all(|ch| ch == '(' || ch.is_whitespace()) {
-                return;
-            }
-            let at = left_end + closing as u32;
             let text = if k == 0 {
                 format!(")|{CHAIN_FILTER}('{name}', ")
             } else {
                 format!(", '{name}', ")
             };
-            edits.push((at, at + len as u32, text));
+            edits.push((at, at + len, text));
             left_end = op.expr.span().end_offset;
         }
         self.insert(self.start(&c.expr), "((".to_string());
