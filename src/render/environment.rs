@@ -10,7 +10,7 @@ use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_ops, python_order, python_range, python_semantics,
-    python_slice, python_str, python_value, strftime_now,
+    python_slice, python_str, python_tests_syntax, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -98,6 +98,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("groupby", python_iterables::groupby_filter);
         env.add_filter("reverse", python_iterables::reverse_filter);
         env.add_function("dict", python_iterables::dict_function);
+        env.add_filter(
+            python_tests_syntax::IS_FILTER,
+            python_tests_syntax::is_filter,
+        );
         env.add_filter("min", python_order::min_filter);
         env.add_filter("max", python_order::max_filter);
         env.add_filter("sort", python_order::sort_filter);

@@ -46,6 +46,7 @@ mod python_slice;
 pub mod python_str;
 #[cfg(test)]
 mod python_tests;
+mod python_tests_syntax;
 pub mod python_undefined;
 pub mod python_value;
 #[cfg(test)]
@@ -194,6 +195,19 @@ impl ChatTemplate {
             .keep_trailing_newline(false)
             .build()
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
+        // A test followed by arithmetic (`x is string + y`), which jinja2 parses and minijinja
+        // does not, is given jinja2's reading where the template does not parse otherwise.
+        let reread;
+        let source = match (!mlx)
+            .then(|| python_tests_syntax::reparsed(source, &syntax))
+            .flatten()
+        {
+            Some(text) => {
+                reread = text;
+                reread.as_str()
+            }
+            None => source,
+        };
         let mut env = environment::environment(mlx, syntax.clone());
         let syntax_error = |e: Error| {
             SftError::new(

@@ -105,6 +105,14 @@ fn dict_complex_and_tests_are_pythons() {
     assert!(fails("{{ dict(none) }}", json!({})).contains("'NoneType' object is not iterable"));
     assert!(fails("{{ dict([(1, 2, 3)]) }}", json!({}))
         .contains("dictionary update sequence element #0 has length 3; 2 is required"));
+    // A test followed by arithmetic binds to its operand, as in jinja2.
+    assert_eq!(
+        ok(
+            "{{ 1 is number + 1 }}|{{ x is not divisibleby(3) * 2 }}",
+            json!({"x": 4})
+        ),
+        "2|2"
+    );
     assert!(fails("{{ x is string 1 }}", json!({"x": "a"}))
         .contains("test_string() takes 1 positional argument but 2 were given"));
 }
