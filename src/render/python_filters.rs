@@ -202,11 +202,7 @@ pub fn swapcase(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for (at, c) in s.char_indices() {
         if c == 'Σ' {
-            // Both sigmas are two bytes, as is `Σ`: the offsets of `s` and `s.to_lowercase()`
-            // agree up to a character whose lower case has another length.
-            let lowered = lowered.get_or_insert_with(|| s.to_lowercase());
-            let offset = s[..at].to_lowercase().len();
-            out.push_str(lowered.get(offset..offset + 2).unwrap_or("σ"));
+            out.push_str(python_str::lowered_sigma(s, at, &mut lowered));
         } else if c.is_uppercase() {
             out.extend(c.to_lowercase());
         } else if c.is_lowercase() {
@@ -232,7 +228,11 @@ pub fn zfill(s: &str, width: i64) -> String {
 }
 
 /// A filter argument given by position or by name (not both).
-fn pick(positional: Option<Value>, kwargs: &Kwargs, name: &str) -> Result<Option<Value>, Error> {
+pub(super) fn pick(
+    positional: Option<Value>,
+    kwargs: &Kwargs,
+    name: &str,
+) -> Result<Option<Value>, Error> {
     let named: Option<Value> = kwargs.get(name)?;
     match (positional, named) {
         (Some(_), Some(_)) => Err(Error::new(
@@ -424,15 +424,9 @@ pub fn list_filter(state: &State, value: Value) -> Result<Value, Error> {
 
 /// Python's `TypeError` for what it cannot iterate (minijinja iterates `None` as nothing).
 fn refuse_not_iterable(value: &Value) -> Result<(), Error> {
-    if let Some(refused) = python_generators::generator_refusal(value) {
-        return Err(refused);
-    }
-    match value.kind() {
-        ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
-            Err(not_iterable(value))
-        }
-        ValueKind::Map if python_semantics::is_macro(value) => Err(not_iterable(value)),
-        _ => Ok(()),
+    match super::python_iterables::not_iterable_message(value)? {
+        Some(message) => Err(type_error(message)),
+        None => Ok(()),
     }
 }
 

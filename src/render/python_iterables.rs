@@ -6,9 +6,11 @@
 use minijinja::value::{Kwargs, Rest, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
+use super::python_filters::pick;
 use super::python_generators::{generator_refusal, is_generator, Generator};
+use super::python_order::attribute_of;
 use super::python_semantics::{is_macro, python_type_name, type_error};
-use super::python_undefined::{hint_of, is_undefined, refuse_hinted};
+use super::python_undefined::{hint_of, is_undefined, item_filter, refuse_hinted};
 
 /// The items of `value` as Python's `for item in value` walks them (`Ok(Err(message))`: the
 /// `TypeError` that walk raises; an undefined value walks as nothing).
@@ -167,17 +169,9 @@ pub fn unique_filter(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     const MADE_BY: &str = "sync_do_unique";
-    let case_sensitive = match case_sensitive {
-        Some(v) => v.is_true(),
-        None => kwargs
-            .get::<Option<bool>>("case_sensitive")?
-            .unwrap_or(false),
-    };
-    let attribute = match attribute {
-        Some(a) => Some(a),
-        None => kwargs.get::<Option<Value>>("attribute")?,
-    }
-    .filter(|a| !a.is_none());
+    let case_sensitive =
+        pick(case_sensitive, &kwargs, "case_sensitive")?.is_some_and(|v| v.is_true());
+    let attribute = pick(attribute, &kwargs, "attribute")?.filter(|a| !a.is_none());
     kwargs.assert_all_used()?;
     let items = match python_items(&value)? {
         Ok(items) => items,
@@ -188,7 +182,10 @@ pub fn unique_filter(
     for item in items {
         let mut key = item.clone();
         if let Some(path) = &attribute {
-            key = attribute_path(&key, path)?;
+            key = match path.as_str() {
+                Some(path) => attribute_of(&key, path)?,
+                None => item_filter(key, path.clone())?,
+            };
         }
         if let (false, Some(s)) = (case_sensitive, key.as_str()) {
             if key.kind() == ValueKind::String {
@@ -210,23 +207,6 @@ pub fn unique_filter(
         }
     }
     Ok(Generator::wrap(MADE_BY, kept))
-}
-
-/// jinja2's `make_attrgetter`: `a.b.0` looked up part by part, an integer part as an index.
-fn attribute_path(item: &Value, path: &Value) -> Result<Value, Error> {
-    let Some(path) = path.as_str() else {
-        return Ok(item.get_item(path).unwrap_or_default());
-    };
-    let mut value = item.clone();
-    for part in path.split('.') {
-        refuse_hinted(&value)?;
-        value = match part.parse::<i64>() {
-            Ok(index) => value.get_item(&Value::from(index)),
-            Err(_) => value.get_attr(part),
-        }
-        .unwrap_or_default();
-    }
-    Ok(value)
 }
 
 /// jinja2's `groupby`: Python's `TypeError` where the value cannot be iterated, minijinja's

@@ -6,6 +6,7 @@
 use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
+use super::python_filters::pick;
 use super::python_semantics::{order, python_type_name, type_error};
 use super::python_undefined::{item_filter, refuse_hinted};
 
@@ -33,24 +34,31 @@ fn walk(value: &Value) -> Result<Vec<Value>, Error> {
 /// jinja2's key: the item, or the attribute path given (`a.b`, `0`), strings lower-cased unless
 /// the comparison is case sensitive.
 fn key_of(item: &Value, path: Option<&str>, case_sensitive: bool) -> Result<Value, Error> {
-    let mut key = item.clone();
-    if let Some(path) = path {
-        for part in path.split('.') {
-            // jinja2's `environment.getitem` of each part, a part of digits as an index: what
-            // it does not find is an undefined value naming it, which a comparison refuses.
-            let part = match part.bytes().all(|b| b.is_ascii_digit()) {
-                true => part.parse::<i64>().map_or(Value::from(part), Value::from),
-                false => Value::from(part),
-            };
-            key = item_filter(key, part)?;
-        }
-    }
+    let key = match path {
+        Some(path) => attribute_of(item, path)?,
+        None => item.clone(),
+    };
     Ok(match key.as_str() {
         Some(s) if !case_sensitive && key.kind() == ValueKind::String => {
             Value::from(s.to_lowercase())
         }
         _ => key,
     })
+}
+
+/// jinja2's `make_attrgetter`: `item.a.b.0` looked up part by part with `environment.getitem`,
+/// a part of digits as an index; what it does not find is an undefined value naming it, which
+/// a comparison or a hash refuses.
+pub(super) fn attribute_of(item: &Value, path: &str) -> Result<Value, Error> {
+    let mut value = item.clone();
+    for part in path.split('.') {
+        let part = match part.bytes().all(|b| b.is_ascii_digit()) {
+            true => part.parse::<i64>().map_or(Value::from(part), Value::from),
+            false => Value::from(part),
+        };
+        value = item_filter(value, part)?;
+    }
+    Ok(value)
 }
 
 struct Options {
@@ -160,12 +168,7 @@ pub fn dictsort_filter(
     reverse: Option<Value>,
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
-    let pick = |positional: Option<Value>, name: &str| -> Result<Option<Value>, Error> {
-        match positional {
-            Some(v) => Ok(Some(v)),
-            None => kwargs.get::<Option<Value>>(name),
-        }
-    };
+    let pick = |positional, name| pick(positional, &kwargs, name);
     let case_sensitive = pick(case_sensitive, "case_sensitive")?.is_some_and(|v| v.is_true());
     let reverse = pick(reverse, "reverse")?.is_some_and(|v| v.is_true());
     let position = match pick(by, "by")? {

@@ -74,37 +74,6 @@ pub fn python_splitlines(s: &str) -> Vec<&str> {
     lines
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn python_whitespace_includes_the_information_separators() {
-        assert_eq!(python_strip("\u{1c}\u{1f} a\u{a0}\u{3000}\u{1d}"), "a");
-        assert_eq!(python_lstrip("\u{1e} a "), "a ");
-        assert_eq!(python_rstrip(" a \u{1f}"), " a");
-        // Not whitespace in Python either: the zero-width space and the BOM.
-        assert_eq!(python_strip("\u{200b}a\u{feff}"), "\u{200b}a\u{feff}");
-    }
-
-    #[test]
-    fn split_without_a_separator_splits_on_python_whitespace() {
-        assert_eq!(
-            python_split_whitespace(" a\u{1f}b\t\u{a0}c  "),
-            ["a", "b", "c"]
-        );
-        assert!(python_split_whitespace(" \u{1c} ").is_empty());
-        assert_eq!(python_split_whitespace("a\u{200b}b"), ["a\u{200b}b"]);
-    }
-
-    #[test]
-    fn single_character_strips() {
-        assert_eq!(strip_chars("\n\nab\n", '\n'), "ab");
-        assert_eq!(lstrip_chars("\n a\n", '\n'), " a\n");
-        assert_eq!(rstrip_chars("\n a\n\n", '\n'), "\n a");
-    }
-}
-
 /// Python's `s.title()`: each character that follows a cased one in lower case, every other
 /// one in title case (`ǆ` becomes `ǅ`, `ß` becomes `Ss`), whatever separates the words.
 pub fn title(s: &str) -> String {
@@ -115,16 +84,23 @@ pub fn title(s: &str) -> String {
         if !previous_is_cased {
             push_title(c, &mut out);
         } else if c == 'Σ' {
-            // Final or not, as Python decides from the neighbours (see `swapcase`).
-            let lowered = lowered.get_or_insert_with(|| s.to_lowercase());
-            let offset = s[..at].to_lowercase().len();
-            out.push_str(lowered.get(offset..offset + 2).unwrap_or("σ"));
+            out.push_str(lowered_sigma(s, at, &mut lowered));
         } else {
             out.extend(c.to_lowercase());
         }
         previous_is_cased = is_cased(c);
     }
     out
+}
+
+/// The lower case of the `Σ` at byte `at` of `s`: final (`ς`) or not, as Python (and Rust's
+/// `to_lowercase`) decides from its neighbours, read from `s` lower-cased whole (made once into
+/// `lowered`). Both sigmas are two bytes, as is `Σ`: the offsets of `s` and of its lower case
+/// agree up to a character whose lower case has another length.
+pub fn lowered_sigma<'a>(s: &str, at: usize, lowered: &'a mut Option<String>) -> &'a str {
+    let lowered = lowered.get_or_insert_with(|| s.to_lowercase());
+    let offset = s[..at].to_lowercase().len();
+    lowered.get(offset..offset + 2).unwrap_or("σ")
 }
 
 /// Unicode's Cased: upper or lower case, or a title-case letter (changed by both mappings).
@@ -175,8 +151,34 @@ fn push_title(c: char, out: &mut String) {
 }
 
 #[cfg(test)]
-mod title_tests {
-    use super::title;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_whitespace_includes_the_information_separators() {
+        assert_eq!(python_strip("\u{1c}\u{1f} a\u{a0}\u{3000}\u{1d}"), "a");
+        assert_eq!(python_lstrip("\u{1e} a "), "a ");
+        assert_eq!(python_rstrip(" a \u{1f}"), " a");
+        // Not whitespace in Python either: the zero-width space and the BOM.
+        assert_eq!(python_strip("\u{200b}a\u{feff}"), "\u{200b}a\u{feff}");
+    }
+
+    #[test]
+    fn split_without_a_separator_splits_on_python_whitespace() {
+        assert_eq!(
+            python_split_whitespace(" a\u{1f}b\t\u{a0}c  "),
+            ["a", "b", "c"]
+        );
+        assert!(python_split_whitespace(" \u{1c} ").is_empty());
+        assert_eq!(python_split_whitespace("a\u{200b}b"), ["a\u{200b}b"]);
+    }
+
+    #[test]
+    fn single_character_strips() {
+        assert_eq!(strip_chars("\n\nab\n", '\n'), "ab");
+        assert_eq!(lstrip_chars("\n a\n", '\n'), " a\n");
+        assert_eq!(rstrip_chars("\n a\n\n", '\n'), "\n a");
+    }
 
     #[test]
     fn title_cases_as_python() {

@@ -3,7 +3,7 @@
 
 use minijinja::machinery::ast;
 
-use super::{Edit, Walker};
+use super::{applied, Walker};
 use crate::render::python_semantics::CHAIN_FILTER;
 
 impl Walker<'_> {
@@ -115,24 +115,11 @@ impl Walker<'_> {
     /// `source[start..end]` with the edits made inside it so far.
     fn rewritten(&self, start: u32, end: u32) -> Option<String> {
         let (start, end) = (start as usize, end as usize);
-        let mut inside: Vec<&Edit> = self
+        let inside = self
             .edits
             .iter()
-            .filter(|e| e.start >= start && e.end <= end)
-            .collect();
-        inside.sort_by_key(|e| (e.start, e.order));
-        let mut out = String::new();
-        let mut last = start;
-        for e in inside {
-            if e.start < last {
-                return None;
-            }
-            out.push_str(self.source.get(last..e.start)?);
-            out.push_str(&e.text);
-            last = e.end;
-        }
-        out.push_str(self.source.get(last..end)?);
-        Some(out)
+            .filter(|e| e.start >= start && e.end <= end);
+        applied(self.source, start, end, inside)
     }
 }
 

@@ -62,32 +62,43 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Rewrite {
     if walker.unfit {
         return Rewrite::Failed;
     }
-    let mut edits = walker.edits;
+    let edits = walker.edits;
     if edits.is_empty() {
         return Rewrite::Nothing;
     }
-    // Edits at the same offset keep their order of discovery. Replaced ranges (an attribute's
-    // `.name`) never hold another edit.
-    edits.sort_by_key(|e| (e.start, e.order));
-    let mut out = String::with_capacity(source.len() + edits.len() * 24);
-    let mut last = 0;
-    for e in edits {
-        if e.start < last || source.get(last..e.start).is_none() {
-            return Rewrite::Failed;
-        }
-        out.push_str(&source[last..e.start]);
-        out.push_str(&e.text);
-        last = e.end;
-    }
-    let Some(rest) = source.get(last..) else {
+    let Some(out) = applied(source, 0, source.len(), edits.iter()) else {
         return Rewrite::Failed;
     };
-    out.push_str(rest);
     // A rewrite that does not parse (a construct the edits did not foresee) is not used.
     match minijinja::machinery::parse(&out, "chat_template", syntax) {
         Ok(_) => Rewrite::Done(out),
         Err(_) => Rewrite::Failed,
     }
+}
+
+/// `source[start..end]` with `edits` (all inside it) made: edits at the same offset in their
+/// order of discovery; `None` where two overlap (a replaced range, an attribute's `.name`,
+/// never holds another edit) or an offset is not a character boundary.
+fn applied<'e>(
+    source: &str,
+    start: usize,
+    end: usize,
+    edits: impl Iterator<Item = &'e Edit>,
+) -> Option<String> {
+    let mut edits: Vec<&Edit> = edits.collect();
+    edits.sort_by_key(|e| (e.start, e.order));
+    let mut out = String::with_capacity(end - start + edits.len() * 24);
+    let mut last = start;
+    for e in edits {
+        if e.start < last {
+            return None;
+        }
+        out.push_str(source.get(last..e.start)?);
+        out.push_str(&e.text);
+        last = e.end;
+    }
+    out.push_str(source.get(last..end)?);
+    Some(out)
 }
 
 /// `source[start..end]` becomes `text` (an insertion where `start == end`).
