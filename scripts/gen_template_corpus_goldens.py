@@ -634,6 +634,14 @@ def main():
             if carrier not in carrier_dirs:
                 carrier_dirs[carrier] = prepare_carrier(carrier, Path(tmp))
             t0 = time.monotonic()
+            try:
+                ctu._compile_jinja_template(path.read_text(encoding="utf-8"))
+            except jinja2.TemplateSyntaxError as e:
+                # Only in another collection (`--templates`): the TRL collection all parses.
+                if args.templates == TEMPLATES_DIR:
+                    raise
+                print(f"{path.stem:36s} skipped: Python's jinja2 does not parse it ({e})")
+                continue
             stem, doc = template_file(path, carrier, carrier_dirs[carrier], convs, generator)
             size = write_gz(args.out / f"{stem}.json.gz", doc)
             written.add(f"{stem}.json.gz")

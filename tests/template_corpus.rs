@@ -36,8 +36,21 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The goldens: the collection's, or `SFT_CORPUS_GOLDENS`'s (another collection's goldens, made
+/// by `scripts/gen_template_corpus_goldens.py --templates <dir> --out <dir>`).
 fn corpus_dir() -> PathBuf {
-    root().join("__test__/fixtures/template_corpus")
+    match std::env::var_os("SFT_CORPUS_GOLDENS") {
+        Some(dir) => PathBuf::from(dir),
+        None => root().join("__test__/fixtures/template_corpus"),
+    }
+}
+
+/// The templates: the TRL collection in `../shared`, or the folder `SFT_CORPUS_TEMPLATES` names.
+fn templates_dir() -> PathBuf {
+    match std::env::var_os("SFT_CORPUS_TEMPLATES") {
+        Some(dir) => PathBuf::from(dir),
+        None => root().join("../shared/templates/trl"),
+    }
 }
 
 fn conversations() -> Vec<Value> {
@@ -212,6 +225,7 @@ fn check_carrier(name: &str) -> BTreeMap<String, Vec<String>> {
             "{template_name}: special tokens"
         );
         tokenizer.set_chat_template(&source);
+        let before = (RENDERED.with(Cell::get), PLANNED.with(Cell::get));
         let mut bad = Vec::new();
         for (i, case) in golden["cases"].as_array().unwrap().iter().enumerate() {
             checked += 1;
@@ -222,6 +236,13 @@ fn check_carrier(name: &str) -> BTreeMap<String, Vec<String>> {
                 ));
             }
         }
+        if std::env::var_os("SFT_CORPUS_GOLDENS").is_some() {
+            eprintln!(
+                "{template_name}: the plan rendered {} of {} rendered cases",
+                PLANNED.with(Cell::get) - before.1,
+                RENDERED.with(Cell::get) - before.0
+            );
+        }
         if !bad.is_empty() {
             failures.insert(template_name.to_string(), bad);
         }
@@ -231,8 +252,9 @@ fn check_carrier(name: &str) -> BTreeMap<String, Vec<String>> {
     eprintln!("{name}: the plan rendered {planned} of {rendered} rendered cases");
     // What the plan hands to the interpreter is rare: values it does not handle (floats in
     // tool arguments, wide integers, ...).
+    // Another collection's goldens (`SFT_CORPUS_GOLDENS`) only print the share.
     assert!(
-        planned * 100 >= rendered * 90,
+        std::env::var_os("SFT_CORPUS_GOLDENS").is_some() || planned * 100 >= rendered * 90,
         "{name}: the plan rendered only {planned} of {rendered} cases"
     );
     failures
@@ -410,7 +432,7 @@ fn spans_problem(
 }
 
 fn template_source(template_name: &str) -> String {
-    let path = root().join("../shared/templates/trl").join(template_name);
+    let path = templates_dir().join(template_name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -480,14 +502,16 @@ fn spans_train_every_assistant_and_nothing_else_on_every_template() {
 #[test]
 fn every_template_is_rewritten_to_python_semantics() {
     use sft_dataset::render::python_rewrite::{rewrite, Rewrite};
-    let dir = root().join("../shared/templates/trl");
+    let dir = templates_dir();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .filter(|name| name.ends_with(".jinja"))
         .collect();
     names.sort();
-    assert_eq!(names.len(), 77, "the collection's templates");
+    if std::env::var_os("SFT_CORPUS_TEMPLATES").is_none() {
+        assert_eq!(names.len(), 77, "the collection's templates");
+    }
     let failed: Vec<&String> = names
         .iter()
         .filter(|name| {

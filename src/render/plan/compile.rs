@@ -60,7 +60,13 @@ impl Compiler {
         out
     }
 
+    /// A statement, or [`Stmt::Unsupported`] where the plan does not implement it: only the
+    /// renders that reach it go to the interpreter.
     fn stmt(&mut self, stmt: &ast::Stmt) -> Res<Stmt> {
+        Ok(self.stmt_or_unsupported(stmt).unwrap_or(Stmt::Unsupported))
+    }
+
+    fn stmt_or_unsupported(&mut self, stmt: &ast::Stmt) -> Res<Stmt> {
         Ok(match stmt {
             ast::Stmt::EmitRaw(raw) => Stmt::Raw(raw.raw.into()),
             ast::Stmt::EmitExpr(emit) => {
@@ -127,7 +133,7 @@ impl Compiler {
                 if self.depth > 0 {
                     return Err(Unsupported("site 7"));
                 }
-                let index = self.macro_def(m)?;
+                let index = self.macro_def(m);
                 Stmt::DefineMacro(self.sym(m.name), index)
             }
             ast::Stmt::Do(d) => Stmt::Do(self.call(&d.call)?),
@@ -137,7 +143,19 @@ impl Compiler {
         })
     }
 
-    fn macro_def(&mut self, m: &ast::Macro) -> Res<usize> {
+    /// The index of a macro; one the plan does not implement gets a body that hands the render
+    /// to the interpreter when called.
+    fn macro_def(&mut self, m: &ast::Macro) -> usize {
+        let made = self.macro_or_unsupported(m).unwrap_or_else(|_| Macro {
+            params: Vec::new(),
+            defaults: Vec::new(),
+            body: vec![Stmt::Unsupported],
+        });
+        self.macros.push(made);
+        self.macros.len() - 1
+    }
+
+    fn macro_or_unsupported(&mut self, m: &ast::Macro) -> Res<Macro> {
         let mut params = Vec::new();
         for arg in &m.args {
             let ast::Expr::Var(var) = arg else {
@@ -158,12 +176,11 @@ impl Compiler {
                 return Err(Unsupported("site 10"));
             }
         }
-        self.macros.push(Macro {
+        Ok(Macro {
             params,
             defaults,
             body,
-        });
-        Ok(self.macros.len() - 1)
+        })
     }
 
     fn target(&mut self, target: &ast::Expr) -> Res<Target> {
@@ -192,7 +209,13 @@ impl Compiler {
         Ok(Box::new(self.expr(e)?))
     }
 
+    /// An expression, or [`Expr::Unsupported`] where the plan does not implement it: only the
+    /// renders that evaluate it go to the interpreter.
     fn expr(&mut self, e: &ast::Expr) -> Res<Expr> {
+        Ok(self.expr_or_unsupported(e).unwrap_or(Expr::Unsupported))
+    }
+
+    fn expr_or_unsupported(&mut self, e: &ast::Expr) -> Res<Expr> {
         Ok(match e {
             ast::Expr::Var(var) => Expr::Var(self.sym(var.id)),
             ast::Expr::Const(c) => Expr::Const(constant(&c.value)?),

@@ -306,6 +306,7 @@ impl<'a> Run<'a> {
             }
             Stmt::Break => return Ok(Flow::Break),
             Stmt::Continue => return Ok(Flow::Continue),
+            Stmt::Unsupported => return Err(Bail),
         }
         Ok(Flow::Next)
     }
@@ -611,6 +612,7 @@ impl<'a> Run<'a> {
                 self.with_args(args, |args| builtins::method(*method, &object, args))?
             }
             Expr::Call(sym, name, args) => self.call(*sym, name, args)?,
+            Expr::Unsupported => return Err(Bail),
         })
     }
 

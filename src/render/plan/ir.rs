@@ -23,6 +23,8 @@ pub enum Stmt {
     Do(Expr),
     Break,
     Continue,
+    /// A statement the plan does not implement: reaching it hands the render to the interpreter.
+    Unsupported,
 }
 
 pub struct ForLoop {
@@ -200,4 +202,7 @@ pub enum Expr {
     /// A call of a name: a macro, or a global function (`namespace`, `range`, ...).
     Call(Sym, Box<str>, Vec<Arg>),
     Method(Method, Box<Expr>, Vec<Expr>),
+    /// An expression the plan does not implement: evaluating it hands the render to the
+    /// interpreter.
+    Unsupported,
 }
