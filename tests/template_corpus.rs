@@ -169,7 +169,7 @@ fn check_case(
         let from = text.floor_char_boundary(at.saturating_sub(40));
         return Some(format!(
             "text differs at byte {at}: ours {:?} / Python {:?}",
-            &text[from..text.len().min(at + 60)],
+            &text[from..text.floor_char_boundary(at + 60)],
             want.get(from..want.len().min(at + 60)).unwrap_or("")
         ));
     }

@@ -44,6 +44,7 @@ pub mod python_rewrite;
 pub mod python_semantics;
 mod python_slice;
 pub mod python_str;
+mod python_strings;
 #[cfg(test)]
 mod python_tests;
 mod python_tests_syntax;
@@ -195,6 +196,18 @@ impl ChatTemplate {
             .keep_trailing_newline(false)
             .build()
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
+        // String literals hold the values jinja2 reads from them (see `python_strings`).
+        let unescaped;
+        let source = match (!mlx)
+            .then(|| python_strings::pythonized(source, &syntax))
+            .flatten()
+        {
+            Some(text) => {
+                unescaped = text;
+                unescaped.as_str()
+            }
+            None => source,
+        };
         // A test followed by arithmetic (`x is string + y`), which jinja2 parses and minijinja
         // does not, is given jinja2's reading where the template does not parse otherwise.
         let reread;

@@ -1,7 +1,7 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
-//! iterators, dict views, `dict()`, complex numbers, tests given arguments. Each expected text
-//! is what Python printed for the same template and variables.
+//! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals.
+//! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
 use serde_json::json;
@@ -135,5 +135,14 @@ fn chained_comparisons_answer_pair_by_pair() {
             json!({})
         ),
         "[]"
+    );
+}
+
+#[test]
+fn string_literals_hold_what_python_reads_from_them() {
+    // A backslash before a line break joins the lines (Mistral Small 3.1's system prompt).
+    assert_eq!(
+        ok("{% set s = \"one \\\ntwo\" %}{{ s }}|{{ \"\\a\\v\" | length }}|{{ \"\\U0001F600\\101\\/\" }}|{{ \"\\é\" }}|{{ s ~ \"\\u00e9\" if \"x\\\n\" == \"x\" }}", json!({})),
+        "one two|2|😀A\\/|\\xe9|one twoé"
     );
 }

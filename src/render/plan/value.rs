@@ -296,8 +296,38 @@ pub fn equals<'a>(a: &V<'a>, b: &V<'a>) -> Res<bool> {
             false
         }
         (V::Int(_) | V::Float(_), V::None) | (V::None, V::Int(_) | V::Float(_)) => false,
+        // A bool is the number 0 or 1.
+        (V::Bool(x), V::Int(y)) | (V::Int(y), V::Bool(x)) => i64::from(*x) == *y,
+        (V::Bool(x), V::Float(y)) | (V::Float(y), V::Bool(x)) => f64::from(u8::from(*x)) == *y,
+        // An undefined value equals only an undefined value.
+        (V::Undef, other) | (other, V::Undef) if is_plain(other) => false,
+        // A container against a scalar: never equal; an object against itself: equal.
+        (c, other) | (other, c)
+            if matches!(c, V::Json(_) | V::List(_) | V::Map(_))
+                && matches!(other, V::Bool(_) | V::Int(_) | V::Float(_) | V::None) =>
+        {
+            false
+        }
+        (V::Json(x), V::Json(y)) if std::ptr::eq(*x, *y) => true,
         _ => return Err(Bail),
     })
+}
+
+/// A value whose equality with an undefined value is plain (false): not one the interpreter
+/// holds in its own kinds.
+fn is_plain(v: &V<'_>) -> bool {
+    matches!(
+        v,
+        V::None
+            | V::Bool(_)
+            | V::Int(_)
+            | V::Float(_)
+            | V::Str(_)
+            | V::Owned(_)
+            | V::Json(_)
+            | V::List(_)
+            | V::Map(_)
+    )
 }
 
 /// `a < b` (and friends, through the ordering) for numbers and for strings.
