@@ -236,9 +236,18 @@ fn what_the_plan_does_not_know_goes_to_the_interpreter() {
             "{source}"
         );
     }
-    // Templates with constructs plans do not implement get none.
-    let t = template("{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}x{% endcall %}");
-    assert_eq!(t.renderer(), super::Renderer::Interpreter);
+    // A construct plans do not implement hands over the renders that reach it, and only those.
+    let source = "{% macro m() %}{{ caller() }}{% endmacro %}{% if messages|length > 1 %}{% call m() %}x{% endcall %}{{ [1].append(2) }}{% endif %}{{ messages|length }}";
+    let t = template(source);
+    assert_eq!(t.renderer(), super::Renderer::Plan);
+    let one = [json!({"role": "user", "content": "a"})];
+    assert_eq!(t.render_planned(&one, &opts).unwrap().unwrap(), "1");
+    let two = [one[0].clone(), json!({"role": "assistant", "content": "b"})];
+    assert!(t.render_planned(&two, &opts).is_none(), "{source}");
+    assert_eq!(
+        t.render(&two, &opts).map_err(|e| e.message),
+        t.render_interpreted(&two, &opts).map_err(|e| e.message)
+    );
 }
 
 #[test]
@@ -384,4 +393,28 @@ fn plan_throughput() {
         bytes as f64 / 1e6 / secs,
         secs * 1e6 / (renders.len() * rounds) as f64
     );
+}
+
+#[test]
+fn mlx_node_rendering_iterates_strings_as_its_engine_does() {
+    let t = ChatTemplate::compile_as(
+        "{% for c in messages[0].content %}{{ c }}{{ loop.first }}{{ loop.previtem }}{% endfor %}",
+        Vec::new(),
+        super::RenderAs::MlxNode,
+    )
+    .unwrap();
+    let messages = vec![json!({"role": "user", "content": "aé"})];
+    let opts = RenderOptions::default();
+    let planned = t.render_planned(&messages, &opts).unwrap().unwrap();
+    assert_eq!(planned, t.render_interpreted(&messages, &opts).unwrap());
+    assert_eq!(planned, "aTrueéFalsea");
+    // Its loop knows neither the string's length nor its last character: the interpreter
+    // answers those.
+    for source in [
+        "{% for c in messages[0].content %}{{ loop.length }}{% endfor %}",
+        "{% for c in messages[0].content %}{{ loop.last }}{% endfor %}",
+    ] {
+        let t = ChatTemplate::compile_as(source, Vec::new(), super::RenderAs::MlxNode).unwrap();
+        assert!(t.render_planned(&messages, &opts).is_none(), "{source}");
+    }
 }

@@ -146,3 +146,11 @@ fn string_literals_hold_what_python_reads_from_them() {
         "one two|2|😀A\\/|\\xe9|one twoé"
     );
 }
+
+#[test]
+fn strings_iterate_by_characters_and_undefined_holds_nothing() {
+    assert_eq!(
+        ok("{% for c in s %}{{ c }}{{ loop.length }}{{ loop.last }}{% endfor %}|{{ 'a' in u }}|{{ 'a' not in u }}|{{ x == true }}|{{ true == 1 }}|{{ 1.0 == true }}|{{ x == none }}", json!({"s": "aé", "x": {"k": 1}})),
+        "a2Falseé2True|False|True|False|True|True|False"
+    );
+}

@@ -89,6 +89,17 @@ pub fn iterate<'a>(value: &V<'a>) -> Res<Rc<Vec<V<'a>>>> {
     }
     Ok(Rc::new(match value {
         V::Undef => Vec::new(),
+        // A string iterates by characters.
+        V::Str(s) => {
+            let s: &'a str = s;
+            s.char_indices()
+                .map(|(i, c)| V::Str(&s[i..i + c.len_utf8()]))
+                .collect()
+        }
+        V::Owned(s) => s
+            .chars()
+            .map(|c| V::Owned(Rc::from(c.encode_utf8(&mut [0; 4]) as &str)))
+            .collect(),
         V::Json(serde_json::Value::Object(m)) => m.keys().map(|k| V::Str(k)).collect(),
         V::Map(m) => m.iter().map(|(k, _)| V::Owned(k.clone())).collect(),
         _ => return Err(Bail),
@@ -116,6 +127,9 @@ pub fn attr<'a>(object: &V<'a>, attr: &AttrName) -> Res<V<'a>> {
             let i = state.index.get();
             let len = state.items.len();
             if !state.sized && matches!(name, "length" | "revindex" | "revindex0") {
+                return Err(Bail);
+            }
+            if !state.last_known && name == "last" {
                 return Err(Bail);
             }
             Ok(match name {

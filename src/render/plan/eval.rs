@@ -439,7 +439,10 @@ impl<'a> Run<'a> {
     fn for_loop(&mut self, f: &'a ForLoop) -> Res<Flow> {
         let iterable = self.expr(&f.iter)?;
         let mut items = builtins::iterate(&iterable)?;
-        let sized = !matches!(iterable, V::Iter(_));
+        // MLX Node's engine iterates a string without knowing its length or its last
+        // character (Python knows both).
+        let mlx_string = self.plan.mlx && iterable.as_str().is_some();
+        let sized = !matches!(iterable, V::Iter(_)) && !mlx_string;
         self.push_frame();
         let result = (|| {
             if let Some(cond) = &f.filter {
@@ -461,6 +464,7 @@ impl<'a> Run<'a> {
                 items,
                 index: Cell::new(0),
                 sized,
+                last_known: !mlx_string,
             });
             // jinja2 runs the else block when no iteration reached the end of the body (see
             // `python_for_else`); minijinja only for a loop with nothing to iterate.

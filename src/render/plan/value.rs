@@ -90,6 +90,8 @@ pub struct LoopState<'a> {
     pub index: Cell<usize>,
     /// Whether the loop walks a sequence (its length known up front) rather than an iterable.
     pub sized: bool,
+    /// Whether `loop.last` is known (MLX Node's engine does not know it over a string).
+    pub last_known: bool,
 }
 
 impl<'a> V<'a> {
@@ -366,7 +368,11 @@ pub fn contains<'a>(haystack: &V<'a>, needle: &V<'a>) -> Res<bool> {
         }
         return Ok(false);
     }
-    Err(Bail)
+    match haystack {
+        // An undefined value iterates as empty.
+        V::Undef => Ok(false),
+        _ => Err(Bail),
+    }
 }
 
 /// Python's slice `[start:stop:step]` of a sequence or a string (by characters).
