@@ -196,31 +196,19 @@ impl ChatTemplate {
             .keep_trailing_newline(false)
             .build()
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
-        // String literals hold the values jinja2 reads from them (see `python_strings`).
-        let unescaped;
-        let source = match (!mlx)
-            .then(|| python_strings::pythonized(source, &syntax))
-            .flatten()
-        {
-            Some(text) => {
-                unescaped = text;
-                unescaped.as_str()
+        // jinja2's reading where minijinja's differs: string literals hold the values jinja2
+        // reads from them (`python_strings`), and a test followed by arithmetic (`x is string +
+        // y`), which minijinja does not parse, gets jinja2's reading (`python_tests_syntax`).
+        let mut read = std::borrow::Cow::Borrowed(source);
+        if !mlx {
+            if let Some(text) = python_strings::pythonized(&read, &syntax) {
+                read = text.into();
             }
-            None => source,
-        };
-        // A test followed by arithmetic (`x is string + y`), which jinja2 parses and minijinja
-        // does not, is given jinja2's reading where the template does not parse otherwise.
-        let reread;
-        let source = match (!mlx)
-            .then(|| python_tests_syntax::reparsed(source, &syntax))
-            .flatten()
-        {
-            Some(text) => {
-                reread = text;
-                reread.as_str()
+            if let Some(text) = python_tests_syntax::reparsed(&read, &syntax) {
+                read = text.into();
             }
-            None => source,
-        };
+        }
+        let source = read.as_ref();
         let mut env = environment::environment(mlx, syntax.clone());
         let syntax_error = |e: Error| {
             SftError::new(
