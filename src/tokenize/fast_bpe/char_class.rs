@@ -140,6 +140,23 @@ pub(super) fn category(c: char) -> Category {
     }
 }
 
+/// The code point of the multi-byte char that starts at `at` in valid UTF-8, and its length.
+#[inline(always)]
+pub(super) fn decode_multibyte(bytes: &[u8], at: usize) -> (u32, usize) {
+    let lead = u32::from(bytes[at]);
+    let next = |k: usize| u32::from(bytes[at + k]) & 0x3F;
+    if lead < 0xE0 {
+        (((lead & 0x1F) << 6) | next(1), 2)
+    } else if lead < 0xF0 {
+        (((lead & 0x0F) << 12) | (next(1) << 6) | next(2), 3)
+    } else {
+        (
+            ((lead & 0x07) << 18) | (next(1) << 12) | (next(2) << 6) | next(3),
+            4,
+        )
+    }
+}
+
 /// The char at byte `at` (a char boundary) and its category; ASCII without decoding.
 #[inline(always)]
 pub(super) fn char_at(text: &str, at: usize) -> Option<(char, Category)> {
@@ -152,7 +169,7 @@ pub(super) fn char_at(text: &str, at: usize) -> Option<(char, Category)> {
 }
 
 /// The end of the run of chars whose category `keep` takes, from `at`; ASCII bytes are
-/// stepped over without decoding.
+/// stepped over without decoding, other chars decoded in place.
 #[inline(always)]
 pub(super) fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool) -> usize {
     let bytes = text.as_bytes();
@@ -163,12 +180,23 @@ pub(super) fn run_end(text: &str, mut at: usize, keep: impl Fn(Category) -> bool
             }
             at += 1;
         }
-        match bytes.get(at) {
-            Some(&b) if b >= 0x80 => match char_at(text, at) {
-                Some((c, k)) if keep(k) => at += c.len_utf8(),
-                _ => return at,
-            },
-            _ => return at,
+        // Stopped at the end, or at an ASCII byte `keep` refuses, or at other chars, which are
+        // decoded in place while they last.
+        if bytes.get(at).is_none_or(|&b| b < 0x80) {
+            return at;
+        }
+        while let Some(&b) = bytes.get(at) {
+            if b < 0x80 {
+                break;
+            }
+            let (cp, len) = decode_multibyte(bytes, at);
+            if !keep(non_ascii(cp)) {
+                return at;
+            }
+            at += len;
+        }
+        if at == bytes.len() {
+            return at;
         }
     }
 }

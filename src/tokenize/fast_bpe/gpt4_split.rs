@@ -16,7 +16,9 @@
 //! chars through `char_class`. The tests compare every code point's class and the splits of
 //! every code point in context, the corpora and random strings with the regex.
 
-use super::char_class::{ascii_letters_end, category, non_ascii, Category, COUNT};
+use super::char_class::{
+    ascii_letters_end, category, decode_multibyte, non_ascii, Category, COUNT,
+};
 
 pub(super) const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 pub(super) const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -109,7 +111,7 @@ impl Gpt4Split {
     }
 
     /// The end of the run of `class` chars from `at`; ASCII bytes are stepped over without
-    /// decoding.
+    /// decoding, and a stretch of other chars (a clause of Chinese or Thai) is decoded in place.
     #[inline(always)]
     fn run_end(&self, text: &str, mut at: usize, class: Class) -> usize {
         let bytes = text.as_bytes();
@@ -123,12 +125,22 @@ impl Gpt4Split {
                 }
                 at += 1;
             }
-            match bytes.get(at) {
-                Some(&b) if b >= 0x80 => match self.char_at(text, at) {
-                    Some((c, k)) if k == class => at += c.len_utf8(),
-                    _ => return at,
-                },
-                _ => return at,
+            // Stopped at the end, or at an ASCII byte of another class, or at other chars.
+            if bytes.get(at).is_none_or(|&b| b < 0x80) {
+                return at;
+            }
+            while let Some(&b) = bytes.get(at) {
+                if b < 0x80 {
+                    break;
+                }
+                let (cp, len) = decode_multibyte(bytes, at);
+                if self.classes[non_ascii(cp) as usize] != class {
+                    return at;
+                }
+                at += len;
+            }
+            if at == bytes.len() {
+                return at;
             }
         }
     }

@@ -19,6 +19,7 @@ const SUPPORTED: [&str; 6] = [
 ];
 const RANDOM_STRINGS: usize = 20_000;
 const MULTILINGUAL_STRINGS: usize = 10_000;
+const VOCABULARY_RUNS: usize = 10_000;
 
 pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -505,6 +506,37 @@ fn matches_hf_on_multilingual_strings() {
             tokens += check(&hf, &fast, &multilingual_string(&mut rng, &letters), name);
         }
         eprintln!("{name}: {MULTILINGUAL_STRINGS} multilingual strings, {tokens} tokens identical");
+    }
+}
+
+/// Text made of the vocabulary's own entries outside the Latin scripts, run into each other
+/// with and without spaces: the case where cutting a pre-token into parts (`model::parts`)
+/// must see every place a merge can cross, since neighbouring words often merge across their
+/// edge.
+#[test]
+fn matches_hf_on_runs_of_vocabulary_words() {
+    for (seed, name) in SUPPORTED.iter().enumerate() {
+        let (hf, fast) = load(name);
+        let mut ids: Vec<u32> = hf.get_vocab(false).into_values().collect();
+        ids.sort_unstable();
+        let words: Vec<String> = ids
+            .into_iter()
+            .filter_map(|id| hf.decode(&[id], false).ok())
+            .filter(|w| !w.contains('\u{FFFD}') && w.chars().any(|c| c as u32 >= 0x370))
+            .collect();
+        let mut rng = Rng(0x5851_F42D_4C95_7F2D ^ (seed as u64 + 1));
+        let mut tokens = 0;
+        for _ in 0..VOCABULARY_RUNS {
+            let mut s = String::new();
+            for _ in 0..1 + rng.below(24) {
+                s.push_str(&words[rng.below(words.len())]);
+                if rng.below(8) == 0 {
+                    s.push_str(rng.pick(&[" ", "，", "。", "\n", "7", "a"]));
+                }
+            }
+            tokens += check(&hf, &fast, &s, name);
+        }
+        eprintln!("{name}: {VOCABULARY_RUNS} runs of vocabulary words, {tokens} tokens identical");
     }
 }
 
