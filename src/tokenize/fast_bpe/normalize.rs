@@ -4,7 +4,9 @@ use std::borrow::Cow;
 
 use std::sync::LazyLock;
 
-use unicode_normalization_alignments::char::canonical_combining_class;
+use unicode_normalization_alignments::char::{
+    canonical_combining_class, compose, decompose_canonical,
+};
 use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 /// A normalized piece of the input. `align` is `None` when normalizing changed nothing;
@@ -39,36 +41,69 @@ pub(super) fn prepare_nfc() {
     LazyLock::force(&INERT);
 }
 
-/// Whether the NFC quick check says Yes for `text`: the check of UAX #15, with the chars of
-/// `INERT` (ASCII, and most letters of most scripts) passed over at one lookup each.
-fn quick_check_yes(text: &str) -> bool {
+/// Whether NFC leaves `text` as it is, found without normalizing it: the quick check of UAX #15,
+/// with the chars of `INERT` (ASCII, and most letters of most scripts) passed over at one lookup
+/// each. Where the check answers Maybe (a char that may compose with what precedes it, such as
+/// Bengali's vowel sign AA after the vowel sign E), `stays_after` settles the common case
+/// without normalizing; the rest is normalized. A true answer is always right; a false one
+/// only costs the normalization.
+fn unchanged_by_nfc(text: &str) -> bool {
     let start = ascii_prefix_len(text.as_bytes());
     if start == text.len() {
         return true;
     }
     let inert = &**INERT;
     let mut last_class = 0u8;
+    let mut previous = text[..start].chars().next_back();
     for c in text[start..].chars() {
         let cp = c as u32;
         if cp < 0x1_0000 && inert[cp as usize / 64] & (1 << (cp % 64)) != 0 {
             last_class = 0;
+            previous = Some(c);
             continue;
         }
         let class = canonical_combining_class(c);
         if class != 0 && last_class > class {
             return false;
         }
-        if is_nfc_quick(std::iter::once(c)) != IsNormalized::Yes {
-            return false;
+        match is_nfc_quick(std::iter::once(c)) {
+            IsNormalized::Yes => {}
+            IsNormalized::Maybe if stays_after(previous, c) => {}
+            _ => return false,
         }
         last_class = class;
+        previous = Some(c);
     }
     true
 }
 
+/// Whether NFC keeps `c`, a char that may be the second of a composition (quick check Maybe),
+/// right after `previous` in a text that passes the quick check everywhere else. It does when
+/// nothing precedes it; when it is a starter itself (combining class 0) after a mark, which
+/// blocks it from every earlier starter (Bengali's vowel sign AA after a nukta); and when it
+/// follows a starter that NFC leaves whole (no decomposition) and that does not compose with
+/// it: that starter is the last one before `c` and blocks any earlier one. In each case what
+/// stands before `c` stays: a Yes char is never composed away, and a Maybe char is checked the
+/// same way in its turn. Anything else is left to the normalization.
+fn stays_after(previous: Option<char>, c: char) -> bool {
+    let Some(p) = previous else {
+        return true;
+    };
+    let previous_class = canonical_combining_class(p);
+    if previous_class != 0 {
+        return canonical_combining_class(c) == 0;
+    }
+    if compose(p, c).is_some() {
+        return false;
+    }
+    let mut whole = true;
+    decompose_canonical(p, |d| whole &= d == p);
+    whole
+}
+
 /// `base` is where `text` starts in the caller's input.
 pub(super) fn nfc(text: &str, base: usize) -> Normalized<'_> {
-    if quick_check_yes(text) {
+    if unchanged_by_nfc(text) {
         return Normalized {
             text: Cow::Borrowed(text),
             align: None,
@@ -241,7 +276,41 @@ mod tests {
     }
 
     #[test]
-    fn the_quick_check_agrees_with_the_crate_on_every_script() {
+    fn chars_that_may_compose_are_normalized_exactly_where_they_do() {
+        // Chars the quick check answers Maybe for (the second of a composition: Bengali and
+        // Tamil length marks, Hangul vowels and finals, combining accents) next to what they
+        // compose with and to what they do not: consonants, precomposed letters, syllables
+        // with and without a final, marks of other classes.
+        let pool = [
+            "ক", "ে", "া", "ৗ", "ো", "্", "ি", "\u{9bc}", "ত", "ৌ", "க", "ெ", "ா", "ௗ", "ொ", "\u{1100}",
+            "\u{1161}", "\u{11a8}", "가", "각", "a", "e", "é", "\u{301}", "\u{327}", "\u{308}",
+            "\u{323}", "ü", "ω", "\u{345}", "ಕ", "ೆ", "ೕ", "ೖ", "ේ", "ා", "ෙ", " ",
+        ];
+        let mut rng = crate::test_support::Rng(0xb3_4ca1);
+        let (mut changed, mut kept) = (0, 0);
+        for _ in 0..20_000 {
+            let text: String = (0..1 + rng.below(10))
+                .map(|_| pool[rng.below(pool.len())])
+                .collect();
+            let expected: String = text.nfc().map(|(c, _)| c).collect();
+            let got = nfc(&text, 0);
+            assert_eq!(got.text, expected, "{text:?}");
+            assert_eq!(got.align.is_some(), expected != text, "{text:?}");
+            if unchanged_by_nfc(&text) {
+                assert_eq!(expected, text, "{text:?}");
+                kept += 1;
+            } else if expected != text {
+                changed += 1;
+            }
+        }
+        assert!(
+            changed > 2_000 && kept > 2_000,
+            "{changed} changed, {kept} kept"
+        );
+    }
+
+    #[test]
+    fn the_check_agrees_with_the_crate_on_every_script() {
         // Any code point, and runs of letters and marks of many scripts (whose order of
         // combining classes the check looks at), with composing pairs among them.
         let ranges = [
@@ -268,9 +337,15 @@ mod tests {
                     from + rng.below((to - from) as usize) as u32,
                 ));
             }
-            let want = is_nfc_quick(text.chars()) == IsNormalized::Yes;
-            assert_eq!(quick_check_yes(&text), want, "{text:?}");
-            if want {
+            // Where the crate's check says Yes, so does this one; where this one says the
+            // text is unchanged, NFC agrees.
+            let unchanged = unchanged_by_nfc(&text);
+            if is_nfc_quick(text.chars()) == IsNormalized::Yes {
+                assert!(unchanged, "{text:?}");
+            }
+            if unchanged {
+                let normalized: String = text.nfc().map(|(c, _)| c).collect();
+                assert_eq!(normalized, text, "{text:?}");
                 yes += 1;
             } else {
                 other += 1;
