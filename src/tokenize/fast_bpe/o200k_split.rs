@@ -15,7 +15,9 @@
 //! both (or the alternative fails when there is none). The tests compare every code point in the
 //! contexts where the alternatives compete, and random strings, with the regex.
 
-use super::char_class::{ascii_lowers_end, category, char_at, run_end, Category};
+use super::char_class::{
+    ascii_lowers_end, category, char_at, decode_multibyte, non_ascii, run_end, Category, ASCII,
+};
 use super::gpt4_split::{contraction_len, space_run_end};
 
 /// The pattern as GPT-OSS's `tokenizer.json` spells it (JSON escapes decoded).
@@ -38,15 +40,24 @@ fn symbol(k: Category) -> bool {
     !k.is_letter() && !matches!(k, Category::Space | Category::Number)
 }
 
-/// `upper* lower+` from `at`.
+/// `upper* lower+` from `at`. Chars beyond ASCII are decoded in place: in scripts without
+/// letter case (Bengali, Thai, Chinese) every letter and mark is on both sides, and the whole
+/// word goes through this loop.
 fn upper_then_lowers(text: &str, at: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
     let mut end = at;
     let mut after_last_both = None;
-    while let Some((c, k)) = char_at(text, end) {
+    while let Some(&b) = bytes.get(end) {
+        let (k, len) = if b < 0x80 {
+            (ASCII[usize::from(b)], 1)
+        } else {
+            let (cp, len) = decode_multibyte(bytes, end);
+            (non_ascii(cp), len)
+        };
         if !upper(k) {
             break;
         }
-        end += c.len_utf8();
+        end += len;
         if lower(k) {
             after_last_both = Some(end);
         }
