@@ -408,7 +408,7 @@ fn role_of(m: &Json) -> &str {
 
 /// A tool's name in a call or a definition: OpenAI's `function.name`, or a flat `name`.
 fn tool_name(item: &Json) -> Option<&str> {
-    item.get("function")
+    json_value::field(item, "function")
         .and_then(|f| json_value::str_field(f, "name"))
         .or_else(|| json_value::str_field(item, "name"))
         .filter(|name| !name.trim().is_empty())
@@ -416,7 +416,7 @@ fn tool_name(item: &Json) -> Option<&str> {
 
 /// The names of the tools a message calls.
 fn tool_call_names(m: &Json) -> impl Iterator<Item = &str> {
-    m.get("tool_calls")
+    json_value::field(m, "tool_calls")
         .and_then(Json::as_array)
         .into_iter()
         .flatten()

@@ -39,6 +39,7 @@ use serde_json::Value as Json;
 
 use super::text_search;
 use crate::error::{ErrorCode, SftError, SftResult};
+use crate::example::json_value;
 use crate::render::RenderOptions;
 use crate::tokenize::encoded::EncodedText;
 use crate::tokenize::{common_prefix_len, ChatTokenizer};
@@ -123,8 +124,7 @@ fn token_floor(encoded: &EncodedText, text_len: usize, at: usize) -> usize {
 }
 
 fn role_of(message: &Json) -> String {
-    message
-        .get("role")
+    json_value::field(message, "role")
         .and_then(Json::as_str)
         .unwrap_or_default()
         .to_string()
@@ -377,18 +377,16 @@ const WARM_UP_ANCHORS: usize = 4;
 type Shape = (String, bool, u8, bool);
 
 fn shape(message: &Json) -> Shape {
-    let calls = message
-        .get("tool_calls")
+    let calls = json_value::field(message, "tool_calls")
         .and_then(Json::as_array)
         .is_some_and(|c| !c.is_empty());
-    let content = match message.get("content") {
+    let content = match json_value::field(message, "content") {
         None | Some(Json::Null) => 0,
         Some(Json::String(s)) if s.is_empty() => 1,
         Some(Json::String(_)) => 2,
         Some(_) => 3,
     };
-    let reasoning = message
-        .get("reasoning_content")
+    let reasoning = json_value::field(message, "reasoning_content")
         .is_some_and(|r| !r.is_null());
     (role_of(message), calls, content, reasoning)
 }

@@ -11,7 +11,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use crate::error::SftResult;
-use crate::example::SftExample;
+use crate::example::{json_value, SftExample};
 use crate::mask::spans::{locate_messages, MessageLayout};
 use crate::rows::{prepare, Prepared, RowSettings};
 use crate::tokenize::ChatTokenizer;
@@ -149,7 +149,7 @@ fn byte_kinds(text: &str, messages: &[Json], layouts: &[MessageLayout]) -> Vec<P
 
 /// Where the message's reasoning text (trimmed, as templates print it) lies in `block`.
 fn reasoning_text(text: &str, block: &Range<usize>, message: &Json) -> Option<Range<usize>> {
-    let reasoning = message.get("reasoning_content")?.as_str()?.trim();
+    let reasoning = json_value::str_field(message, "reasoning_content")?.trim();
     if reasoning.is_empty() {
         return None;
     }
@@ -158,8 +158,7 @@ fn reasoning_text(text: &str, block: &Range<usize>, message: &Json) -> Option<Ra
 }
 
 fn has_tool_calls(message: &Json) -> bool {
-    message
-        .get("tool_calls")
+    json_value::field(message, "tool_calls")
         .and_then(Json::as_array)
         .is_some_and(|calls| !calls.is_empty())
 }

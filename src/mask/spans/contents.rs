@@ -7,15 +7,16 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use super::{char_floor, THINK_CLOSE};
+use crate::example::json_value;
 use crate::mask::text_search;
 
 fn content_text(message: &Json) -> Option<Cow<'_, str>> {
-    match message.get("content")? {
+    match json_value::field(message, "content")? {
         Json::String(s) => Some(Cow::Borrowed(s)),
         Json::Array(parts) => {
             let text: String = parts
                 .iter()
-                .filter_map(|p| p.get("text").and_then(Json::as_str))
+                .filter_map(|p| json_value::str_field(p, "text"))
                 .collect();
             Some(Cow::Owned(text))
         }
@@ -38,11 +39,10 @@ pub(super) fn content_forms(message: &Json) -> (Vec<Cow<'_, str>>, bool) {
         }
     };
     let mut forms = vec![text.clone(), part(str::trim)];
-    let has_reasoning_field = message
-        .get("reasoning_content")
+    let has_reasoning_field = json_value::field(message, "reasoning_content")
         .is_some_and(|r| !r.is_null());
     let mut may_vanish = false;
-    if message.get("role").and_then(Json::as_str) == Some("assistant")
+    if json_value::str_field(message, "role") == Some("assistant")
         && !has_reasoning_field
         && text.contains(THINK_CLOSE)
     {
