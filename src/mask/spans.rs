@@ -386,8 +386,7 @@ fn shape(message: &Json) -> Shape {
         Some(Json::String(_)) => 2,
         Some(_) => 3,
     };
-    let reasoning = json_value::field(message, "reasoning_content")
-        .is_some_and(|r| !r.is_null());
+    let reasoning = json_value::field(message, "reasoning_content").is_some_and(|r| !r.is_null());
     (role_of(message), calls, content, reasoning)
 }
 

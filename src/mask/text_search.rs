@@ -168,7 +168,11 @@ mod tests {
         for _ in 0..20_000 {
             let hay = text(&mut rng, 200);
             let needle = text(&mut rng, 4);
-            assert_eq!(find(&hay, &needle), hay.find(needle.as_str()), "{hay:?} / {needle:?}");
+            assert_eq!(
+                find(&hay, &needle),
+                hay.find(needle.as_str()),
+                "{hay:?} / {needle:?}"
+            );
             if !needle.is_empty() {
                 let standard: Vec<usize> = hay
                     .match_indices(needle.as_str())

@@ -10,7 +10,7 @@ use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_ops, python_order, python_range, python_semantics,
-    python_slice, python_str, python_tests_syntax, python_value, strftime_now,
+    python_slice, python_str, python_str_methods, python_tests_syntax, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -328,6 +328,9 @@ fn jinja2_method(
         if let Some(view) = python_semantics::DictView::of(value, method)? {
             return Ok(view);
         }
+    }
+    if let Some(result) = python_str_methods::call(value, method, args) {
+        return result;
     }
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),

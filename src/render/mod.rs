@@ -44,6 +44,7 @@ pub mod python_rewrite;
 pub mod python_semantics;
 mod python_slice;
 pub mod python_str;
+mod python_str_methods;
 mod python_strings;
 #[cfg(test)]
 mod python_tests;

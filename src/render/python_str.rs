@@ -104,7 +104,7 @@ pub fn lowered_sigma<'a>(s: &str, at: usize, lowered: &'a mut Option<String>) ->
 }
 
 /// Unicode's Cased: upper or lower case, or a title-case letter (changed by both mappings).
-fn is_cased(c: char) -> bool {
+pub(crate) fn is_cased(c: char) -> bool {
     c.is_lowercase()
         || c.is_uppercase()
         || (c.to_lowercase().ne(std::iter::once(c)) && c.to_uppercase().ne(std::iter::once(c)))

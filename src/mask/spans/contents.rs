@@ -39,8 +39,8 @@ pub(super) fn content_forms(message: &Json) -> (Vec<Cow<'_, str>>, bool) {
         }
     };
     let mut forms = vec![text.clone(), part(str::trim)];
-    let has_reasoning_field = json_value::field(message, "reasoning_content")
-        .is_some_and(|r| !r.is_null());
+    let has_reasoning_field =
+        json_value::field(message, "reasoning_content").is_some_and(|r| !r.is_null());
     let mut may_vanish = false;
     if json_value::str_field(message, "role") == Some("assistant")
         && !has_reasoning_field

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Goldens of Python's str methods as chat templates call them (`text.center(9, '*')`,
+`text.rsplit(None, 1)`, `text.index('b', 2)`, ...), and of `dict.copy()`: each method with
+typical, edge and wrong arguments on a set of strings, rendered by jinja2 exactly as transformers
+5 sets it up (`_cached_compile_jinja_template`). The string is the template variable `s`.
+
+Regenerate (from the repo root) with the transformers 5.x environment of the corpus goldens:
+
+    python3 -m venv /tmp/venv-corpus
+    /tmp/venv-corpus/bin/pip install -r scripts/requirements-corpus.txt
+    /tmp/venv-corpus/bin/python scripts/gen_str_method_goldens.py
+
+Writes __test__/fixtures/str_methods/cases.json (replayed by tests/str_method_goldens.rs): each
+case has the template `t`, the string `s`, and the rendered text `out` or the exception `err`
+(`type`, and `message` as `str()` of it).
+"""
+
+import json
+import os
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import jinja2  # noqa: E402
+import transformers  # noqa: E402
+from transformers.utils.chat_template_utils import _cached_compile_jinja_template  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "__test__" / "fixtures" / "str_methods" / "cases.json"
+
+STRINGS = [
+    "", "abc", "a b  c ", "  lead and trail  ", "é😀x", "Hello World", "hello world", "ǅungla",
+    "A1 b2", "Ab1C", "١٢٣", "½", "²3", "x\ty\tz", "a\nb\tc\r\td", "_id9", "9ab", "ĳ_x", "a-b",
+    "a=b=c", "ab ab ab", "\u2003x\u2003y\u2003", "ΣΑΣ Σα", "ABC",
+]
+
+CALLS = [
+    "center(0)", "center(9)", "center(10, '*')", "center(7, '-')", "center(3, 'ab')",
+    "center(True)", "center('x')", "ljust(6)", "ljust(8, '.')", "rjust(6)", "rjust(8, '.')",
+    "ljust(4, '')",
+    "index('b')", "index('b', 2)", "index('a', -3)", "index('', 1, 0)", "index(1)",
+    "rindex('b')", "rindex('b', 0, 5)", "rindex('x')",
+    "find('b', 2)", "find('b', -2)", "find('', 5)", "find('', 1, 0)", "find('a', None, 2)",
+    "find('b', 1.5)", "rfind('b', 0, 4)", "rfind('', 2)", "rfind('a', -1)",
+    "count('b', 1)", "count('', 1)", "count('', 99)", "count('a', 0, -1)", "count(' ', None, None)",
+    "partition('=')", "partition(' ')", "partition('')", "partition('zz')", "partition(1)",
+    "rpartition('=')", "rpartition(' ')", "rpartition('zz')",
+    "rsplit()", "rsplit(None, 1)", "rsplit(None, 0)", "rsplit(' ')", "rsplit(' ', 1)",
+    "rsplit('=', 0)", "rsplit('')", "rsplit('ab', 2)", "rsplit(None, -1)",
+    "removeprefix('a')", "removeprefix('ab')", "removeprefix('')", "removesuffix('c')",
+    "removesuffix(' ')", "removesuffix(3)",
+    "expandtabs()", "expandtabs(4)", "expandtabs(0)", "expandtabs(1)", "expandtabs(-2)",
+    "istitle()", "isdecimal()", "isidentifier()",
+]
+
+DICT_TEMPLATES = [
+    "{{ {'a': 1, 'b': [1, 2]}.copy() }}",
+    "{% set d = {'k': 'v'} %}{% set e = d.copy() %}{{ e['k'] }}{{ e is mapping }}",
+]
+
+
+def render(source, s):
+    template = _cached_compile_jinja_template(source)
+    try:
+        return {"out": template.render(messages=[], s=s, add_generation_prompt=False)}
+    except Exception as e:  # what apply_chat_template lets through
+        return {"err": {"type": type(e).__name__, "message": str(e)}}
+
+
+def main():
+    cases = []
+    for s in STRINGS:
+        for call in CALLS:
+            t = "{{ s.%s }}" % call
+            cases.append({"t": t, "s": s, **render(t, s)})
+    for t in DICT_TEMPLATES:
+        cases.append({"t": t, "s": "", **render(t, "")})
+    doc = {"transformers": transformers.__version__, "jinja2": jinja2.__version__, "cases": cases}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=0) + "\n")
+    errors = sum("err" in c for c in cases)
+    print(f"{len(cases)} cases ({errors} raise) written to {OUT.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
