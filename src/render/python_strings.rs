@@ -12,8 +12,8 @@
 //!
 //! [`pythonized`] rewrites each literal whose value would differ into one that minijinja reads
 //! as jinja2 does, so that the interpreter and the render plan, which both parse with
-//! minijinja, see Python's string. `\N{name}` escapes are left to minijinja (the Unicode name
-//! table is not carried).
+//! minijinja, see Python's string. A `\N{NAME}` escape is the named character, as Python's
+//! `unicodedata.lookup` finds it (the table is unicode_names2's).
 
 use minijinja::machinery::{tokenize, Token};
 use minijinja::syntax::SyntaxConfig;
@@ -75,7 +75,7 @@ fn literal(value: &str) -> String {
 
 /// The text of a literal (between its quotes) as jinja2 reads it: Python's
 /// `text.encode("ascii", "backslashreplace").decode("unicode-escape")`. `None` where Python
-/// raises, where the value holds a lone surrogate, or for `\N{...}`.
+/// raises or where the value holds a lone surrogate.
 pub fn python_unescape(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -120,7 +120,7 @@ pub fn python_unescape(text: &str) -> Option<String> {
                 }
                 out.push(char::from_u32(value)?);
             }
-            'N' => return None,
+            'N' => out.push(named_char(&mut chars)?),
             // The ASCII step wrote a non-ASCII character as an escape of its own: the backslash
             // before it escapes that escape's backslash.
             c if !c.is_ascii() => {
@@ -139,6 +139,37 @@ pub fn python_unescape(text: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// The character of a `\N{NAME}` escape, the name read after the `N`: Python's lookup, which
+/// takes a name or an alias in any case (`\N{bullet}`), the algorithmic names of CJK ideographs
+/// and Hangul syllables included, and nothing looser (no underscores for spaces). `None` for
+/// anything else, where Python raises.
+fn named_char(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<char> {
+    if chars.next()? != '{' {
+        return None;
+    }
+    let mut name = String::new();
+    loop {
+        match chars.next()? {
+            '}' => break,
+            c => name.push(c),
+        }
+    }
+    let upper = name.to_ascii_uppercase();
+    // unicode_names2 matches loosely (UAX44-LM2: case, spaces, underscores and medial hyphens
+    // ignored); Python only ignores case. A strict spelling is all capitals, digits, single
+    // spaces and hyphens, as every name and alias is spelled.
+    let strict = !upper.is_empty()
+        && upper
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ' || b == b'-')
+        && !upper.contains("  ")
+        && !upper.starts_with(' ')
+        && !upper.ends_with(' ');
+    let c = unicode_names2::character(&upper)?;
+    let canonical = unicode_names2::name(c).map(|n| n.to_string());
+    (strict || canonical.as_deref() == Some(upper.as_str())).then_some(c)
 }
 
 #[cfg(test)]
@@ -164,10 +195,26 @@ mod tests {
             ("\\😀", "\\U0001f600"),
             ("it\\'s \\\"q\\\"", "it's \"q\""),
             ("plain ünïcode", "plain ünïcode"),
+            // Names in any case, an alias, algorithmic names.
+            ("\\N{BULLET}\\N{bullet} x", "\u{2022}\u{2022} x"),
+            ("\\N{LATIN CAPITAL LETTER GHA}", "\u{1a2}"),
+            (
+                "\\N{CJK UNIFIED IDEOGRAPH-4E00}\\N{HANGUL SYLLABLE GAG}",
+                "\u{4e00}\u{ac01}",
+            ),
         ] {
             assert_eq!(python_unescape(text).as_deref(), Some(python), "{text:?}");
         }
-        for refused in ["\\x4", "\\", "\\N{BULLET}", "\\ud800", "\\U00110000"] {
+        for refused in [
+            "\\x4",
+            "\\",
+            "\\N{NO SUCH NAME}",
+            "\\N{latin_small_letter_a}",
+            "\\N{BULLET",
+            "\\NBULLET",
+            "\\ud800",
+            "\\U00110000",
+        ] {
             assert_eq!(python_unescape(refused), None, "{refused:?}");
         }
     }
