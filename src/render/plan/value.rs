@@ -375,6 +375,39 @@ pub fn contains<'a>(haystack: &V<'a>, needle: &V<'a>) -> Res<bool> {
     }
 }
 
+/// The positions `[start:stop:step]` picks from a sequence of `len` items, in order, by
+/// Python's slice rules (negative from the end, clamped). `step` is not zero.
+fn positions(
+    len: usize,
+    [start, stop]: [Option<i64>; 2],
+    step: i64,
+) -> impl Iterator<Item = usize> {
+    let len = len as i128;
+    let step = i128::from(step);
+    let clamp = |i: i64, lo: i128, hi: i128| {
+        let i = i128::from(i);
+        (if i < 0 { i + len } else { i }).clamp(lo, hi)
+    };
+    let (first, end) = if step > 0 {
+        (
+            start.map_or(0, |s| clamp(s, 0, len)),
+            stop.map_or(len, |s| clamp(s, 0, len)),
+        )
+    } else {
+        (
+            start.map_or(len - 1, |s| clamp(s, -1, len - 1)),
+            stop.map_or(-1, |s| clamp(s, -1, len - 1)),
+        )
+    };
+    let span = if step > 0 { end - first } else { first - end };
+    let count = if span <= 0 {
+        0
+    } else {
+        (span - 1) / step.abs() + 1
+    };
+    (0..count).map(move |k| (first + k * step) as usize)
+}
+
 /// Python's slice `[start:stop:step]` of a sequence or a string (by characters).
 /// `value[start:stop:step]`: Python's slice (`python`: as transformers renders, a list or a
 /// tuple of the items) or minijinja's (a lazy slice).
@@ -383,18 +416,48 @@ pub fn slice<'a>(value: &V<'a>, [start, stop, step]: [Option<i64>; 3], python: b
     if step == 0 || matches!(value, V::Range(_)) {
         return Err(Bail);
     }
-    let pick = |len: usize| -> Vec<usize> {
-        let len = len as i64;
-        let clamp = |i: i64, lo: i64, hi: i64| -> i64 {
-            let i = if i < 0 { i + len } else { i };
-            i.clamp(lo, hi)
-        };
+    let bounds = [start, stop];
+    if let Some(text) = value.as_str() {
+        let chars: Vec<char> = text.chars().collect();
+        let picked: String = positions(chars.len(), bounds, step)
+            .map(|i| chars[i])
+            .collect();
+        return Ok(V::Owned(Rc::from(picked)));
+    }
+    // minijinja slices a sequence lazily: the result is iterable, not a sequence (no length,
+    // no index), and slicing none or undefined gives an empty list. The items are read in place.
+    let picked: Vec<V<'a>> = match value {
+        // jinja2 raises for an undefined value and for `None` (the interpreter's).
+        V::None | V::Undef => return Err(Bail),
+        // Python cannot slice `dict_items` or a generator.
+        V::Iter(_) | V::Gen(_) if python => return Err(Bail),
+        V::Json(Json::Array(a)) => positions(a.len(), bounds, step)
+            .map(|i| V::lift(&a[i]))
+            .collect(),
+        V::Iter(l) | V::List(l) | V::Slice(l) | V::Tuple(l) => positions(l.len(), bounds, step)
+            .map(|i| l[i].clone())
+            .collect(),
+        _ => return Err(Bail),
+    };
+    let picked = Rc::new(picked);
+    Ok(match value {
+        V::Tuple(_) if python => V::Tuple(picked),
+        _ if python => V::List(picked),
+        _ => V::Slice(picked),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positions;
+
+    /// Python's `list(range(len))[start:stop:step]`, walked one index at a time.
+    fn walked(len: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Vec<usize> {
+        let clamp = |i: i64, lo: i64, hi: i64| (if i < 0 { i + len } else { i }).clamp(lo, hi);
         let mut out = Vec::new();
         if step > 0 {
-            let (mut i, end) = (
-                clamp(start.unwrap_or(0), 0, len),
-                clamp(stop.unwrap_or(len), 0, len),
-            );
+            let mut i = clamp(start.unwrap_or(0), 0, len);
+            let end = clamp(stop.unwrap_or(len), 0, len);
             while i < end {
                 out.push(i as usize);
                 i += step;
@@ -408,31 +471,45 @@ pub fn slice<'a>(value: &V<'a>, [start, stop, step]: [Option<i64>; 3], python: b
             }
         }
         out
-    };
-    if let Some(text) = value.as_str() {
-        let chars: Vec<char> = text.chars().collect();
-        let picked: String = pick(chars.len()).into_iter().map(|i| chars[i]).collect();
-        return Ok(V::Owned(Rc::from(picked)));
     }
-    // minijinja slices a sequence lazily: the result is iterable, not a sequence (no length,
-    // no index), and slicing none or undefined gives an empty list.
-    let items = match value {
-        // jinja2 raises for an undefined value and for `None` (the interpreter's).
-        V::None | V::Undef => return Err(Bail),
-        // Python cannot slice `dict_items` or a generator.
-        V::Iter(_) | V::Gen(_) if python => return Err(Bail),
-        V::Iter(items) => items.as_ref().clone(),
-        other => other.seq_items().ok_or(Bail)?,
-    };
-    let picked = Rc::new(
-        pick(items.len())
-            .into_iter()
-            .map(|i| items[i].clone())
-            .collect(),
-    );
-    Ok(match value {
-        V::Tuple(_) if python => V::Tuple(picked),
-        _ if python => V::List(picked),
-        _ => V::Slice(picked),
-    })
+
+    #[test]
+    fn slice_positions_follow_python() {
+        let bounds = [
+            None,
+            Some(-10),
+            Some(-3),
+            Some(-1),
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(5),
+            Some(10),
+        ];
+        for len in 0..7 {
+            for start in bounds {
+                for stop in bounds {
+                    for step in [-4, -3, -2, -1, 1, 2, 3, 5] {
+                        assert_eq!(
+                            positions(len as usize, [start, stop], step).collect::<Vec<_>>(),
+                            walked(len, start, stop, step),
+                            "len {len} [{start:?}:{stop:?}:{step}]"
+                        );
+                    }
+                }
+            }
+        }
+        // Steps and bounds at the ends of i64 neither overflow nor loop.
+        let far = [Some(i64::MIN), Some(i64::MAX)];
+        assert_eq!(
+            positions(3, [None, None], i64::MAX).collect::<Vec<_>>(),
+            [0]
+        );
+        assert_eq!(
+            positions(3, [None, None], i64::MIN).collect::<Vec<_>>(),
+            [2]
+        );
+        assert_eq!(positions(3, far, 1).count(), 3);
+        assert_eq!(positions(3, [far[1], far[0]], -1).count(), 3);
+    }
 }
