@@ -10,7 +10,8 @@ use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_ops, python_order, python_range, python_semantics,
-    python_slice, python_str, python_str_methods, python_tests_syntax, python_value, strftime_now,
+    python_slice, python_str, python_str_methods, python_tests_syntax, python_text_filters,
+    python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -96,6 +97,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("slice", python_iterables::slice_filter);
         env.add_filter("unique", python_iterables::unique_filter);
         env.add_filter("groupby", python_iterables::groupby_filter);
+        env.add_filter("forceescape", python_text_filters::forceescape_filter);
+        env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
+        env.add_filter("urlencode", python_text_filters::urlencode_filter);
+        env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);
         env.add_filter("reverse", python_iterables::reverse_filter);
         env.add_function("dict", python_iterables::dict_function);
         env.add_filter(
@@ -193,6 +198,14 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     };
     env.add_filter(python_semantics::STR_FILTER, string);
     env.add_filter("string", string);
+    env.add_filter("xmlattr", |v: Value, autospace: Option<bool>| {
+        refuse_hinted(&v)?;
+        python_text_filters::xmlattr_filter(v, autospace)
+    });
+    env.add_filter("filesizeformat", |v: Value, binary: Option<Value>| {
+        refuse_hinted(&v)?;
+        python_text_filters::filesizeformat_filter(v, binary)
+    });
     env.add_filter(
         "int",
         |v: Value, default: Option<Value>, base: Option<Value>, kwargs: Kwargs| {

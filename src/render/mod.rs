@@ -49,6 +49,7 @@ mod python_strings;
 #[cfg(test)]
 mod python_tests;
 mod python_tests_syntax;
+mod python_text_filters;
 pub mod python_undefined;
 pub mod python_value;
 #[cfg(test)]

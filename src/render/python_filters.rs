@@ -274,7 +274,7 @@ fn refuse_undefined(value: &Value) -> Result<(), Error> {
 
 /// Python's `float(value)`: of a number, a bool or a string Python can read; `None` for anything
 /// Python refuses.
-fn as_float(value: &Value) -> Option<f64> {
+pub(super) fn as_float(value: &Value) -> Option<f64> {
     match value.kind() {
         ValueKind::Bool => Some(f64::from(u8::from(value.is_true()))),
         ValueKind::Number => f64::try_from(value.clone()).ok(),

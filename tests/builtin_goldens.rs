@@ -1,7 +1,8 @@
-//! Python's str methods as chat templates call them, and `dict.copy()`
-//! (`scripts/gen_str_method_goldens.py`): every case renders through the interpreter to Python's
-//! text, or raises with Python's message, and the render plan writes the same text or hands the
-//! render to the interpreter.
+//! Builtins beyond what the fuzzer generates (`scripts/gen_builtin_goldens.py`): Python's str
+//! methods as chat templates call them, `dict.copy()`, and jinja2's `forceescape`, `xmlattr`,
+//! `urlencode` and `filesizeformat`. Every case renders through the interpreter to Python's text,
+//! or raises with Python's message, and the render plan writes the same text or hands the render
+//! to the interpreter.
 
 use std::path::Path;
 
@@ -9,10 +10,9 @@ use serde_json::{Map, Value};
 use sft_dataset::render::{ChatTemplate, RenderOptions};
 
 #[test]
-fn str_methods_render_as_python_jinja2() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/str_methods/cases.json");
-    let text = std::fs::read_to_string(&path).expect("the str method goldens");
+fn builtins_render_as_python_jinja2() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/builtins/cases.json");
+    let text = std::fs::read_to_string(&path).expect("the builtin goldens");
     let doc: Value = serde_json::from_str(&text).unwrap();
     let cases = doc["cases"].as_array().unwrap();
     assert!(cases.len() > 1_000, "only {} cases", cases.len());

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Goldens of Python's str methods as chat templates call them (`text.center(9, '*')`,
-`text.rsplit(None, 1)`, `text.index('b', 2)`, ...), and of `dict.copy()`: each method with
-typical, edge and wrong arguments on a set of strings, rendered by jinja2 exactly as transformers
-5 sets it up (`_cached_compile_jinja_template`). The string is the template variable `s`.
+"""Goldens of the builtins a template may call beyond what the fuzzer generates: Python's str
+methods (`text.center(9, '*')`, `text.rsplit(None, 1)`, `text.index('b', 2)`, ...) with typical,
+edge and wrong arguments on a set of strings (the template variable `s`), `dict.copy()`, and
+jinja2's `forceescape`, `xmlattr`, `urlencode` and `filesizeformat` filters on values of every
+kind, rendered by jinja2 exactly as transformers 5 sets it up (`_cached_compile_jinja_template`).
 
 Regenerate (from the repo root) with the transformers 5.x environment of the corpus goldens:
 
     python3 -m venv /tmp/venv-corpus
     /tmp/venv-corpus/bin/pip install -r scripts/requirements-corpus.txt
-    /tmp/venv-corpus/bin/python scripts/gen_str_method_goldens.py
+    /tmp/venv-corpus/bin/python scripts/gen_builtin_goldens.py
 
-Writes __test__/fixtures/str_methods/cases.json (replayed by tests/str_method_goldens.rs): each
+Writes __test__/fixtures/builtins/cases.json (replayed by tests/builtin_goldens.rs): each
 case has the template `t`, the string `s`, and the rendered text `out` or the exception `err`
 (`type`, and `message` as `str()` of it).
 """
@@ -28,7 +29,7 @@ import transformers  # noqa: E402
 from transformers.utils.chat_template_utils import _cached_compile_jinja_template  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "__test__" / "fixtures" / "str_methods" / "cases.json"
+OUT = REPO / "__test__" / "fixtures" / "builtins" / "cases.json"
 
 STRINGS = [
     "", "abc", "a b  c ", "  lead and trail  ", "é😀x", "Hello World", "hello world", "ǅungla",
@@ -55,10 +56,30 @@ CALLS = [
     "istitle()", "isdecimal()", "isidentifier()",
 ]
 
-DICT_TEMPLATES = [
+VALUES = [
+    "s", "none", "true", "0", "1", "-1", "999", "1000", "1023", "1024", "1536", "-0.5", "0.999",
+    "1.0", "12345678", "123456789012", "1e15", "1e24", "1e27", "1e300", "-1e300", "2 ** 70",
+    "'1e3'", "' 42 '", "'abc'", "[1, 2]", "{'a': 1}", "undefined_name",
+]
+
+OTHER_TEMPLATES = [
     "{{ {'a': 1, 'b': [1, 2]}.copy() }}",
     "{% set d = {'k': 'v'} %}{% set e = d.copy() %}{{ e['k'] }}{{ e is mapping }}",
+    "{{ {'class': 'x y', 'id': 3, 'skip': none, 'q': '<\"&>', 'p': \"'\", 'l': [1, 'a']}|xmlattr }}",
+    "{{ {'a': 1}|xmlattr(false) }}|{{ {}|xmlattr }}|{{ {'k': none}|xmlattr }}",
+    "{{ {'a b': 1}|xmlattr }}", "{{ {'a/': 1}|xmlattr }}", "{{ {'a=': 1}|xmlattr }}",
+    "{{ {'a>': 1}|xmlattr }}", "{{ {'a\tb': 1}|xmlattr }}", "{{ {1: 2}|xmlattr }}",
+    "{{ {'é': 'ü'}|xmlattr }}", "{{ [1]|xmlattr }}", "{{ none|xmlattr }}", "{{ nothing|xmlattr }}",
+    "{{ 'a b/c?d=é&x'|urlencode }}", "{{ {'a b': 'c/d', 'e': none, 'n': 1.5}|urlencode }}",
+    "{{ [('a', 1), ('b', 'c d')]|urlencode }}", "{{ [['k', 'v']]|urlencode }}", "{{ [1]|urlencode }}",
+    "{{ [(1, 2, 3)]|urlencode }}", "{{ [('a',)]|urlencode }}", "{{ 42|urlencode }}",
+    "{{ none|urlencode }}", "{{ nothing|urlencode }}", "{{ '~_.-'|urlencode }}", "{{ ''|urlencode }}",
+    "{{ 'ab'|urlencode }}", "{{ ['ab']|urlencode }}", "{{ '<a href=\"x\">&</a>'|forceescape }}",
+    "{{ 5|forceescape }}", "{{ [1, 'a']|forceescape }}", "{{ none|forceescape }}",
+    "{{ nothing|forceescape }}", "{{ {'k': \"'\"}|forceescape }}",
 ]
+for v in VALUES:
+    OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))
 
 
 def render(source, s):
@@ -75,8 +96,8 @@ def main():
         for call in CALLS:
             t = "{{ s.%s }}" % call
             cases.append({"t": t, "s": s, **render(t, s)})
-    for t in DICT_TEMPLATES:
-        cases.append({"t": t, "s": "", **render(t, "")})
+    for t in OTHER_TEMPLATES:
+        cases.append({"t": t, "s": "a b", **render(t, "a b")})
     doc = {"transformers": transformers.__version__, "jinja2": jinja2.__version__, "cases": cases}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=0) + "\n")
