@@ -77,6 +77,10 @@ OTHER_TEMPLATES = [
     "{{ 'ab'|urlencode }}", "{{ ['ab']|urlencode }}", "{{ '<a href=\"x\">&</a>'|forceescape }}",
     "{{ 5|forceescape }}", "{{ [1, 'a']|forceescape }}", "{{ none|forceescape }}",
     "{{ nothing|forceescape }}", "{{ {'k': \"'\"}|forceescape }}",
+    "{{ [{'r': 'a', 'n': 1}, {'r': 'b', 'n': 2}, {'r': 'a', 'n': 3}]|groupby('r')|list }}",
+    "{% for g in [{'r': 'a'}, {'r': 'b'}]|groupby('r') %}{{ g }}|{{ g.grouper }}|{{ g.list }}|{{ g[1] }};{% endfor %}",
+    "{{ [[1, 'x'], [2, 'y'], [1, 'z']]|groupby(0)|map(attribute='list')|list }}",
+    "{{ ([{'r': 'a'}]|groupby('r')|first)|tojson }}|{{ [([{'r': 'a'}]|groupby('r'))] }}",
 ]
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))

@@ -213,13 +213,23 @@ pub fn unique_filter(
 /// grouping otherwise.
 pub fn groupby_filter(
     value: Value,
-    attribute: Option<&str>,
+    attribute: Option<Value>,
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     if let Err(message) = python_items(&value)? {
         return Err(type_error(message));
     }
-    minijinja::filters::groupby(value, attribute, kwargs)
+    // jinja2 takes an integer attribute as an index (`groupby(0)`), as a path of digits is.
+    let attribute = match &attribute {
+        Some(a) if a.is_integer() => Some(a.to_string()),
+        Some(a) => Some(
+            a.as_str()
+                .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "value is not a string"))?
+                .to_string(),
+        ),
+        None => None,
+    };
+    minijinja::filters::groupby(value, attribute.as_deref(), kwargs)
 }
 
 /// jinja2's `reverse`: a string reversed; for a list, a tuple, a dict or a range, Python's

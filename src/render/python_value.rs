@@ -17,6 +17,14 @@ use crate::render::python_semantics::{as_dict_view, is_macro, python_type_name};
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
 
+/// Whether `value` is one group of minijinja's `groupby`: a sequence object that also answers
+/// `grouper` (no list does).
+fn is_group(value: &Value) -> bool {
+    value.kind() == ValueKind::Seq
+        && value.as_object().is_some()
+        && value.get_attr("grouper").is_ok_and(|g| !g.is_undefined())
+}
+
 /// `str(value)` as Python writes it.
 pub fn py_str(value: &Value) -> String {
     match value.kind() {
@@ -96,8 +104,12 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             );
         }
         ValueKind::Seq | ValueKind::Iterable if !is_generator(value) => {
-            // A `(key, value)` pair of `items` or `dictsort` is a tuple in Python.
-            let tuple = value.downcast_object_ref::<Tuple>().map(|t| t.len());
+            // A `(key, value)` pair of `items` or `dictsort`, and a group of `groupby` (jinja2's
+            // named tuple of `grouper` and `list`), are tuples in Python.
+            let tuple = value
+                .downcast_object_ref::<Tuple>()
+                .map(|t| t.len())
+                .or_else(|| is_group(value).then_some(2));
             out.push(if tuple.is_some() { '(' } else { '[' });
             if let Ok(items) = value.try_iter() {
                 for (i, item) in items.enumerate() {
