@@ -81,6 +81,16 @@ OTHER_TEMPLATES = [
     "{% for g in [{'r': 'a'}, {'r': 'b'}]|groupby('r') %}{{ g }}|{{ g.grouper }}|{{ g.list }}|{{ g[1] }};{% endfor %}",
     "{{ [[1, 'x'], [2, 'y'], [1, 'z']]|groupby(0)|map(attribute='list')|list }}",
     "{{ ([{'r': 'a'}]|groupby('r')|first)|tojson }}|{{ [([{'r': 'a'}]|groupby('r'))] }}",
+    "{% set ns = namespace(items=[]) %}{% set ns.items = ns.items + [1] %}{{ ns.items }}",
+    "{% set ns = namespace(keys='k', get=1, values=none) %}{{ ns.keys }}{{ ns.get }}{{ ns.values }}",
+    "{% set ns = namespace(a=1) %}{% set ns.b = [2] %}{{ ns }}|{{ [ns] }}",
+    "{% set ns = namespace(a=1) %}{{ ns|tojson }}",
+    "{% set ns = namespace(items=1) %}{{ ns['items'] }}{{ ns.a is defined }}",
+    "{% set ns = namespace(_hidden=1) %}{{ ns._hidden }}",
+    "{% set ns = namespace(a=1) %}{% set ns._b = 2 %}{{ ns.a }}",
+    "{% set ns = namespace({'_c': 1}) %}{{ 'x' }}",
+    "{% set ns = namespace(a_=1, b__c=2) %}{{ ns.a_ }}{{ ns.b__c }}",
+    "{{ dict.fromkeys(['a', 'b'], 0) }}|{{ dict.fromkeys('xy') }}|{{ dict(a=1, b=2) }}",
 ]
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))

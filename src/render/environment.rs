@@ -97,12 +97,17 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("slice", python_iterables::slice_filter);
         env.add_filter("unique", python_iterables::unique_filter);
         env.add_filter("groupby", python_iterables::groupby_filter);
+        env.add_filter(
+            python_semantics::PRIVATE_FIELD_FILTER,
+            python_semantics::private_field_filter,
+        );
+        env.add_function("namespace", python_semantics::namespace_function);
         env.add_filter("forceescape", python_text_filters::forceescape_filter);
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
         env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);
         env.add_filter("reverse", python_iterables::reverse_filter);
-        env.add_function("dict", python_iterables::dict_function);
+        env.add_global("dict", Value::from_object(python_iterables::TemplateDict));
         env.add_filter(
             python_tests_syntax::IS_FILTER,
             python_tests_syntax::is_filter,

@@ -3,8 +3,10 @@
 //! iterators, and each raises Python's error where Python cannot iterate, hash or pair what it
 //! is given (minijinja iterates `None` as nothing, hashes lists and gives lists).
 
-use minijinja::value::{Kwargs, Rest, Value, ValueKind};
-use minijinja::{Error, ErrorKind};
+use std::sync::Arc;
+
+use minijinja::value::{Kwargs, Object, ObjectRepr, Rest, Value, ValueKind, ValueOrKwargs};
+use minijinja::{Error, ErrorKind, State};
 
 use super::python_filters::pick;
 use super::python_generators::{generator_refusal, is_generator, Generator};
@@ -272,6 +274,73 @@ pub fn reverse_filter(value: Value) -> Result<Value, Error> {
 /// updated with the keyword arguments; Python's errors for more than one positional argument,
 /// for what does not iterate, for an element that is not a pair and for a key that does not
 /// hash, jinja2's for an undefined argument.
+/// transformers' `dict` global (its `TemplateDict`): called, Python's `dict(...)`
+/// ([`dict_function`]); `dict.fromkeys(keys, value=None)`, a dict of those keys in their order,
+/// each with `value`.
+#[derive(Debug)]
+pub struct TemplateDict;
+
+impl Object for TemplateDict {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+
+    fn call(self: &Arc<Self>, _state: &mut State, args: &[Value]) -> Result<Value, Error> {
+        dict_function(Rest(
+            args.iter().cloned().map(ValueOrKwargs::from).collect(),
+        ))
+    }
+
+    fn call_method(
+        self: &Arc<Self>,
+        _state: &mut State,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, Error> {
+        if method != "fromkeys" {
+            return Err(Error::new(
+                ErrorKind::UnknownMethod,
+                format!("'TemplateDict' object has no attribute '{method}'"),
+            ));
+        }
+        if args.iter().any(Value::is_kwargs) {
+            return Err(type_error(
+                "dict.fromkeys() takes no keyword arguments".into(),
+            ));
+        }
+        let (keys, value) = match args {
+            [keys] => (keys, Value::from(())),
+            [keys, value] => (keys, value.clone()),
+            _ if args.is_empty() => {
+                return Err(type_error(
+                    "fromkeys expected at least 1 argument, got 0".into(),
+                ))
+            }
+            _ => {
+                return Err(type_error(format!(
+                    "fromkeys expected at most 2 arguments, got {}",
+                    args.len()
+                )))
+            }
+        };
+        refuse_hinted(keys)?;
+        if keys.is_undefined() {
+            return Err(Error::from(ErrorKind::UndefinedError));
+        }
+        let keys = if keys.kind() == ValueKind::Map && !is_macro(keys) && !is_generator(keys) {
+            keys.try_iter()?.collect()
+        } else {
+            python_items(keys)?.map_err(type_error)?
+        };
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            hash_key(&key)?;
+            out.push((key, value.clone()));
+        }
+        Ok(Value::from_pairs(out))
+    }
+}
+
 pub fn dict_function(args: Rest<minijinja::value::ValueOrKwargs>) -> Result<Value, Error> {
     let mut positional = Vec::new();
     let mut keywords = None;

@@ -12,7 +12,7 @@ use minijinja::value::{Tuple, Value, ValueKind};
 use crate::render::json_dumps::python_float_repr;
 use crate::render::python_generators::is_generator;
 use crate::render::python_range::as_range;
-use crate::render::python_semantics::{as_dict_view, is_macro, python_type_name};
+use crate::render::python_semantics::{as_dict_view, is_macro, is_namespace, python_type_name};
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
@@ -23,6 +23,21 @@ fn is_group(value: &Value) -> bool {
     value.kind() == ValueKind::Seq
         && value.as_object().is_some()
         && value.get_attr("grouper").is_ok_and(|g| !g.is_undefined())
+}
+
+/// A namespace's fields as a plain map.
+fn fields_of(value: &Value) -> Value {
+    let pairs = value
+        .try_iter()
+        .map(|keys| {
+            keys.map(|k| {
+                let v = value.get_item(&k).unwrap_or_default();
+                (k, v)
+            })
+            .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    Value::from_pairs(pairs)
 }
 
 /// `str(value)` as Python writes it.
@@ -138,6 +153,12 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             }
             out.push('>');
         }
+        // jinja2's namespace prints its fields (in key order here: minijinja keeps them so).
+        ValueKind::Map if is_namespace(value) => {
+            out.push_str("<Namespace ");
+            write_repr(out, &fields_of(value), depth);
+            out.push('>');
+        }
         ValueKind::Map => {
             out.push('{');
             if let Ok(keys) = value.try_iter() {
@@ -162,6 +183,7 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
 pub fn template_object_name(value: &Value) -> Option<&'static str> {
     match value.kind() {
         ValueKind::Map if is_macro(value) => Some("Macro"),
+        ValueKind::Map if is_namespace(value) => Some("TemplateNamespace"),
         ValueKind::Seq if as_range(value).is_some() => Some("range"),
         ValueKind::Iterable if is_generator(value) => Some(python_type_name(value)),
         ValueKind::Iterable if as_dict_view(value).is_some() => Some(python_type_name(value)),

@@ -100,6 +100,9 @@ impl Compiler {
                 self.stmts(&c.false_body)?,
             ),
             ast::Stmt::Set(s) => match &s.target {
+                // transformers refuses a namespace field named with a leading `_`: the
+                // interpreter raises its error.
+                ast::Expr::GetAttr(attr) if attr.name.starts_with('_') => Stmt::Unsupported,
                 ast::Expr::GetAttr(attr) => match &attr.expr {
                     ast::Expr::Var(var) => {
                         let object = self.sym(var.id);
@@ -466,6 +469,13 @@ impl Compiler {
                             name: None,
                             value: self.expr(e)?,
                         },
+                        // A namespace field named with a leading `_`, which transformers
+                        // refuses: the interpreter raises its error.
+                        ast::CallArg::Kwarg(name, _)
+                            if var.id == "namespace" && name.starts_with('_') =>
+                        {
+                            return Ok(Expr::Unsupported)
+                        }
                         ast::CallArg::Kwarg(name, e) => Arg {
                             name: Some(self.sym(name)),
                             value: self.expr(e)?,

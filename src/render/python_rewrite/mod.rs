@@ -14,7 +14,7 @@ use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
     COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
-    STR_FILTER,
+    PRIVATE_FIELD_FILTER, STR_FILTER,
 };
 use super::python_undefined;
 
@@ -220,7 +220,23 @@ impl Walker<'_> {
                 }
                 self.stmts(&w.body);
             }
-            ast::Stmt::Set(s) => self.expr(&s.expr),
+            ast::Stmt::Set(s) => {
+                self.expr(&s.expr);
+                // transformers refuses `{% set ns._name = ... %}` on a namespace.
+                if let ast::Expr::GetAttr(a) = &s.target {
+                    if a.name.starts_with('_') {
+                        let (start, end) = (
+                            self.start(&a.expr) as usize,
+                            a.expr.span().end_offset as usize,
+                        );
+                        if let Some(target) = self.source.get(start..end) {
+                            let suffix =
+                                format!("|{PRIVATE_FIELD_FILTER}(({target}), '{}')", a.name);
+                            self.wrap(&s.expr, suffix);
+                        }
+                    }
+                }
+            }
             ast::Stmt::SetBlock(s) => {
                 self.set_block_scope(s);
                 self.stmts(&s.body);
