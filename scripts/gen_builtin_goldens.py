@@ -91,6 +91,10 @@ OTHER_TEMPLATES = [
     "{% set ns = namespace({'_c': 1}) %}{{ 'x' }}",
     "{% set ns = namespace(a_=1, b__c=2) %}{{ ns.a_ }}{{ ns.b__c }}",
     "{{ dict.fromkeys(['a', 'b'], 0) }}|{{ dict.fromkeys('xy') }}|{{ dict(a=1, b=2) }}",
+    "{{ {'a': 1}|attr('a') }}|{{ ({'a': 1}|attr('a')) is defined }}|{{ {'a': 1}|attr('items') is defined }}",
+    "{{ {'content': 'x'}|attr('content')|length }}",
+    "{% set ns = namespace(v=3) %}{{ ns|attr('v') }}",
+    "{% for m in [1, 2] %}{{ loop|attr('index') }}{% endfor %}",
 ]
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))

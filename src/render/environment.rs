@@ -102,6 +102,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             python_semantics::private_field_filter,
         );
         env.add_function("namespace", python_semantics::namespace_function);
+        env.add_filter("attr", python_semantics::attr_filter);
         env.add_filter("forceescape", python_text_filters::forceescape_filter);
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
@@ -232,7 +233,14 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
             python_filters::indent_filter(v, width, first, blank, kw)
         },
     );
-    env.add_filter("attr", undef::attr_filter);
+    env.add_filter("attr", |v: Value, name: &str| {
+        if python_semantics::is_dict_without_attr(&v, name) {
+            return Ok(undef::HintedUndefined::value(format!(
+                "'dict object' has no attribute '{name}'"
+            )));
+        }
+        undef::attr_filter(v, name)
+    });
     env.set_unknown_method_callback(|state, value, method, args| {
         refuse_hinted(value)?;
         jinja2_method(state, value, method, args).map_err(|e| {

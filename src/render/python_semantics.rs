@@ -100,6 +100,29 @@ pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
     value.get_attr(name)
 }
 
+/// jinja2's `attr` filter: Python's `getattr` alone, never an item. Of a dict that is one of its
+/// methods, or an undefined value for any other name (`{'a': 1}|attr('a')` is undefined); of a
+/// namespace or of the `loop` variable, its field; of anything else, minijinja's lookup.
+pub fn attr_filter(value: Value, name: &str) -> Result<Value, Error> {
+    if value.is_undefined() {
+        return Err(Error::from(ErrorKind::UndefinedError));
+    }
+    if is_dict(&value) {
+        return Ok(if DICT_METHODS.contains(&name) {
+            getattr_filter(value, name)?
+        } else {
+            Value::UNDEFINED
+        });
+    }
+    value.get_item(&Value::from(name))
+}
+
+/// Whether `attr_filter` finds nothing for `name` on `value` because `value` is a dict and
+/// `name` is none of its methods (for the diagnostic render's words).
+pub fn is_dict_without_attr(value: &Value, name: &str) -> bool {
+    is_dict(value) && !DICT_METHODS.contains(&name)
+}
+
 /// [`GETITEM_FILTER`]: `value['name']` as jinja2 looks it up: the item, or where a dict has no
 /// such key, the dict method of that name (jinja2 tries the attribute when the item fails).
 pub fn getitem_filter(value: Value, name: &str) -> Result<Value, Error> {
@@ -119,7 +142,18 @@ fn is_dict(value: &Value) -> bool {
         && value
             .as_object()
             .is_none_or(|o| o.repr() == ObjectRepr::Map)
-        && !is_namespace(value)
+        && !is_object_with_fields(value)
+}
+
+/// Whether a map-like `value` is an object whose names are fields rather than keys: a namespace,
+/// or the `loop` variable (minijinja lists their names itself).
+fn is_object_with_fields(value: &Value) -> bool {
+    value.as_object().is_some_and(|o| {
+        matches!(
+            o.enumerate(),
+            minijinja::value::Enumerator::Values(_) | minijinja::value::Enumerator::Str(_)
+        )
+    })
 }
 
 /// transformers' refusal of a namespace field whose name starts with `_` (its
