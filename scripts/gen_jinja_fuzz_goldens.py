@@ -46,6 +46,10 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "__test__" / "fixtures" / "jinja_fuzz" / "cases.json.gz"
 SEED = 53
 CASES = 24_000
+# Cases of the extended grammar (more str methods, jinja2's web filters, groupby, attr,
+# dict.fromkeys), drawn after the others from a generator of their own, so that adding them
+# left the first CASES as they were.
+EXTENDED_CASES = 6_000
 CONTEXTS = 240
 I64 = 2**63
 
@@ -169,8 +173,9 @@ class Gen:
     """A template of a few constructs. Expressions are mostly typed (a string where a string
     belongs), with an untyped value now and then, so that most cases render and some raise."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, extended=False):
         self.rng = rng
+        self.extended = extended
         self.scope = {}  # loop and set variables: name -> kind
         self.in_loop = 0
         self.macros = []
@@ -309,7 +314,47 @@ class Gen:
             forms = [lambda: self.atom("raw"), lambda: f"{e()} ~ {e()}", lambda: f"{e()} + {e()}",
                      lambda: f"{e()}[0]", lambda: f"({e()}).items()", lambda: f"({e()})|items",
                      lambda: f"{e()} is iterable", lambda: f"({e()})|length"]
+        if self.extended:
+            forms = forms + self.extended_forms(kind, e)
         return self.pick(forms)()
+
+    def extended_forms(self, kind, e):
+        """The extended grammar's forms of an expression of `kind`."""
+        if kind == "str":
+            return [
+                lambda: f"({e('str')})." + self.pick([
+                    "rsplit(None, 1)[0]", "rsplit(',', 1)|last", "partition(',')[2]",
+                    "rpartition(' ')[0]", "center(9, '*')", "ljust(6, '.')", "rjust(5)",
+                    "removeprefix('a')", "removesuffix('d')", "expandtabs(4)", "index('a')|string",
+                    "rfind('l', 0, 4)|string", "find('a', 1)|string", "partition('')[0]"]),
+                lambda: f"({e()})|" + self.pick(["forceescape", "urlencode"]),
+                lambda: f"({e('dict')})|" + self.pick(["xmlattr", "xmlattr(false)", "urlencode"]),
+                lambda: f"({e('num')})|filesizeformat" + self.pick(["", "(true)"]),
+                lambda: f"({e('dict')})|attr('" + self.pick(KEYS) + "')",
+                lambda: "'\\N{BULLET}' ~ " + e('str'),
+            ]
+        if kind == "num":
+            return [
+                lambda: f"({e('str')}).count('a', " + self.pick(["1", "-2", "0, 3", "none, 2"]) + ")",
+                lambda: f"({e('str')})." + self.pick(["index('a')", "rindex('a')", "find('b', -3)"]),
+            ]
+        if kind == "list":
+            return [
+                lambda: f"({e('list')})|groupby('role')|list",
+                lambda: f"({e('list')})|groupby(0)|map(attribute='list')|list",
+                lambda: f"({e('str')})." + self.pick(["partition(' ')", "rpartition('a')", "rsplit()",
+                                                       "rsplit(' ', 1)"]),
+            ]
+        if kind == "dict":
+            return [
+                lambda: f"dict.fromkeys({e('list')}" + self.pick([")", ", 0)", ", none)"]),
+                lambda: f"({e('dict')}).copy()",
+            ]
+        if kind == "bool":
+            return [
+                lambda: f"({e('str')})." + self.pick(["istitle()", "isdecimal()", "isidentifier()"]),
+            ]
+        return []
 
     # -- statements -----------------------------------------------------------------------
 
@@ -473,15 +518,11 @@ def render(template, ctx, add_generation_prompt):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def main():
-    signal.signal(signal.SIGALRM, too_slow)
-    rng = random.Random(SEED)
-    contexts = [context(rng) for _ in range(CONTEXTS)]
+def draw(rng, contexts, count, extended, seen, skipped):
+    """`count` cases of the grammar (`extended`: with its extended forms)."""
     cases = []
-    skipped = collections.Counter()
-    seen = set()
-    while len(cases) < CASES:
-        source = Gen(rng).template()
+    while len(cases) < count:
+        source = Gen(rng, extended).template()
         if source in seen or len(source) > 600:
             skipped["repeated or long"] += 1
             continue
@@ -498,6 +539,17 @@ def main():
             skipped["slow or long"] += 1
             continue
         cases.append({"t": source, "c": c, "g": g, **result})
+    return cases
+
+
+def main():
+    signal.signal(signal.SIGALRM, too_slow)
+    rng = random.Random(SEED)
+    contexts = [context(rng) for _ in range(CONTEXTS)]
+    skipped = collections.Counter()
+    seen = set()
+    cases = draw(rng, contexts, CASES, False, seen, skipped)
+    cases += draw(random.Random(SEED + 1), contexts, EXTENDED_CASES, True, seen, skipped)
     doc = {
         "transformers": transformers.__version__,
         "jinja2": jinja2.__version__,

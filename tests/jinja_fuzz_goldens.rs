@@ -71,18 +71,20 @@ const RESIDUAL: [(&str, usize); 6] = [
     // minijinja's words where an undefined value reaches an operation by a path the diagnostic
     // render does not follow (`selectattr` of an undefined item, `map(attribute=)`), `format`
     // of `str.format` fields, methods of numbers.
-    ("error message differs", 32),
+    ("error message differs", 44),
     // minijinja's parser: a test whose bare argument is followed by more (`x is t in [1, 2]`
     // inside a list).
-    ("does not compile", 2),
+    ("does not compile", 3),
     // Integer division beyond 53 bits, bound methods of equal dicts, a loop filter with an
-    // inline `if`.
-    ("text differs", 3),
+    // inline `if`; a printed object's address (Python's differs from run to run) that a string
+    // method then reads (`count('a')`, `replace`, `list`); `forceescape`'s Markup string, which
+    // a container prints as `Markup('...')` and which escapes what is added to it.
+    ("text differs", 10),
     // Integers beyond 128 bits (`(10 ** 30) ** 2`).
     ("we raise, Python renders", 9),
     // Chained comparisons whose middle operands call something, `not` read as a name after
     // `~`, a call block given more arguments than its macro takes.
-    ("we render, Python raises", 4),
+    ("we render, Python raises", 5),
     // None: the plan writes the interpreter's bytes or hands the render over.
     ("the plan differs from the interpreter", 0),
 ];
@@ -195,7 +197,7 @@ fn random_templates_render_as_python_jinja2() {
     revive(&mut all["contexts"]);
     let contexts = all["contexts"].as_array().unwrap();
     let cases = all["cases"].as_array().unwrap();
-    assert!(cases.len() >= 20_000, "only {} cases", cases.len());
+    assert!(cases.len() >= 30_000, "only {} cases", cases.len());
     let mut tally = Tally::default();
     for case in cases {
         check_case(case, contexts, &mut tally);

@@ -96,7 +96,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("batch", python_iterables::batch_filter);
         env.add_filter("slice", python_iterables::slice_filter);
         env.add_filter("unique", python_iterables::unique_filter);
-        env.add_filter("groupby", python_iterables::groupby_filter);
+        env.add_filter("groupby", python_order::groupby_filter);
         env.add_filter(
             python_semantics::PRIVATE_FIELD_FILTER,
             python_semantics::private_field_filter,
@@ -275,8 +275,13 @@ fn add_one_argument_tests(env: &mut Environment<'static>) {
         ("none", "test_none", |v| Ok(t::is_none(v))),
         ("true", "test_true", |v| Ok(t::is_true(v))),
         ("false", "test_false", |v| Ok(t::is_false(v))),
-        ("lower", "test_lower", |v| Ok(t::is_lower(v))),
-        ("upper", "test_upper", |v| Ok(t::is_upper(v))),
+        // jinja2's `str(value).islower()`: of any value, as Python prints it.
+        ("lower", "test_lower", |v| {
+            Ok(t::is_lower(&as_python_str(v)))
+        }),
+        ("upper", "test_upper", |v| {
+            Ok(t::is_upper(&as_python_str(v)))
+        }),
         ("escaped", "test_escaped", |v| Ok(t::is_safe(v))),
         ("defined", "test_defined", |v| Ok(t::is_defined(v))),
     ];
@@ -293,6 +298,21 @@ fn add_one_argument_tests(env: &mut Environment<'static>) {
             }
             test(value)
         });
+    }
+}
+
+/// Whether `value` is a Python list or tuple (a minijinja sequence, or the lazy sequence that
+/// `+` and `*` of lists give), whose `count` and `index` methods a template may call.
+fn is_python_list(value: &Value) -> bool {
+    matches!(python_semantics::python_type_name(value), "list" | "tuple")
+}
+
+/// `value`, or for anything but a string, Python's `str()` of it as a string.
+fn as_python_str(value: &Value) -> Value {
+    if value.kind() == ValueKind::String {
+        value.clone()
+    } else {
+        Value::from(python_value::py_str(value))
     }
 }
 
@@ -361,10 +381,10 @@ fn jinja2_method(
     match (value.as_str(), method, args) {
         (Some(s), "swapcase", []) => Ok(Value::from(python_filters::swapcase(s))),
         (Some(s), "title", []) => Ok(Value::from(python_str::title(s))),
-        (None, "count", [needle]) if value.kind() == ValueKind::Seq => Ok(Value::from(
+        (None, "count", [needle]) if is_python_list(value) => Ok(Value::from(
             value.try_iter()?.filter(|item| item == needle).count(),
         )),
-        (None, "index", [needle]) if value.kind() == ValueKind::Seq => {
+        (None, "index", [needle]) if is_python_list(value) => {
             // Python's `list.index`: the first equal item's position, or its `ValueError`.
             match value.try_iter()?.position(|item| &item == needle) {
                 Some(at) => Ok(Value::from(at)),

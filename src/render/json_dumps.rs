@@ -216,7 +216,7 @@ fn write_map(
             out.push_str(&o.item_separator);
         }
         newline_indent(out, o, depth + 1);
-        write_key(out, key, o);
+        write_key(out, key, o)?;
         out.push_str(&o.key_separator);
         write_value(out, item, o, depth + 1)?;
     }
@@ -226,8 +226,22 @@ fn write_map(
 }
 
 /// Python turns non-string keys into strings: `True` -> "true", `None` -> "null", numbers as
-/// their JSON spelling.
-fn write_key(out: &mut String, key: &Value, o: &DumpOptions) {
+/// their JSON spelling. Where Python's rules hold (`refused` is set), any other key (an
+/// undefined value, a tuple) is Python's `TypeError`.
+fn write_key(out: &mut String, key: &Value, o: &DumpOptions) -> Result<(), Error> {
+    let scalar = matches!(
+        key.kind(),
+        ValueKind::String | ValueKind::None | ValueKind::Bool | ValueKind::Number
+    );
+    if o.refused.is_some() && !scalar {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "keys must be str, int, float, bool or None, not {}",
+                crate::render::python_semantics::python_type_name(key)
+            ),
+        ));
+    }
     match key.kind() {
         ValueKind::String => write_string(out, key.as_str().unwrap_or_default(), o),
         ValueKind::None | ValueKind::Undefined => out.push_str("\"null\""),
@@ -243,6 +257,7 @@ fn write_key(out: &mut String, key: &Value, o: &DumpOptions) {
         }
         _ => write_string(out, &key.to_string(), o),
     }
+    Ok(())
 }
 
 fn write_number(out: &mut String, value: &Value) {

@@ -16,7 +16,7 @@ use super::python_undefined::{hint_of, is_undefined, item_filter, refuse_hinted}
 
 /// The items of `value` as Python's `for item in value` walks them (`Ok(Err(message))`: the
 /// `TypeError` that walk raises; an undefined value walks as nothing).
-fn python_items(value: &Value) -> Result<Result<Vec<Value>, String>, Error> {
+pub(super) fn python_items(value: &Value) -> Result<Result<Vec<Value>, String>, Error> {
     if let Err(message) = python_items_checked(value)? {
         return Ok(Err(message));
     }
@@ -145,7 +145,9 @@ pub fn slice_filter(value: Value, slices: Value, fill_with: Option<Value>) -> Re
 /// `True` are one key), or Python's `TypeError` for a list or a dict, which do not hash.
 fn hash_key(value: &Value) -> Result<Value, Error> {
     match python_type_name(value) {
-        kind @ ("list" | "dict") => Err(type_error(format!("unhashable type: '{kind}'"))),
+        kind @ ("list" | "dict" | "dict_items" | "dict_keys" | "dict_values") => {
+            Err(type_error(format!("unhashable type: '{kind}'")))
+        }
         "tuple" => {
             let items: Result<Vec<Value>, Error> =
                 value.try_iter()?.map(|v| hash_key(&v)).collect();
@@ -209,29 +211,6 @@ pub fn unique_filter(
         }
     }
     Ok(Generator::wrap(MADE_BY, kept))
-}
-
-/// jinja2's `groupby`: Python's `TypeError` where the value cannot be iterated, minijinja's
-/// grouping otherwise.
-pub fn groupby_filter(
-    value: Value,
-    attribute: Option<Value>,
-    kwargs: Kwargs,
-) -> Result<Value, Error> {
-    if let Err(message) = python_items(&value)? {
-        return Err(type_error(message));
-    }
-    // jinja2 takes an integer attribute as an index (`groupby(0)`), as a path of digits is.
-    let attribute = match &attribute {
-        Some(a) if a.is_integer() => Some(a.to_string()),
-        Some(a) => Some(
-            a.as_str()
-                .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "value is not a string"))?
-                .to_string(),
-        ),
-        None => None,
-    };
-    minijinja::filters::groupby(value, attribute.as_deref(), kwargs)
 }
 
 /// jinja2's `reverse`: a string reversed; for a list, a tuple, a dict or a range, Python's
@@ -323,9 +302,9 @@ impl Object for TemplateDict {
                 )))
             }
         };
-        refuse_hinted(keys)?;
-        if keys.is_undefined() {
-            return Err(Error::from(ErrorKind::UndefinedError));
+        // jinja2's undefined value iterates as empty.
+        if keys.is_undefined() || hint_of(keys).is_some() {
+            return Ok(Value::from_pairs(Vec::<(Value, Value)>::new()));
         }
         let keys = if keys.kind() == ValueKind::Map && !is_macro(keys) && !is_generator(keys) {
             keys.try_iter()?.collect()

@@ -2,8 +2,11 @@
 //! their aliases) over Python's ordering of values (`python_semantics::order`): Python's order
 //! where it can order, and its `TypeError` at the comparison CPython makes first where it cannot
 //! (`min` and `max` walk the items; `sort` replays CPython's `list.sort` on up to 63 items).
+//! jinja2's `groupby` too, which sorts the items by their key before grouping them.
 
-use minijinja::value::{Kwargs, Value, ValueKind};
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 use super::python_filters::pick;
@@ -287,6 +290,114 @@ fn merge_sort<T: Clone>(
     items.extend_from_slice(&left[i..]);
     items.extend_from_slice(&right[j..]);
     Ok(())
+}
+
+/// One group of `groupby`: jinja2's named tuple `(grouper, list)`, read by position or by name.
+#[derive(Debug)]
+pub struct Group {
+    grouper: Value,
+    list: Value,
+}
+
+impl Object for Group {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        match (key.as_i64(), key.as_str()) {
+            (Some(0 | -2), _) | (None, Some("grouper")) => Some(self.grouper.clone()),
+            (Some(1 | -1), _) | (None, Some("list")) => Some(self.list.clone()),
+            _ => None,
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Seq(2)
+    }
+}
+
+/// jinja2's `groupby(attribute, default=None, case_sensitive=False)`: the items sorted by the
+/// attribute (CPython's sort, strings without case unless `case_sensitive`; an item without
+/// it takes `default`, or its undefined key raises once compared), then each run of equal keys
+/// as a group, named by the first item's own attribute. The items are read once, so a
+/// generator groups as a list does.
+pub fn groupby_filter(
+    value: Value,
+    attribute: Option<Value>,
+    default: Option<Value>,
+    case_sensitive: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let attribute = pick(attribute, &kwargs, "attribute")?;
+    let default = pick(default, &kwargs, "default")?;
+    let case_sensitive =
+        pick(case_sensitive, &kwargs, "case_sensitive")?.is_some_and(|v| v.is_true());
+    kwargs.assert_all_used()?;
+    let path = match &attribute {
+        Some(a) if a.is_integer() => a.to_string(),
+        Some(a) if a.kind() == ValueKind::String => a.as_str().unwrap_or_default().to_string(),
+        Some(_) => return Err(type_error("attribute name must be a string".into())),
+        None => {
+            return Err(type_error(
+                "sync_do_groupby() missing 1 required positional argument: 'attribute'".into(),
+            ))
+        }
+    };
+    let items = super::python_iterables::python_items(&value)?.map_err(type_error)?;
+    // What an item lacks is undefined: `default` where given; in a group's name, an undefined
+    // value that prints as Python's `Undefined`.
+    let lookup = |item: &Value| -> Result<Value, Error> {
+        let found = attribute_of(item, &path)?;
+        let missing = found.is_undefined() || super::python_undefined::hint_of(&found).is_some();
+        Ok(match &default {
+            Some(d) if missing => d.clone(),
+            _ => found,
+        })
+    };
+    let plain = |v: Value| {
+        if super::python_undefined::hint_of(&v).is_some() {
+            Value::UNDEFINED
+        } else {
+            v
+        }
+    };
+    let mut keyed: Vec<(Value, Value)> = Vec::with_capacity(items.len());
+    for item in items {
+        let key = lookup(&item)?;
+        let key = match key.as_str() {
+            Some(s) if !case_sensitive && key.kind() == ValueKind::String => {
+                Value::from(s.to_lowercase())
+            }
+            _ => key,
+        };
+        keyed.push((key, item));
+    }
+    let less = |a: &(Value, Value), b: &(Value, Value)| order(&a.0, "<", &b.0);
+    python_list_sort(&mut keyed, &less)?;
+    let mut groups: Vec<Value> = Vec::new();
+    let mut at = 0;
+    while at < keyed.len() {
+        let mut end = at + 1;
+        while end < keyed.len() && keyed[end].0 == keyed[at].0 {
+            end += 1;
+        }
+        let members: Vec<Value> = keyed[at..end]
+            .iter()
+            .map(|(_, item)| item.clone())
+            .collect();
+        let grouper = plain(if case_sensitive {
+            keyed[at].0.clone()
+        } else {
+            lookup(&members[0])?
+        });
+        groups.push(Value::from_object(Group {
+            grouper,
+            list: Value::from(members),
+        }));
+        at = end;
+    }
+    Ok(Value::from(groups))
 }
 
 /// jinja2's ordering tests (`x is lt y`, `x is le y`, ...): Python's operator.

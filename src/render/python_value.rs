@@ -17,12 +17,11 @@ use crate::render::python_semantics::{as_dict_view, is_macro, is_namespace, pyth
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
 
-/// Whether `value` is one group of minijinja's `groupby`: a sequence object that also answers
-/// `grouper` (no list does).
+/// Whether `value` is one group of `groupby` (see `python_order`).
 fn is_group(value: &Value) -> bool {
-    value.kind() == ValueKind::Seq
-        && value.as_object().is_some()
-        && value.get_attr("grouper").is_ok_and(|g| !g.is_undefined())
+    value
+        .downcast_object_ref::<crate::render::python_order::Group>()
+        .is_some()
 }
 
 /// A namespace's fields as a plain map.
