@@ -75,20 +75,12 @@ pub fn float_filter(value: Value, default: Option<Value>, kwargs: Kwargs) -> Res
 
 /// jinja2's `center(width=80)`: Python's `str.center` of `str(value)`.
 pub fn center_filter(value: Value, width: Option<Value>) -> Result<Value, Error> {
-    let text = py_str(&value);
     let width = int_arg(width, 80, "center")?;
-    let len = text.chars().count() as i64;
-    let margin = width - len;
-    if margin <= 0 {
-        return Ok(Value::from(text));
-    }
-    // CPython's split of an odd margin: the extra space goes left when the width is odd.
-    let left = margin / 2 + (margin & width & 1);
-    let right = margin - left;
-    Ok(Value::from(format!(
-        "{}{text}{}",
-        " ".repeat(left as usize),
-        " ".repeat(right as usize)
+    Ok(Value::from(super::python_str_methods::padded(
+        &py_str(&value),
+        width,
+        ' ',
+        "center",
     )))
 }
 

@@ -41,12 +41,17 @@ fn key_of(item: &Value, path: Option<&str>, case_sensitive: bool) -> Result<Valu
         Some(path) => attribute_of(item, path)?,
         None => item.clone(),
     };
-    Ok(match key.as_str() {
+    Ok(folded(key, case_sensitive))
+}
+
+/// A string key lower-cased unless the comparison is case sensitive; any other key as it is.
+fn folded(key: Value, case_sensitive: bool) -> Value {
+    match key.as_str() {
         Some(s) if !case_sensitive && key.kind() == ValueKind::String => {
             Value::from(s.to_lowercase())
         }
         _ => key,
-    })
+    }
 }
 
 /// jinja2's `make_attrgetter`: `item.a.b.0` looked up part by part with `environment.getitem`,
@@ -364,14 +369,7 @@ pub fn groupby_filter(
     };
     let mut keyed: Vec<(Value, Value)> = Vec::with_capacity(items.len());
     for item in items {
-        let key = lookup(&item)?;
-        let key = match key.as_str() {
-            Some(s) if !case_sensitive && key.kind() == ValueKind::String => {
-                Value::from(s.to_lowercase())
-            }
-            _ => key,
-        };
-        keyed.push((key, item));
+        keyed.push((folded(lookup(&item)?, case_sensitive), item));
     }
     let less = |a: &(Value, Value), b: &(Value, Value)| order(&a.0, "<", &b.0);
     python_list_sort(&mut keyed, &less)?;

@@ -11,6 +11,7 @@ use minijinja::value::{Tuple, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 use unicode_categories::UnicodeCategories;
 
+use super::python_semantics::{python_type_name, type_error};
 use super::python_str::{is_cased, is_python_space, python_rstrip};
 
 /// `value.method(*args)` where it is one of this module's methods, `None` otherwise (the caller
@@ -62,32 +63,17 @@ pub fn call(value: &Value, method: &str, args: &[Value]) -> Option<Result<Value,
     })
 }
 
-fn type_error(msg: String) -> Error {
-    Error::new(ErrorKind::InvalidOperation, msg)
-}
-
 fn value_error(msg: &str) -> Error {
-    Error::new(ErrorKind::InvalidOperation, msg.to_string())
-}
-
-/// Python's name of a value's type, for its argument errors.
-fn type_name(v: &Value) -> &'static str {
-    match v.kind() {
-        ValueKind::None => "NoneType",
-        ValueKind::Bool => "bool",
-        ValueKind::Number if v.is_integer() => "int",
-        ValueKind::Number => "float",
-        ValueKind::String => "str",
-        ValueKind::Seq => "list",
-        ValueKind::Map => "dict",
-        _ => "object",
-    }
+    type_error(msg.to_string())
 }
 
 fn str_arg(v: &Value) -> Result<&str, Error> {
     match v.as_str() {
         Some(s) if v.kind() == ValueKind::String => Ok(s),
-        _ => Err(type_error(format!("must be str, not {}", type_name(v)))),
+        _ => Err(type_error(format!(
+            "must be str, not {}",
+            python_type_name(v)
+        ))),
     }
 }
 
@@ -96,7 +82,7 @@ fn named_str_arg<'v>(method: &str, v: &'v Value) -> Result<&'v str, Error> {
     str_arg(v).map_err(|_| {
         type_error(format!(
             "{method}() argument must be str, not {}",
-            type_name(v)
+            python_type_name(v)
         ))
     })
 }
@@ -113,7 +99,7 @@ fn int_arg(v: &Value) -> Result<i64, Error> {
         }),
         _ => Err(type_error(format!(
             "'{}' object cannot be interpreted as an integer",
-            type_name(v)
+            python_type_name(v)
         ))),
     }
 }
@@ -131,7 +117,7 @@ fn justify(s: &str, method: &str, width: &Value, fill: Option<&Value>) -> Result
                 .ok_or_else(|| {
                     type_error(format!(
                         "{method}() argument 2 must be str, not {}",
-                        type_name(f)
+                        python_type_name(f)
                     ))
                 })?;
             let mut chars = text.chars();
@@ -145,12 +131,17 @@ fn justify(s: &str, method: &str, width: &Value, fill: Option<&Value>) -> Result
             }
         }
     };
-    let len = s.chars().count() as i64;
-    let margin = width - len;
+    Ok(Value::from(padded(s, width, fill, method)))
+}
+
+/// `s` padded with `fill` to `width` characters as `str.center` (`how` anything else),
+/// `str.ljust` or `str.rjust` pads it; whole where it is that long already.
+pub(super) fn padded(s: &str, width: i64, fill: char, how: &str) -> String {
+    let margin = width - s.chars().count() as i64;
     if margin <= 0 {
-        return Ok(Value::from(s));
+        return s.to_string();
     }
-    let (left, right) = match method {
+    let (left, right) = match how {
         "ljust" => (0, margin),
         "rjust" => (margin, 0),
         // CPython's split of an odd margin: the extra character goes left when the width is odd.
@@ -160,7 +151,7 @@ fn justify(s: &str, method: &str, width: &Value, fill: Option<&Value>) -> Result
         }
     };
     let pad = |n: i64| fill.to_string().repeat(n as usize);
-    Ok(Value::from(format!("{}{s}{}", pad(left), pad(right))))
+    format!("{}{s}{}", pad(left), pad(right))
 }
 
 /// Python's `start`/`end` of a search, in characters: `(start, end)` after its slice rules.

@@ -6,12 +6,8 @@ use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 use super::python_filters::as_float;
-use super::python_semantics::python_type_name;
+use super::python_semantics::{python_type_name, type_error};
 use super::python_value::{py_float, py_repr, py_str};
-
-fn error(msg: String) -> Error {
-    Error::new(ErrorKind::InvalidOperation, msg)
-}
 
 /// markupsafe's `escape` of a text: `& < > " '` as entities.
 fn escape_into(out: &mut String, text: &str) {
@@ -41,7 +37,7 @@ pub fn xmlattr_filter(value: Value, autospace: Option<bool>) -> Result<Value, Er
         return Err(Error::from(ErrorKind::UndefinedError));
     }
     if value.kind() != ValueKind::Map {
-        return Err(error(format!(
+        return Err(type_error(format!(
             "'{}' object has no attribute 'items'",
             python_type_name(&value)
         )));
@@ -53,7 +49,7 @@ pub fn xmlattr_filter(value: Value, autospace: Option<bool>) -> Result<Value, Er
             continue;
         }
         let Some(name) = key.as_str().filter(|_| key.kind() == ValueKind::String) else {
-            return Err(error(format!(
+            return Err(type_error(format!(
                 "expected string or bytes-like object, got '{}'",
                 python_type_name(&key)
             )));
@@ -65,7 +61,7 @@ pub fn xmlattr_filter(value: Value, autospace: Option<bool>) -> Result<Value, Er
                 b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c' | b'/' | b'>' | b'='
             )
         }) {
-            return Err(error(format!(
+            return Err(type_error(format!(
                 "Invalid character in attribute name: {}",
                 py_repr(&key)
             )));
@@ -122,7 +118,7 @@ pub fn urlencode_filter(value: Value) -> Result<Value, Error> {
             item.kind(),
             ValueKind::Seq | ValueKind::Iterable | ValueKind::String
         ) {
-            return Err(error(format!(
+            return Err(type_error(format!(
                 "cannot unpack non-iterable {} object",
                 python_type_name(&item)
             )));
@@ -130,8 +126,10 @@ pub fn urlencode_filter(value: Value) -> Result<Value, Error> {
         let parts: Vec<Value> = item.try_iter()?.collect();
         match parts.as_slice() {
             [k, v] => Ok((k.clone(), v.clone())),
-            [_, _, ..] => Err(error("too many values to unpack (expected 2)".to_string())),
-            _ => Err(error(format!(
+            [_, _, ..] => Err(type_error(
+                "too many values to unpack (expected 2)".to_string(),
+            )),
+            _ => Err(type_error(format!(
                 "not enough values to unpack (expected 2, got {})",
                 parts.len()
             ))),
@@ -156,11 +154,11 @@ pub fn filesizeformat_filter(value: Value, binary: Option<Value>) -> Result<Valu
         return Err(Error::from(ErrorKind::UndefinedError));
     }
     let bytes = as_float(&value).ok_or_else(|| match value.kind() {
-        ValueKind::String => error(format!(
+        ValueKind::String => type_error(format!(
             "could not convert string to float: {}",
             py_repr(&value)
         )),
-        _ => error(format!(
+        _ => type_error(format!(
             "float() argument must be a string or a real number, not '{}'",
             python_type_name(&value)
         )),
@@ -176,7 +174,7 @@ pub fn filesizeformat_filter(value: Value, binary: Option<Value>) -> Result<Valu
         // Python's `int()` of the float: toward zero, exact, and refused for infinity.
         let whole = bytes.trunc();
         if whole.is_infinite() {
-            return Err(error(
+            return Err(type_error(
                 "cannot convert float infinity to integer".to_string(),
             ));
         }
