@@ -348,7 +348,7 @@ impl<'a> Within<'a> {
     fn contains(&mut self, needle: &str) -> bool {
         let hay = self.text.as_bytes();
         let needle = needle.as_bytes();
-        if let Some(at) = find_from(hay, self.from, needle) {
+        if let Some(at) = text_search::find_from(hay, self.from, needle) {
             self.from = at + needle.len();
             return true;
         }
@@ -356,26 +356,6 @@ impl<'a> Within<'a> {
         let end = (self.from + needle.len()).min(hay.len());
         text_search::find_bytes(&hay[..end], needle).is_some()
     }
-}
-
-/// How far past the cursor the next content is first looked for by its first byte alone: a
-/// template writes a message's header (a few dozen bytes) between two contents.
-const NEAR: usize = 256;
-
-/// The first occurrence of a non-empty `needle` in `hay` at or after `from`. Candidates within
-/// `NEAR` bytes are tried by their first byte (no searcher to build, which costs more than the
-/// search when the match is a header away); past that, a full substring search.
-fn find_from(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    let rest = hay.get(from..)?;
-    let near = &rest[..rest.len().min(NEAR)];
-    let &first = needle.first()?;
-    for at in memchr::memchr_iter(first, near) {
-        if rest[at..].starts_with(needle) {
-            return Some(from + at);
-        }
-    }
-    let skip = near.len();
-    text_search::find_bytes(&rest[skip..], needle).map(|at| from + skip + at)
 }
 
 /// Class 2 alone: an example's tools that the template never gets.
@@ -590,37 +570,6 @@ impl LossSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn find_from_is_the_first_match_at_or_after_the_cursor() {
-        // Every needle of a few generated texts, from every cursor: the same answer as a plain
-        // scan, near the cursor, past `NEAR`, and straddling it.
-        let mut state = 7u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for len in [0usize, 1, 5, NEAR - 3, NEAR + 40, 3 * NEAR] {
-            let hay: Vec<u8> = (0..len).map(|_| b"ab<"[(next() % 3) as usize]).collect();
-            for _ in 0..60 {
-                let n = 1 + (next() % 6) as usize;
-                let needle: Vec<u8> = (0..n).map(|_| b"ab<"[(next() % 3) as usize]).collect();
-                for from in (0..=len).step_by(1 + len / 40) {
-                    let plain = (from..len.saturating_sub(n - 1).max(from))
-                        .find(|&at| hay[at..].starts_with(&needle));
-                    assert_eq!(
-                        find_from(&hay, from, &needle),
-                        plain,
-                        "{len} {from} {needle:?}"
-                    );
-                }
-            }
-        }
-        assert_eq!(find_from(b"abc", 4, b"a"), None);
-        assert_eq!(find_from(b"abc", 1, b""), None);
-    }
 
     #[test]
     fn within_finds_contents_in_any_order() {

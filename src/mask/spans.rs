@@ -574,7 +574,8 @@ fn locate_with(
         let start = token_floor(encoded, full.len(), rendered).max(cursor);
         let (forms, may_vanish) = content_forms(message);
         let limit = match turn_end {
-            Some(t) => text_search::find(&full[start..], &t.text).map_or(full.len(), |p| start + p),
+            Some(t) => first_turn_end(full, &turn_ends, &t.text, start, full.len())
+                .map_or(full.len(), |r| r.start),
             // Without an end-of-turn token the turn ends where `messages[..=i]` rendered alone
             // ends, when that render is a prefix of the full text: a content the template does
             // not print is not taken from a later message that says the same.
@@ -616,10 +617,8 @@ fn locate_with(
         let bound = found
             .get(i + 1)
             .map_or(full.len(), |next| next.start.max(content_end));
-        let turn_end = turn_end.and_then(|t| {
-            text_search::find(&full[content_end..bound], &t.text)
-                .map(|p| content_end + p..content_end + p + t.text.len())
-        });
+        let turn_end =
+            turn_end.and_then(|t| first_turn_end(full, &turn_ends, &t.text, content_end, bound));
         let role = role_of(message);
         let assistant = role == "assistant";
         let body = if !assistant {
@@ -651,6 +650,30 @@ fn locate_with(
         });
     }
     Ok(layouts)
+}
+
+/// The first end-of-turn token of `full[from..bound]`, read from `ends` (where each occurrence
+/// of `turn_end` in `full` ends, not overlapping) when no two occurrences can overlap (no
+/// prefix of the token is also its suffix, as with every special token's `<|...|>` spelling):
+/// then that list holds every occurrence. Searched otherwise.
+fn first_turn_end(
+    full: &str,
+    ends: &[usize],
+    turn_end: &str,
+    from: usize,
+    bound: usize,
+) -> Option<Range<usize>> {
+    let len = turn_end.len();
+    let t = turn_end.as_bytes();
+    let overlaps = (1..len).any(|b| t[..b] == t[len - b..]);
+    if overlaps || len == 0 {
+        return text_search::find(&full[from..bound], turn_end)
+            .map(|p| from + p..from + p + len);
+    }
+    let k = ends.partition_point(|&e| e < from + len);
+    ends.get(k)
+        .filter(|&&e| e <= bound)
+        .map(|&e| e - len..e)
 }
 
 /// Where message `i`'s turn starts in the full text, the end of the turn before it, and where a
@@ -689,9 +712,16 @@ fn align_on_turn_ends(
     Some((in_full, aligned))
 }
 
+fn think_close_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    FINDER.get_or_init(|| memchr::memmem::Finder::new(THINK_CLOSE))
+}
+
 fn reasoning_range(full: &str, body: &Range<usize>, content_end: usize) -> Option<Range<usize>> {
     let searched = &full[body.start..content_end.max(body.start)];
-    let close = searched.rfind(THINK_CLOSE)?;
+    // `</think>` cannot overlap itself: its last match is the last of the forward search, which
+    // reads the text far faster than a backward one when it holds none (most renders).
+    let close = think_close_finder().find_iter(searched.as_bytes()).last()?;
     let start = searched[..close]
         .find(THINK_OPEN)
         .map_or(body.start, |p| body.start + p);

@@ -86,7 +86,7 @@ pub(super) fn locate(
                 .saturating_add(f.len())
                 .min(rest.len());
             let window = &rest[..char_floor(rest, end)];
-            text_search::find(window, f).map(|p| (p, f.len()))
+            text_search::find_from(window.as_bytes(), 0, f.as_bytes()).map(|p| (p, f.len()))
         })
         .filter(|&(p, _)| from + p < limit)
         .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))

@@ -125,7 +125,6 @@ fn with_work<R>(f: impl FnOnce(&mut Work) -> R) -> R {
 struct Work {
     pieces: Vec<(usize, usize)>,
     tmp: Vec<(usize, usize)>,
-    spans: Vec<(usize, usize)>,
     bpe: Scratch,
 }
 
@@ -525,11 +524,13 @@ impl FastBpe {
                     match offsets.as_deref_mut() {
                         None => self.model.encode_word(word, &mut work.bpe, ids, None),
                         Some(o) => {
-                            work.spans.clear();
-                            self.model
-                                .encode_word(word, &mut work.bpe, ids, Some(&mut work.spans));
+                            // The word's spans are appended relative to it, then moved in place.
+                            let first = o.len();
+                            self.model.encode_word(word, &mut work.bpe, ids, Some(o));
                             let at = start + p_start;
-                            o.extend(work.spans.iter().map(|&(s, e)| to_input(at + s, at + e)));
+                            for span in &mut o[first..] {
+                                *span = to_input(at + span.0, at + span.1);
+                            }
                         }
                     }
                 }
@@ -576,14 +577,11 @@ impl FastBpe {
                     let word = &piece[p_start..p_end];
                     match (offsets.as_deref_mut(), &piece_align) {
                         (Some(o), Some(a)) => {
-                            work.spans.clear();
-                            self.model
-                                .encode_word(word, &mut work.bpe, ids, Some(&mut work.spans));
-                            o.extend(
-                                work.spans
-                                    .iter()
-                                    .map(|&(s, e)| to_input(a, p_start + s, p_start + e)),
-                            );
+                            let first = o.len();
+                            self.model.encode_word(word, &mut work.bpe, ids, Some(o));
+                            for span in &mut o[first..] {
+                                *span = to_input(a, p_start + span.0, p_start + span.1);
+                            }
                         }
                         _ => self.model.encode_word(word, &mut work.bpe, ids, None),
                     }
