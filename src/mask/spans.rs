@@ -667,13 +667,10 @@ fn first_turn_end(
     let t = turn_end.as_bytes();
     let overlaps = (1..len).any(|b| t[..b] == t[len - b..]);
     if overlaps || len == 0 {
-        return text_search::find(&full[from..bound], turn_end)
-            .map(|p| from + p..from + p + len);
+        return text_search::find(&full[from..bound], turn_end).map(|p| from + p..from + p + len);
     }
     let k = ends.partition_point(|&e| e < from + len);
-    ends.get(k)
-        .filter(|&&e| e <= bound)
-        .map(|&e| e - len..e)
+    ends.get(k).filter(|&&e| e <= bound).map(|&e| e - len..e)
 }
 
 /// Where message `i`'s turn starts in the full text, the end of the turn before it, and where a
@@ -713,7 +710,8 @@ fn align_on_turn_ends(
 }
 
 fn think_close_finder() -> &'static memchr::memmem::Finder<'static> {
-    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
     FINDER.get_or_init(|| memchr::memmem::Finder::new(THINK_CLOSE))
 }
 
