@@ -304,7 +304,57 @@ fn add_one_argument_tests(env: &mut Environment<'static>) {
 /// Whether `value` is a Python list or tuple (a minijinja sequence, or the lazy sequence that
 /// `+` and `*` of lists give), whose `count` and `index` methods a template may call.
 fn is_python_list(value: &Value) -> bool {
-    matches!(python_semantics::python_type_name(value), "list" | "tuple")
+    matches!(
+        python_semantics::python_type_name(value),
+        "list" | "tuple" | python_semantics::GROUP_TUPLE
+    )
+}
+
+/// `list` or `tuple`: the type whose methods a list-like value has (a group of `groupby` is a
+/// tuple).
+fn sequence_type(value: &Value) -> &'static str {
+    match python_semantics::python_type_name(value) {
+        "list" => "list",
+        _ => "tuple",
+    }
+}
+
+/// Python's `list.index(needle[, start[, stop]])`: the first equal item's position within the
+/// bounds (read as a slice's), or its `ValueError`.
+fn list_index(value: &Value, needle: &Value, range: &[Value]) -> Result<Value, Error> {
+    let items: Vec<Value> = value.try_iter()?.collect();
+    let len = items.len() as i128;
+    let bound = |v: Option<&Value>, default: i128| -> Result<usize, Error> {
+        let Some(v) = v else {
+            return Ok(default as usize);
+        };
+        let n = match v.kind() {
+            ValueKind::Bool => i128::from(v.is_true()),
+            _ if v.is_integer() => i128::try_from(v.clone())?,
+            _ => {
+                return Err(python_semantics::type_error(
+                    "slice indices must be integers or have an __index__ method".to_string(),
+                ))
+            }
+        };
+        let n = if n < 0 { n + len } else { n };
+        Ok(n.clamp(0, len) as usize)
+    };
+    let (start, stop) = (bound(range.first(), 0)?, bound(range.get(1), len)?);
+    let found = (start < stop)
+        .then(|| items[start..stop].iter().position(|item| item == needle))
+        .flatten();
+    match found {
+        Some(at) => Ok(Value::from(start + at)),
+        None if sequence_type(value) == "list" => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{} is not in list", python_value::py_repr(needle)),
+        )),
+        None => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "tuple.index(x): x not in tuple",
+        )),
+    }
 }
 
 /// `value`, or for anything but a string, Python's `str()` of it as a string.
@@ -384,15 +434,20 @@ fn jinja2_method(
         (None, "count", [needle]) if is_python_list(value) => Ok(Value::from(
             value.try_iter()?.filter(|item| item == needle).count(),
         )),
-        (None, "index", [needle]) if is_python_list(value) => {
-            // Python's `list.index`: the first equal item's position, or its `ValueError`.
-            match value.try_iter()?.position(|item| &item == needle) {
-                Some(at) => Ok(Value::from(at)),
-                None => Err(Error::new(
-                    ErrorKind::InvalidOperation,
-                    format!("{} is not in list", python_value::py_repr(needle)),
-                )),
-            }
+        (None, "count", _) if is_python_list(value) => Err(python_semantics::type_error(format!(
+            "{}.count() takes exactly one argument ({} given)",
+            sequence_type(value),
+            args.len()
+        ))),
+        (None, "index", [needle, range @ ..]) if is_python_list(value) && range.len() <= 2 => {
+            list_index(value, needle, range)
+        }
+        (None, "index", _) if is_python_list(value) => {
+            Err(python_semantics::type_error(if args.is_empty() {
+                "index expected at least 1 argument, got 0".to_string()
+            } else {
+                format!("index expected at most 3 arguments, got {}", args.len())
+            }))
         }
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
         (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),

@@ -11,7 +11,7 @@ use minijinja::{Error, ErrorKind, State};
 use super::python_filters::pick;
 use super::python_generators::{generator_refusal, is_generator, Generator};
 use super::python_order::attribute_of;
-use super::python_semantics::{is_macro, python_type_name, type_error};
+use super::python_semantics::{is_macro, python_type_name, type_error, GROUP_TUPLE};
 use super::python_undefined::{hint_of, is_undefined, item_filter, refuse_hinted};
 
 /// The items of `value` as Python's `for item in value` walks them (`Ok(Err(message))`: the
@@ -148,7 +148,7 @@ fn hash_key(value: &Value) -> Result<Value, Error> {
         kind @ ("list" | "dict" | "dict_items" | "dict_keys" | "dict_values") => {
             Err(type_error(format!("unhashable type: '{kind}'")))
         }
-        "tuple" => {
+        "tuple" | GROUP_TUPLE => {
             let items: Result<Vec<Value>, Error> =
                 value.try_iter()?.map(|v| hash_key(&v)).collect();
             Ok(Value::from(items?))

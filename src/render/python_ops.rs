@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, Expression};
 
-use super::python_semantics::python_type_name;
+use super::python_semantics::{python_type_name, GROUP_TUPLE};
 
 /// The filter a binary arithmetic operation becomes: `a + b` is `((a)|filter('+', b))`.
 pub const ARITH_FILTER: &str = "__sft_py_arith";
@@ -57,6 +57,9 @@ fn refusal(left: &Value, op: &str, right: &Value) -> Option<String> {
         return None;
     }
     let (l, r) = (python_type_name(left), python_type_name(right));
+    // A group of `groupby` is a tuple to `+` and `*`, named as its own type where Python
+    // names the other operand's.
+    let base = |t: &'static str| if t == GROUP_TUPLE { "tuple" } else { t };
     let numeric = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
     let integral = |v: &Value| v.kind() == ValueKind::Bool || v.is_integer();
     let sequence = |t: &str| matches!(t, "str" | "list" | "tuple");
@@ -64,11 +67,18 @@ fn refusal(left: &Value, op: &str, right: &Value) -> Option<String> {
         return zero_division(left, op, right, integral(left) && integral(right));
     }
     match op {
-        "+" if l == r && sequence(l) => None,
-        "+" if sequence(l) => Some(format!("can only concatenate {l} (not \"{r}\") to {l}")),
-        "*" if sequence(l) && integral(right) || sequence(r) && integral(left) => None,
-        "*" if sequence(l) => Some(format!("can't multiply sequence by non-int of type '{r}'")),
-        "*" if sequence(r) => Some(format!("can't multiply sequence by non-int of type '{l}'")),
+        "+" if base(l) == base(r) && sequence(base(l)) => None,
+        "+" if sequence(base(l)) => {
+            let l = base(l);
+            Some(format!("can only concatenate {l} (not \"{r}\") to {l}"))
+        }
+        "*" if sequence(base(l)) && integral(right) || sequence(base(r)) && integral(left) => None,
+        "*" if sequence(base(l)) => {
+            Some(format!("can't multiply sequence by non-int of type '{r}'"))
+        }
+        "*" if sequence(base(r)) => {
+            Some(format!("can't multiply sequence by non-int of type '{l}'"))
+        }
         // `str % args` is string formatting, left to minijinja.
         "%" if l == "str" => None,
         "**" => Some(format!(

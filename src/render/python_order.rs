@@ -297,6 +297,11 @@ fn merge_sort<T: Clone>(
     Ok(())
 }
 
+/// Whether `value` is a group of `groupby`.
+pub fn is_group(value: &Value) -> bool {
+    value.downcast_object_ref::<Group>().is_some()
+}
+
 /// One group of `groupby`: jinja2's named tuple `(grouper, list)`, read by position or by name.
 #[derive(Debug)]
 pub struct Group {

@@ -137,7 +137,7 @@ pub fn getitem_filter(value: Value, name: &str) -> Result<Value, Error> {
 }
 
 /// Whether `value` is a plain map (a Python dict), not an object that looks like one.
-fn is_dict(value: &Value) -> bool {
+pub(crate) fn is_dict(value: &Value) -> bool {
     value.kind() == ValueKind::Map
         && value
             .as_object()
@@ -354,6 +354,9 @@ pub fn hashable_filter(value: Value) -> Result<Value, Error> {
     }
 }
 
+/// The type of jinja2's `groupby` groups: a named tuple, a tuple to every operation.
+pub const GROUP_TUPLE: &str = "_GroupTuple";
+
 /// The name of `value`'s type in Python.
 pub fn python_type(value: &Value) -> &'static str {
     match value.kind() {
@@ -517,6 +520,9 @@ pub fn python_type_name(value: &Value) -> &'static str {
     }
     if is_namespace(value) {
         return "TemplateNamespace";
+    }
+    if super::python_order::is_group(value) {
+        return GROUP_TUPLE;
     }
     // minijinja's lazy sequences (a slice, a reversed list) stand for jinja2's lists.
     if value.kind() == ValueKind::Iterable {

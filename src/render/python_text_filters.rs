@@ -6,7 +6,7 @@ use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 use super::python_filters::as_float;
-use super::python_semantics::{python_type_name, type_error};
+use super::python_semantics::{self, python_type_name, type_error};
 use super::python_value::{py_float, py_repr, py_str};
 
 /// markupsafe's `escape` of a text: `& < > " '` as entities.
@@ -114,10 +114,14 @@ pub fn urlencode_filter(value: Value) -> Result<Value, Error> {
             let v = value.get_item(&item)?;
             return Ok((item, v));
         }
-        if !matches!(
-            item.kind(),
-            ValueKind::Seq | ValueKind::Iterable | ValueKind::String
-        ) {
+        // Python unpacks anything iterable: a dict gives its keys, a string its characters.
+        let dict = item.kind() == ValueKind::Map && python_semantics::is_dict(&item);
+        if !dict
+            && !matches!(
+                item.kind(),
+                ValueKind::Seq | ValueKind::Iterable | ValueKind::String
+            )
+        {
             return Err(type_error(format!(
                 "cannot unpack non-iterable {} object",
                 python_type_name(&item)

@@ -492,3 +492,53 @@ fn a_reused_render_is_the_render() {
         "<user><assistant>y%"
     );
 }
+
+#[test]
+fn list_methods_and_groups_as_python_has_them() {
+    let ok = |source: &str| render(source, json!([]), false).unwrap();
+    assert_eq!(ok("{{ [1, 2, 1].index(1, 1) }}"), "2");
+    assert_eq!(ok("{{ [1, 2, 1].index(1, -1) }}"), "2");
+    assert_eq!(ok("{{ [1, 2, 1].index(2, 0, 9) }}"), "1");
+    // A dict unpacks into its keys, as `for k, v in` does in jinja2's urlencode.
+    assert_eq!(ok("{{ [{'a': 1, 'b': 2}]|urlencode }}"), "a=b");
+    // A group of `groupby` is a tuple holding a list.
+    assert_eq!(ok("{{ ([{'r': 1}]|groupby('r')|first).count(1) }}"), "1");
+    for (source, message) in [
+        (
+            "{{ [1, 2].count(1, 2) }}",
+            "list.count() takes exactly one argument (2 given)",
+        ),
+        ("{{ [1, 2].index(1, 1) }}", "1 is not in list"),
+        (
+            "{{ [1].index() }}",
+            "index expected at least 1 argument, got 0",
+        ),
+        (
+            "{{ [1].index(1, 0, 1, 2) }}",
+            "index expected at most 3 arguments, got 4",
+        ),
+        (
+            "{{ [1].index(1, 'a') }}",
+            "slice indices must be integers or have an __index__ method",
+        ),
+        (
+            "{{ ([{'r': 1}]|groupby('r')|first) + [1] }}",
+            "can only concatenate tuple (not \"list\") to tuple",
+        ),
+        (
+            "{{ {} + ([{'r': 1}]|groupby('r')|first) }}",
+            "unsupported operand type(s) for +: 'dict' and '_GroupTuple'",
+        ),
+        (
+            "{{ dict.fromkeys([{'r': 1}]|groupby('r')|list, 0) }}",
+            "unhashable type: 'list'",
+        ),
+        (
+            "{{ [{'a': 1}]|urlencode }}",
+            "not enough values to unpack (expected 2, got 1)",
+        ),
+    ] {
+        let err = render(source, json!([]), false).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+}
