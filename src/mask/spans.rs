@@ -740,6 +740,38 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn turn_ends_read_from_the_list_are_the_search_s() {
+        // Random texts over a few bytes, end-of-turn spellings that cannot overlap themselves
+        // and ones that can (searched instead): the same first match in every window.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for turn_end in ["<|e|>", "e>", "aa", "a<a", "<|e|><|e|"] {
+            for _ in 0..300 {
+                let len = next(60);
+                let full: String = (0..len)
+                    .map(|_| ['a', '<', '|', 'e', '>'][next(5)])
+                    .collect();
+                let ends = text_search::ends_of(&full, turn_end);
+                let from = next(len + 1);
+                let bound = from + next(len + 1 - from);
+                let searched = full[from..bound]
+                    .find(turn_end)
+                    .map(|p| from + p..from + p + turn_end.len());
+                assert_eq!(
+                    first_turn_end(&full, &ends, turn_end, from, bound),
+                    searched,
+                    "{full:?} {turn_end:?} {from}..{bound}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn an_emptied_message_keeps_its_fields_in_order() {
         let cases = [
             json!({"role": "user", "content": "long text", "name": "x"}),
