@@ -72,7 +72,12 @@ fn refusal(left: &Value, op: &str, right: &Value) -> Option<String> {
             let l = base(l);
             Some(format!("can only concatenate {l} (not \"{r}\") to {l}"))
         }
-        "*" if sequence(base(l)) && integral(right) || sequence(base(r)) && integral(left) => None,
+        // A count beyond 64 bits fits no index, however short the sequence.
+        "*" if sequence(base(l)) && integral(right) || sequence(base(r)) && integral(left) => {
+            let count = if sequence(base(l)) { right } else { left };
+            (count.kind() != ValueKind::Bool && i64::try_from(count.clone()).is_err())
+                .then(|| "cannot fit 'int' into an index-sized integer".to_string())
+        }
         "*" if sequence(base(l)) => {
             Some(format!("can't multiply sequence by non-int of type '{r}'"))
         }

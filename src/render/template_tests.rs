@@ -221,6 +221,14 @@ fn arithmetic_refuses_what_python_refuses() {
             "{{ {} ** 2 }}",
             "unsupported operand type(s) for ** or pow(): 'dict' and 'int'",
         ),
+        (
+            "{{ 'ab' * 10 ** 30 }}",
+            "cannot fit 'int' into an index-sized integer",
+        ),
+        (
+            "{{ -10 ** 30 * [1] }}",
+            "cannot fit 'int' into an index-sized integer",
+        ),
         ("{{ 1 / 0 }}", "division by zero"),
         ("{{ 1.5 // 0 }}", "float floor division by zero"),
         ("{{ 0 ** -1 }}", "0.0 cannot be raised to a negative power"),
