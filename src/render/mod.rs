@@ -582,9 +582,14 @@ fn check_options(opts: &RenderOptions) -> SftResult<()> {
 
 /// minijinja's error text with the template location, on one line.
 fn describe(e: &Error) -> String {
-    let mut text = match e.detail() {
-        Some(detail) => format!("{}: {}", e.kind(), detail),
-        None => e.kind().to_string(),
+    // Calling a name that is not defined is jinja2's `UndefinedError` for that name.
+    let unknown_name = (e.kind() == ErrorKind::UnknownFunction)
+        .then(|| e.detail()?.strip_suffix(" is unknown"))
+        .flatten();
+    let mut text = match (unknown_name, e.detail()) {
+        (Some(name), _) => format!("'{name}' is undefined"),
+        (None, Some(detail)) => format!("{}: {}", e.kind(), detail),
+        (None, None) => e.kind().to_string(),
     };
     if let Some(line) = e.line() {
         text.push_str(&format!(" (line {line})"));

@@ -230,6 +230,7 @@ fn arithmetic_refuses_what_python_refuses() {
             "cannot fit 'int' into an index-sized integer",
         ),
         ("{{ 1 / 0 }}", "division by zero"),
+        ("{{ nowhere(1) }}", "'nowhere' is undefined"),
         ("{{ 1.5 // 0 }}", "float floor division by zero"),
         ("{{ 0 ** -1 }}", "0.0 cannot be raised to a negative power"),
         ("{{ -'a' }}", "bad operand type for unary -: 'str'"),
