@@ -434,6 +434,9 @@ fn jinja2_method(
         (None, "count", [needle]) if is_python_list(value) => Ok(Value::from(
             value.try_iter()?.filter(|item| item == needle).count(),
         )),
+        (None, "copy", []) if sequence_type(value) == "list" && is_python_list(value) => {
+            Ok(Value::from(value.try_iter()?.collect::<Vec<_>>()))
+        }
         (None, "count", _) if is_python_list(value) => Err(python_semantics::type_error(format!(
             "{}.count() takes exactly one argument ({} given)",
             sequence_type(value),

@@ -527,6 +527,22 @@ pub fn sum_filter(
         true => Value::from(value.try_iter()?.collect::<Vec<_>>()),
         false => value,
     };
+    // Python adds an undefined item (or attribute) and fails there: jinja2's `Undefined`
+    // refuses `+`.
+    let path = match attribute {
+        Some(path) => Some(path.to_string()),
+        None => kwargs.peek::<Option<String>>("attribute")?,
+    };
+    for item in value.try_iter()? {
+        let added = match path.as_deref() {
+            Some(path) => super::python_order::attribute_of(&item, path)?,
+            None => item,
+        };
+        super::python_undefined::refuse_hinted(&added)?;
+        if added.is_undefined() {
+            return Err(Error::from(ErrorKind::UndefinedError));
+        }
+    }
     let summed = minijinja::filters::sum(state, value.clone(), attribute, start, kwargs);
     match summed {
         Err(e) if plain && e.kind() == ErrorKind::InvalidOperation => {

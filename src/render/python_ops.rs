@@ -31,7 +31,20 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
     if let Some(message) = refusal(&left, op, &right) {
         return Err(Error::new(ErrorKind::InvalidOperation, message));
     }
-    compute(left, op, right)
+    let finite = |v: &Value| f64::try_from(v.clone()).is_ok_and(f64::is_finite);
+    let float_power = op == "**"
+        && (!left.is_integer() || !right.is_integer())
+        && finite(&left)
+        && finite(&right);
+    let result = compute(left, op, right)?;
+    // Python's float power raises where the result leaves the floats (its operands finite).
+    if float_power && f64::try_from(result.clone()).is_ok_and(f64::is_infinite) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "(34, 'Numerical result out of range')",
+        ));
+    }
+    Ok(result)
 }
 
 /// [`NEGATABLE_FILTER`]: the value unchanged, or Python's `TypeError` for what has no `-`.

@@ -449,11 +449,7 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
             }
         }
         (ValueKind::String, ValueKind::String) => left.as_str().partial_cmp(&right.as_str()),
-        (ValueKind::Seq, ValueKind::Seq)
-            if left.is_tuple() == right.is_tuple()
-                && python_type_name(left) != "range"
-                && python_type_name(right) != "range" =>
-        {
+        _ if sequence_kind(left).is_some() && sequence_kind(left) == sequence_kind(right) => {
             let (a, b): (Vec<Value>, Vec<Value>) =
                 (left.try_iter()?.collect(), right.try_iter()?.collect());
             // Python compares the first items that differ, else the lengths.
@@ -477,6 +473,19 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
         (Some(o), ">") => o == Ordering::Greater,
         (Some(o), _) => o != Ordering::Less,
     })
+}
+
+/// `list` or `tuple` for the values Python orders item by item (a list made by `+` or `*`
+/// included, a group of `groupby` a tuple), `None` for any other.
+fn sequence_kind(value: &Value) -> Option<&'static str> {
+    if !matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable) {
+        return None;
+    }
+    match python_type_name(value) {
+        "list" => Some("list"),
+        "tuple" | GROUP_TUPLE => Some("tuple"),
+        _ => None,
+    }
 }
 
 /// A macro of the template (minijinja's macro object: a map of `name`, `arguments` and `caller`

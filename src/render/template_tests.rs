@@ -551,3 +551,30 @@ fn list_methods_and_groups_as_python_has_them() {
         assert!(err.message.contains(message), "{source}: {}", err.message);
     }
 }
+
+#[test]
+fn lists_order_copy_and_sum_as_python_does() {
+    let ok = |source: &str| render(source, json!([]), false).unwrap();
+    assert_eq!(ok("{{ [1, 2].copy() }}"), "[1, 2]");
+    assert_eq!(ok("{{ ([1] + [2]).copy() }}"), "[1, 2]");
+    assert_eq!(ok("{{ ([1] + [2]) < [3] }}"), "True");
+    assert_eq!(ok("{{ [1, 2] < [1, 2, 0] }}"), "True");
+    assert_eq!(ok("{{ (1, 2) < (1, 3) }}"), "True");
+    assert_eq!(ok("{{ (1e308) ** 0.5 }}"), "1e+154");
+    for (source, message) in [
+        (
+            "{{ [1] < (1,) }}",
+            "'<' not supported between instances of 'list' and 'tuple'",
+        ),
+        ("{{ [1, x]|sum }}", "'x' is undefined"),
+        (
+            "{{ [{'a': 1}, {}]|sum(attribute='a') }}",
+            "'dict object' has no attribute 'a'",
+        ),
+        ("{{ 1e200 ** 2 }}", "(34, 'Numerical result out of range')"),
+        ("{{ 2 ** 1e10 }}", "(34, 'Numerical result out of range')"),
+    ] {
+        let err = render(source, json!([]), false).unwrap_err();
+        assert!(err.message.contains(message), "{source}: {}", err.message);
+    }
+}
