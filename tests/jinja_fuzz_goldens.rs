@@ -71,7 +71,7 @@ const RESIDUAL: [(&str, usize); 6] = [
     // minijinja's words where an undefined value reaches an operation by a path the diagnostic
     // render does not follow (`selectattr` of an undefined item, `map(attribute=)`), `format`
     // of `str.format` fields, methods of numbers.
-    ("error message differs", 31),
+    ("error message differs", 29),
     // minijinja's parser: a test whose bare argument is followed by more (`x is t in [1, 2]`
     // inside a list).
     ("does not compile", 3),

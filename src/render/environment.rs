@@ -23,7 +23,26 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
     // only where debug assertions are on).
     env.set_debug(false);
     env.set_fuel(Some(super::RENDER_FUEL));
-    env.set_unknown_method_callback(if mlx { python_method } else { jinja2_method });
+    if mlx {
+        env.set_unknown_method_callback(python_method);
+    } else {
+        env.set_unknown_method_callback(|state, value, method, args| {
+            // What a defined value lacks is jinja2's undefined attribute, which refuses a call
+            // with its own text (an undefined receiver is named by the diagnostic render).
+            jinja2_method(state, value, method, args).map_err(|e| {
+                if e.kind() != ErrorKind::UnknownMethod
+                    || super::python_undefined::is_undefined(value)
+                {
+                    return e;
+                }
+                let owner = super::python_undefined::object_type_repr(value);
+                Error::new(
+                    ErrorKind::UndefinedError,
+                    format!("'{owner}' has no attribute '{method}'"),
+                )
+            })
+        });
+    }
     env.set_formatter(python_formatter);
     if mlx {
         env.add_filter("tojson", mlx_node::compact_tojson);

@@ -135,6 +135,7 @@ pub fn object_type_repr(value: &Value) -> String {
         "NoneType" => "None".to_string(),
         "Macro" => "jinja2.runtime.Macro object".to_string(),
         "Undefined" => "jinja2.runtime.Undefined object".to_string(),
+        python_semantics::GROUP_TUPLE => "jinja2.filters._GroupTuple object".to_string(),
         name => format!("{name} object"),
     }
 }

@@ -572,6 +572,15 @@ fn lists_order_copy_and_sum_as_python_does() {
             "'dict object' has no attribute 'a'",
         ),
         ("{{ 1e200 ** 2 }}", "(34, 'Numerical result out of range')"),
+        (
+            "{{ true.items() }}",
+            "'bool object' has no attribute 'items'",
+        ),
+        ("{{ none.get('a') }}", "'None' has no attribute 'get'"),
+        (
+            "{{ ([{'r': 1}]|groupby('r')|first).get('a') }}",
+            "'jinja2.filters._GroupTuple object' has no attribute 'get'",
+        ),
         ("{{ 2 ** 1e10 }}", "(34, 'Numerical result out of range')"),
     ] {
         let err = render(source, json!([]), false).unwrap_err();
