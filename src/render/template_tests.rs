@@ -587,3 +587,16 @@ fn lists_order_copy_and_sum_as_python_does() {
         assert!(err.message.contains(message), "{source}: {}", err.message);
     }
 }
+
+#[test]
+fn a_chain_the_rewrite_cannot_take_leaves_the_rest_python_s() {
+    let source = "{% for m in messages if m.content not in (messages|first).role == 'x'[0] %}\
+                  {% endfor %}{{ 'a' + 3 }}";
+    let err = render(source, json!([{"role": "user", "content": "hi"}]), false).unwrap_err();
+    assert!(
+        err.message
+            .contains("can only concatenate str (not \"int\") to str"),
+        "{}",
+        err.message
+    );
+}

@@ -48,6 +48,15 @@ pub fn rewrite_diagnostic(source: &str, syntax: SyntaxConfig) -> Option<String> 
 }
 
 fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Rewrite {
+    match rewrite_with(source, syntax.clone(), diagnostic, true) {
+        // A chained comparison the edits did not foresee leaves its chain to minijinja, not
+        // the whole template.
+        Rewrite::Failed => rewrite_with(source, syntax, diagnostic, false),
+        done => done,
+    }
+}
+
+fn rewrite_with(source: &str, syntax: SyntaxConfig, diagnostic: bool, chains: bool) -> Rewrite {
     let Ok(tree) = minijinja::machinery::parse(source, "chat_template", syntax.clone()) else {
         return Rewrite::Nothing;
     };
@@ -56,6 +65,7 @@ fn rewrite_as(source: &str, syntax: SyntaxConfig, diagnostic: bool) -> Rewrite {
         edits: Vec::new(),
         macros: python_macros::signatures(source, &tree),
         diagnostic,
+        chains,
         unfit: false,
     };
     walker.stmt(&tree);
@@ -155,6 +165,8 @@ struct Walker<'s> {
     macros: std::collections::HashMap<&'s str, Signature<'s>>,
     /// Whether lookups give named undefined values (`rewrite_diagnostic`).
     diagnostic: bool,
+    /// Whether chained comparisons are rewritten (see `chains`).
+    chains: bool,
     /// A construct whose Python semantics the edits cannot give: the rewrite fails.
     unfit: bool,
 }
@@ -573,7 +585,9 @@ impl Walker<'_> {
             ast::Expr::Compare(c) => {
                 self.expr(&c.expr);
                 c.ops.iter().for_each(|op| self.expr(&op.expr));
-                self.chain(c);
+                if self.chains {
+                    self.chain(c);
+                }
             }
             ast::Expr::IfExpr(i) => {
                 self.expr(&i.test_expr);
