@@ -31,6 +31,16 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
     if let Some(message) = refusal(&left, op, &right) {
         return Err(Error::new(ErrorKind::InvalidOperation, message));
     }
+    let wide = |v: &Value| match v.kind() {
+        ValueKind::Bool => Some(i128::from(v.is_true())),
+        ValueKind::Number if v.is_integer() => i128::try_from(v.clone()).ok(),
+        _ => None,
+    };
+    if let (Some(a), Some(b), "/") = (wide(&left), wide(&right), op) {
+        if b != 0 {
+            return Ok(Value::from(int_true_div(a, b)));
+        }
+    }
     let finite = |v: &Value| f64::try_from(v.clone()).is_ok_and(f64::is_finite);
     let float_power = op == "**"
         && (!left.is_integer() || !right.is_integer())
@@ -45,6 +55,46 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
         ));
     }
     Ok(result)
+}
+
+/// Python's `a / b` of two integers (`b` not 0): the float nearest the exact quotient, ties to
+/// even, where dividing the two as floats would round each first (beyond 2^53).
+pub fn int_true_div(a: i128, b: i128) -> f64 {
+    const EXACT: u128 = 1 << 53;
+    let negative = (a < 0) != (b < 0);
+    let (n, d) = (a.unsigned_abs(), b.unsigned_abs());
+    let magnitude = if n == 0 {
+        0.0
+    } else if n <= EXACT && d <= EXACT {
+        n as f64 / d as f64
+    } else {
+        let (mut q, mut r) = (n / d, n % d);
+        // Quotient bits past the point until there are 55 (a guard bit beyond the 53 kept and
+        // one more), `r` staying below `d` (at most 2^127), so doubling it fits.
+        let mut scale = 0i32;
+        while q >> 54 == 0 {
+            r <<= 1;
+            q <<= 1;
+            if r >= d {
+                r -= d;
+                q |= 1;
+            }
+            scale += 1;
+        }
+        let shift = 128 - q.leading_zeros() - 53;
+        let mut kept = q >> shift;
+        let dropped = q & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
+        if dropped > half || (dropped == half && (r != 0 || kept & 1 == 1)) {
+            kept += 1;
+        }
+        kept as f64 * 2f64.powi(shift as i32 - scale)
+    };
+    if negative {
+        -magnitude
+    } else {
+        magnitude
+    }
 }
 
 /// [`NEGATABLE_FILTER`]: the value unchanged, or Python's `TypeError` for what has no `-`.
@@ -226,7 +276,7 @@ fn compute_plain(left: &Value, op: &str, right: &Value) -> Option<Value> {
             "+" => a.checked_add(b).map(Value::from),
             "-" => a.checked_sub(b).map(Value::from),
             "*" => a.checked_mul(b).map(Value::from),
-            "/" if b != 0 => Some(Value::from(a as f64 / b as f64)),
+            "/" if b != 0 => Some(Value::from(int_true_div(a.into(), b.into()))),
             _ => None,
         };
     }
@@ -295,6 +345,151 @@ mod tests {
     }
 
     #[test]
+    fn integer_true_division_is_correctly_rounded() {
+        // Python's `a / b`, as the bits of the float it gives.
+        let cases: [(i128, i128, u64); 40] = [
+            (1, 3, 0x3fd5555555555555),
+            (9007199254740993, 3, 0x4325555555555556),
+            (3, 9007199254740993, 0x3cb7ffffffffffff),
+            (-1180591620717411315769, 7, 0xc422492492492492),
+            (
+                1000000000000000000000000000007,
+                -18446744073709551615,
+                0xc2293e5939a08cea,
+            ),
+            (
+                170141183460469231731687303715884105727,
+                3,
+                0x47c5555555555555,
+            ),
+            (
+                -170141183460469231731687303715884105728,
+                170141183460469231731687303715884105727,
+                0xbff0000000000000,
+            ),
+            (
+                1,
+                -170141183460469231731687303715884105728,
+                0xb800000000000000,
+            ),
+            (0, -5, 0x8000000000000000),
+            (9007199254740993, 1, 0x4340000000000000),
+            (12345678901234567891, 10, 0x43b12210f47de981),
+            (
+                -1180591620717411303429,
+                9007199254740993,
+                0xc0ffffffffffffff,
+            ),
+            (
+                173514735781699109538348,
+                158140630064346456575375826836724101,
+                0x3d734d6e2774db7a,
+            ),
+            (
+                -71470026353922314212661912215044076,
+                -40196344950564939,
+                0x43b8acce8282724b,
+            ),
+            (-46613168087032148, 17029676, 0xc1e464be37c267d1),
+            (
+                2047636879310349033397446,
+                171609394958470759,
+                0x4166c227529d2d34,
+            ),
+            (1136158026325863927690334252, -81, 0xc52734839afff8e6),
+            (
+                436391429410762107303316226807838075,
+                -7471075814,
+                0xc548287b98679222,
+            ),
+            (-40, 4092209038224945100, 0xbc6689f2a10d77f8),
+            (-3651891609, -14645735254762516, 0x3e90bbc625daf507),
+            (83697, -205221393752277552222228314647, 0xbadf8e0e4be97b41),
+            (
+                -283070097849159631125043150068300,
+                -4196255212150448359244660996277917,
+                0x3fb144e9e4c0e028,
+            ),
+            (
+                -581872450008167162181216378112228076,
+                -13064012638803533175017936,
+                0x4224bd98079d1f1d,
+            ),
+            (
+                505471363737574,
+                -536853035243108021707396689861702,
+                0xbc315e523976fd91,
+            ),
+            (70514228394918401747, -3057007436, 0xc2157b76c46184cb),
+            (
+                -1099666390739726344,
+                3948434389925208300201389,
+                0xbe92b0b67cf0d7a0,
+            ),
+            (5468918364, 170591292288988502151260, 0x3d220c21a83e523a),
+            (
+                -177178052490650396033520617425,
+                -166423000863509,
+                0x430e422a33d506b9,
+            ),
+            (
+                50239416759382777455,
+                36914216783547939726,
+                0x3ff5c6904b5c461b,
+            ),
+            (
+                -1771320642722718939364172351147423,
+                13584582,
+                0xc55af6e4f2ab0515,
+            ),
+            (
+                283932647559606878890854209404766,
+                -32118526,
+                0xc51d3fe65f2761ff,
+            ),
+            (
+                15904238662330228409570948371907432815,
+                2495211,
+                0x46541cccb9efda63,
+            ),
+            (186028, 3930, 0x4047aaed5eb6a705),
+            (
+                -963710315236,
+                9554304850341560776698100019,
+                0xbc9d12a4578af98c,
+            ),
+            (5022330908385840097, 13371686811, 0x41b6631db0b93249),
+            (
+                -3768211439923132934399406569789511,
+                225984617481535592964,
+                0xc2ae54bb9e1714fd,
+            ),
+            (-13300, -761367189657774527399168, 0x3bd49f8d8a84b382),
+            (
+                -5185710812223806522592448,
+                122797472062968075172533,
+                0xc0451d6996228109,
+            ),
+            (
+                125077779005073039647111538353009802,
+                7829430246082703911926098078,
+                0x416e7875008d9b45,
+            ),
+            (
+                473509079922475012104584145030787975,
+                -1788300264672998545712166,
+                0xc24ed31b9bef26eb,
+            ),
+        ];
+        for (a, b, bits) in cases {
+            assert_eq!(int_true_div(a, b).to_bits(), bits, "{a} / {b}");
+        }
+        // Zero over a divisor beyond 2^53 keeps the quotient's sign, as Python's does.
+        assert_eq!(int_true_div(0, -(1 << 70)).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(int_true_div(0, 1 << 70).to_bits(), 0.0f64.to_bits());
+    }
+
+    #[test]
     fn plain_arithmetic_is_minijinjas() {
         let values = [
             Value::from(0),
@@ -319,7 +514,12 @@ mod tests {
                     let Some(plain) = compute_plain(a, op, b) else {
                         continue;
                     };
-                    let want = by_expression(a.clone(), op, b.clone()).unwrap();
+                    let int = |v: &Value| v.as_i64().filter(|_| v.is_integer());
+                    let want = match (int(a), int(b), op) {
+                        // Python divides integers exactly (`int_true_div`), not as floats.
+                        (Some(x), Some(y), "/") => Value::from(int_true_div(x.into(), y.into())),
+                        _ => by_expression(a.clone(), op, b.clone()).unwrap(),
+                    };
                     assert_eq!(
                         (plain.kind(), plain.is_integer(), plain.to_string()),
                         (want.kind(), want.is_integer(), want.to_string()),

@@ -38,7 +38,10 @@ pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
                 BinOp::Add => a.checked_add(b),
                 BinOp::Sub => a.checked_sub(b),
                 BinOp::Mul => a.checked_mul(b),
-                BinOp::Div if b != 0 => return Ok(V::Float(a as f64 / b as f64)),
+                BinOp::Div if b != 0 => {
+                    let q = crate::render::python_ops::int_true_div(a.into(), b.into());
+                    return Ok(V::Float(q));
+                }
                 BinOp::FloorDiv if a >= 0 && b > 0 => Some(a / b),
                 BinOp::Rem if a >= 0 && b > 0 => Some(a % b),
                 _ => None,
