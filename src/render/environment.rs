@@ -54,6 +54,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
     env.add_filter(generation::MARK_FILTER, generation::mark_filter);
     env.add_function("raise_exception", raise_exception);
     env.add_function("strftime_now", strftime_now);
+    env.add_function(
+        super::python_undefined::NOT_CALL_FUNCTION,
+        super::python_undefined::not_call,
+    );
     if mlx {
         env.add_function("range", python_range::range_list);
     } else {
@@ -178,6 +182,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     env.add_filter(undef::ATTR_FILTER, undef::attr_filter);
     env.add_filter(undef::ITEM_FILTER, undef::item_filter);
     env.add_function(undef::NO_ELSE_FUNCTION, undef::no_else);
+    env.add_function(undef::NOT_CALL_FUNCTION, undef::not_call);
     env.add_test("defined", undef::defined_test);
     env.add_test("undefined", undef::undefined_test);
     env.add_filter("default", undef::default_filter);

@@ -27,6 +27,8 @@ pub const ITEM_FILTER: &str = "__sft_py_item";
 /// The filter a macro's parameter without a default passes through at the body's start:
 /// `__sft_py_param('name')`.
 pub const PARAM_FILTER: &str = "__sft_py_param";
+/// The function a `not` that jinja2 reads as a variable becomes: `__sft_py_not(x)`.
+pub const NOT_CALL_FUNCTION: &str = "__sft_py_not";
 /// The function an inline `if` without `else` gives when false: `__sft_py_noelse(line)`.
 pub const NO_ELSE_FUNCTION: &str = "__sft_py_noelse";
 
@@ -206,6 +208,11 @@ pub fn item_filter(value: Value, key: Value) -> Result<Value, Error> {
         ),
     };
     Ok(HintedUndefined::value(hint))
+}
+
+/// [`NOT_CALL_FUNCTION`]: jinja2's call of its undefined variable `not`.
+pub fn not_call(_args: minijinja::value::Rest<Value>) -> Result<Value, Error> {
+    Err(refuse("'not' is undefined"))
 }
 
 /// [`NO_ELSE_FUNCTION`]: what an inline `if` without `else` gives when its test is false.

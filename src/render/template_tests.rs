@@ -600,3 +600,25 @@ fn a_chain_the_rewrite_cannot_take_leaves_the_rest_python_s() {
         err.message
     );
 }
+
+#[test]
+fn not_where_jinja2_reads_a_name_is_its_undefined_variable() {
+    for source in [
+        "{{ 1 ~ not (2) }}",
+        "{{ - not (1) }}",
+        "{{ 1 + not (2) }}",
+        "{{ none == not ([1])|first }}",
+    ] {
+        let err = render(source, json!([]), false).unwrap_err();
+        assert!(
+            err.message.contains("'not' is undefined"),
+            "{source}: {}",
+            err.message
+        );
+    }
+    // Where a condition starts, `not` is the operator.
+    let ok = |source: &str| render(source, json!([]), false).unwrap();
+    assert_eq!(ok("{{ 1 and not (0) }}"), "True");
+    assert_eq!(ok("{{ not (1) }}"), "False");
+    assert_eq!(ok("{{ [1] if not (0) else 2 }}"), "[1]");
+}

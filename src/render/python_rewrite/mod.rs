@@ -196,6 +196,51 @@ impl Walker<'_> {
         self.insert(e.span().end_offset, format!("){suffix}"));
     }
 
+    /// jinja2 reads `not` as an operator only where a whole condition starts (`not x`,
+    /// `a and not b`); as an operand of an arithmetic operator, of `~`, of a comparison or of
+    /// unary minus, `not (x)` is a call of a variable named `not`, which is undefined. Such a
+    /// `not` becomes a call of [`python_undefined::NOT_CALL_FUNCTION`], which raises that
+    /// `UndefinedError` once its argument is evaluated. Made after the operand's other edits,
+    /// so that their insertions before it come first.
+    fn not_as_name(&mut self, operand: &ast::Expr) {
+        // The primary a chain of filters, lookups and calls starts from (`not (x)|f`).
+        let mut operand = operand;
+        loop {
+            operand = match operand {
+                ast::Expr::Filter(f) => match &f.expr {
+                    Some(e) => e,
+                    None => return,
+                },
+                ast::Expr::GetAttr(a) => &a.expr,
+                ast::Expr::GetItem(g) => &g.expr,
+                ast::Expr::Test(t) => &t.expr,
+                ast::Expr::Call(c) if !matches!(&c.expr, ast::Expr::Var(v) if v.id == "not") => {
+                    &c.expr
+                }
+                _ => break,
+            };
+        }
+        // minijinja reads `not (x)` there as a call of `not` or as the operator.
+        let own = match operand {
+            ast::Expr::Call(c) if matches!(&c.expr, ast::Expr::Var(v) if v.id == "not") => {
+                c.expr.span().start_offset
+            }
+            ast::Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOpKind::Not) => self.start(operand),
+            _ => return,
+        };
+        let Some(text) = self.source.get(own as usize..) else {
+            return;
+        };
+        let called = text.strip_prefix("not").is_some_and(|rest| {
+            rest.starts_with(|c: char| c.is_whitespace() || c == '(')
+                && rest.trim_start().starts_with('(')
+        });
+        if called {
+            let name = python_undefined::NOT_CALL_FUNCTION.to_string();
+            self.replace(own, own + 3, name);
+        }
+    }
+
     fn stmts(&mut self, stmts: &[ast::Stmt]) {
         stmts.iter().for_each(|s| self.stmt(s));
     }
@@ -540,6 +585,9 @@ impl Walker<'_> {
                     self.insert(self.start(&u.expr), "(".to_string());
                     self.wrap(&u.expr, format!("|{})", python_ops::NEGATABLE_FILTER));
                 }
+                if matches!(u.op, ast::UnaryOpKind::Neg) {
+                    self.not_as_name(&u.expr);
+                }
             }
             ast::Expr::BinOp(b) => {
                 self.expr(&b.left);
@@ -581,6 +629,9 @@ impl Walker<'_> {
                         }
                     }
                 }
+                if !matches!(b.op, ast::BinOpKind::ScAnd | ast::BinOpKind::ScOr) {
+                    self.not_as_name(&b.right);
+                }
             }
             ast::Expr::Compare(c) => {
                 self.expr(&c.expr);
@@ -588,6 +639,7 @@ impl Walker<'_> {
                 if self.chains {
                     self.chain(c);
                 }
+                c.ops.iter().for_each(|op| self.not_as_name(&op.expr));
             }
             ast::Expr::IfExpr(i) => {
                 self.expr(&i.test_expr);
