@@ -743,13 +743,8 @@ mod tests {
     fn turn_ends_read_from_the_list_are_the_search_s() {
         // Random texts over a few bytes, end-of-turn spellings that cannot overlap themselves
         // and ones that can (searched instead): the same first match in every window.
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = crate::test_support::Rng(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: usize| rng.below(n);
         for turn_end in ["<|e|>", "e>", "aa", "a<a", "<|e|><|e|"] {
             for _ in 0..300 {
                 let len = next(60);

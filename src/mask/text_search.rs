@@ -84,13 +84,8 @@ mod tests {
     fn find_from_is_the_first_match_at_or_after_the_cursor() {
         // Every needle of a few generated texts, from every cursor: the same answer as a plain
         // scan, near the cursor, past `NEAR`, and straddling it.
-        let mut state = 7u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::test_support::Rng(7);
+        let mut next = move || rng.next();
         for len in [0usize, 1, 5, NEAR - 3, NEAR + 40, 3 * NEAR] {
             let hay: Vec<u8> = (0..len).map(|_| b"ab<"[(next() % 3) as usize]).collect();
             for _ in 0..60 {
