@@ -45,6 +45,12 @@ fn render(source: &str, messages: serde_json::Value, gen: bool) -> SftResult<Str
     )
 }
 
+/// `source` rendered without messages fails, with `message` in its error.
+fn assert_raises(source: &str, message: &str) {
+    let err = render(source, json!([]), false).unwrap_err();
+    assert!(err.message.contains(message), "{source}: {}", err.message);
+}
+
 #[test]
 fn python_spellings_of_round_join_case_and_split() {
     let out = |src: &str| render(src, json!([]), false).map_err(|e| e.message);
@@ -191,8 +197,7 @@ fn comparisons_refuse_what_python_refuses() {
             "argument of type 'NoneType' is not iterable",
         ),
     ] {
-        let err = render(source, json!([]), false).unwrap_err();
-        assert!(err.message.contains(message), "{source}: {}", err.message);
+        assert_raises(source, message);
     }
 }
 
@@ -244,8 +249,7 @@ fn arithmetic_refuses_what_python_refuses() {
             "'float' object is not iterable",
         ),
     ] {
-        let err = render(source, json!([]), false).unwrap_err();
-        assert!(err.message.contains(message), "{source}: {}", err.message);
+        assert_raises(source, message);
     }
 }
 
@@ -547,8 +551,7 @@ fn list_methods_and_groups_as_python_has_them() {
             "not enough values to unpack (expected 2, got 1)",
         ),
     ] {
-        let err = render(source, json!([]), false).unwrap_err();
-        assert!(err.message.contains(message), "{source}: {}", err.message);
+        assert_raises(source, message);
     }
 }
 
@@ -583,8 +586,7 @@ fn lists_order_copy_and_sum_as_python_does() {
         ),
         ("{{ 2 ** 1e10 }}", "(34, 'Numerical result out of range')"),
     ] {
-        let err = render(source, json!([]), false).unwrap_err();
-        assert!(err.message.contains(message), "{source}: {}", err.message);
+        assert_raises(source, message);
     }
 }
 
@@ -609,12 +611,7 @@ fn not_where_jinja2_reads_a_name_is_its_undefined_variable() {
         "{{ 1 + not (2) }}",
         "{{ none == not ([1])|first }}",
     ] {
-        let err = render(source, json!([]), false).unwrap_err();
-        assert!(
-            err.message.contains("'not' is undefined"),
-            "{source}: {}",
-            err.message
-        );
+        assert_raises(source, "'not' is undefined");
     }
     // Where a condition starts, `not` is the operator.
     let ok = |source: &str| render(source, json!([]), false).unwrap();
