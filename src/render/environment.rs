@@ -347,24 +347,13 @@ fn sequence_type(value: &Value) -> &'static str {
 /// bounds (read as a slice's), or its `ValueError`.
 fn list_index(value: &Value, needle: &Value, range: &[Value]) -> Result<Value, Error> {
     let items: Vec<Value> = value.try_iter()?.collect();
-    let len = items.len() as i128;
-    let bound = |v: Option<&Value>, default: i128| -> Result<usize, Error> {
-        let Some(v) = v else {
-            return Ok(default as usize);
-        };
-        let n = match v.kind() {
-            ValueKind::Bool => i128::from(v.is_true()),
-            _ if v.is_integer() => i128::try_from(v.clone())?,
-            _ => {
-                return Err(python_semantics::type_error(
-                    "slice indices must be integers or have an __index__ method".to_string(),
-                ))
-            }
-        };
-        let n = if n < 0 { n + len } else { n };
-        Ok(n.clamp(0, len) as usize)
+    let len = items.len();
+    let bound = |v: Option<&Value>| -> Result<Option<usize>, Error> {
+        Ok(python_slice::slice_bound(v, false)?
+            .map(|i| python_slice::from_end(i, len).min(len as i128) as usize))
     };
-    let (start, stop) = (bound(range.first(), 0)?, bound(range.get(1), len)?);
+    let start = bound(range.first())?.unwrap_or(0);
+    let stop = bound(range.get(1))?.unwrap_or(len);
     let found = (start < stop)
         .then(|| items[start..stop].iter().position(|item| item == needle))
         .flatten();

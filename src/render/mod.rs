@@ -536,8 +536,9 @@ impl ChatTemplate {
 
 impl ChatTemplate {
     /// jinja2's text for the undefined value whose use failed a render of `context`, where
-    /// there is one: the diagnostic render's first refusal (see `python_undefined`), taken only
-    /// where that render fails too.
+    /// there is one: the diagnostic render's first refusal (see `python_undefined`). A refusal
+    /// is recorded only where Python raises, so it names the failure even where the diagnostic
+    /// render goes on past it (minijinja's `selectattr` skips an item whose lookup refused).
     fn diagnose(&self, context: Value) -> Option<String> {
         let env = self
             .diagnosis
@@ -551,10 +552,9 @@ impl ChatTemplate {
             .as_ref()?;
         let template = env.get_template(TEMPLATE_NAME).ok()?;
         python_undefined::clear_refusals();
-        let failed = render_guarded(&template, context).is_err();
+        let _ = render_guarded(&template, context);
         RAISED.with(|r| r.borrow_mut().take());
-        let first = python_undefined::take_first_refusal();
-        first.filter(|_| failed)
+        python_undefined::take_first_refusal()
     }
 }
 

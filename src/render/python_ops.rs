@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, Expression};
 
-use super::python_semantics::{python_type_name, GROUP_TUPLE};
+use super::python_semantics::{python_int, python_type_name, GROUP_TUPLE};
 
 /// The filter a binary arithmetic operation becomes: `a + b` is `((a)|filter('+', b))`.
 pub const ARITH_FILTER: &str = "__sft_py_arith";
@@ -31,12 +31,7 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
     if let Some(message) = refusal(&left, op, &right) {
         return Err(Error::new(ErrorKind::InvalidOperation, message));
     }
-    let wide = |v: &Value| match v.kind() {
-        ValueKind::Bool => Some(i128::from(v.is_true())),
-        ValueKind::Number if v.is_integer() => i128::try_from(v.clone()).ok(),
-        _ => None,
-    };
-    if let (Some(a), Some(b), "/") = (wide(&left), wide(&right), op) {
+    if let (Some(a), Some(b), "/") = (python_int(&left), python_int(&right), op) {
         if b != 0 {
             return Ok(Value::from(int_true_div(a, b)));
         }

@@ -386,6 +386,16 @@ pub fn compare_filter(left: Value, op: &str, right: Value) -> Result<Value, Erro
     Ok(Value::from(answer))
 }
 
+/// An integer as Python reads one where it wants an index: an `int`, or a `bool` as 0 or 1.
+/// `None` for anything else, and for an integer wider than `i128`.
+pub(crate) fn python_int(value: &Value) -> Option<i128> {
+    match value.kind() {
+        ValueKind::Bool => Some(i128::from(value.is_true())),
+        ValueKind::Number if value.is_integer() => i128::try_from(value.clone()).ok(),
+        _ => None,
+    }
+}
+
 pub(crate) fn type_error(message: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, message)
 }
@@ -432,11 +442,7 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
     let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
     let ordering: Option<Ordering> = match (left.kind(), right.kind()) {
         _ if number(left) && number(right) => {
-            let as_int = |v: &Value| match v.kind() {
-                ValueKind::Bool => Some(i128::from(v.is_true())),
-                _ if v.is_integer() => i128::try_from(v.clone()).ok(),
-                _ => None,
-            };
+            let as_int = python_int;
             match (as_int(left), as_int(right)) {
                 (Some(a), Some(b)) => Some(a.cmp(&b)),
                 _ => {

@@ -9,7 +9,7 @@ use minijinja::value::{Tuple, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 use super::python_range::as_range;
-use super::python_semantics::{is_macro, python_type_name, type_error};
+use super::python_semantics::{is_macro, python_int, python_type_name, type_error};
 use super::python_undefined::refuse_hinted;
 
 /// The filter a slice becomes: `x|__sft_py_slice(start, stop, step)`, `none` for a bound not
@@ -26,7 +26,7 @@ fn indices(
 ) -> (i128, i128, Vec<i128>) {
     let resolve = |bound: Option<i128>, default: i128, lo: i128, hi: i128| match bound {
         None => default,
-        Some(i) if i < 0 => (i + len).max(lo),
+        Some(i) if i < 0 => i.saturating_add(len).max(lo),
         Some(i) => i.min(hi),
     };
     let (from, to) = if step > 0 {
@@ -41,20 +41,41 @@ fn indices(
     let mut i = from;
     while (step > 0 && i < to) || (step < 0 && i > to) {
         picked.push(i);
-        i += step;
+        i = i.saturating_add(step);
     }
     (from, to, picked)
 }
 
-/// A bound as Python takes it: an integer, a bool, or `None` (absent).
-fn bound(value: &Value) -> Result<Option<i128>, Error> {
-    match value.kind() {
-        ValueKind::None => Ok(None),
-        ValueKind::Bool => Ok(Some(i128::from(value.is_true()))),
-        ValueKind::Number if value.is_integer() => Ok(i128::try_from(value.clone()).ok()),
-        _ => Err(type_error(
-            "slice indices must be integers or None or have an __index__ method".to_string(),
-        )),
+/// A slice bound as Python reads one (`_PyEval_SliceIndex`): an integer or a bool, an integer
+/// wider than `i128` saturated; `Ok(None)` where the bound is absent, or is `None` and `none_ok`
+/// (slicing and the `str` methods take `None`, `list.index` does not).
+pub(crate) fn slice_bound(value: Option<&Value>, none_ok: bool) -> Result<Option<i128>, Error> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    if none_ok && value.is_none() {
+        return Ok(None);
+    }
+    if let Some(i) = python_int(value) {
+        return Ok(Some(i));
+    }
+    if value.kind() == ValueKind::Number && value.is_integer() {
+        // Only a `u128` fails to fit: a positive integer past every length.
+        return Ok(Some(i128::MAX));
+    }
+    Err(type_error(format!(
+        "slice indices must be integers{} or have an __index__ method",
+        if none_ok { " or None" } else { "" }
+    )))
+}
+
+/// A bound counted from the end when negative, then no lower than 0 (as Python's
+/// `ADJUST_INDICES` does); the caller clamps what must not pass the length.
+pub(crate) fn from_end(bound: i128, len: usize) -> i128 {
+    if bound < 0 {
+        (bound + len as i128).max(0)
+    } else {
+        bound
     }
 }
 
@@ -78,8 +99,11 @@ pub fn slice_filter(value: Value, start: Value, stop: Value, step: Value) -> Res
             python_type_name(&value)
         )));
     }
-    let (start, stop) = (bound(&start)?, bound(&stop)?);
-    let step = bound(&step)?.unwrap_or(1);
+    let (start, stop) = (
+        slice_bound(Some(&start), true)?,
+        slice_bound(Some(&stop), true)?,
+    );
+    let step = slice_bound(Some(&step), true)?.unwrap_or(1);
     if step == 0 {
         return Err(Error::new(
             ErrorKind::InvalidOperation,

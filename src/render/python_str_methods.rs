@@ -1,7 +1,8 @@
 //! The methods of Python's `str` (and `dict.copy`) that minijinja-contrib lacks or takes fewer
 //! arguments of, as jinja2 runs them for transformers: `center`, `ljust`, `rjust`, `index`,
 //! `rindex`, `partition`, `rpartition`, `rsplit`, `removeprefix`, `removesuffix`, `expandtabs`,
-//! `istitle`, `isdecimal`, `isidentifier`, and `find`, `rfind`, `count` with `start` and `end`.
+//! `istitle`, `isdecimal`, `isidentifier`, and `find`, `rfind`, `count`, `startswith`,
+//! `endswith` with `start` and `end`.
 //!
 //! Positions are in characters (code points), as Python counts them, and `start`/`end` follow
 //! Python's slice rules (negative from the end, clamped, `None` for the default). Errors carry
@@ -12,6 +13,7 @@ use minijinja::{Error, ErrorKind};
 use unicode_categories::UnicodeCategories;
 
 use super::python_semantics::{python_type_name, type_error};
+use super::python_slice::{from_end, slice_bound};
 use super::python_str::{is_cased, is_python_space, python_rstrip};
 
 /// `value.method(*args)` where it is one of this module's methods, `None` otherwise (the caller
@@ -43,6 +45,11 @@ pub fn call(value: &Value, method: &str, args: &[Value]) -> Option<Result<Value,
         }
         ("count", [sub, range @ ..]) if !range.is_empty() && range.len() <= 2 => {
             count(s, sub, range).map(Value::from)
+        }
+        ("startswith" | "endswith", [affix, range @ ..])
+            if !range.is_empty() && range.len() <= 2 =>
+        {
+            has_affix(s, method, affix, range).map(Value::from)
         }
         ("partition" | "rpartition", [sep]) => partition(s, sep, method == "rpartition"),
         ("rsplit", _) if args.len() <= 2 => rsplit(s, args),
@@ -154,37 +161,18 @@ pub(super) fn padded(s: &str, width: i64, fill: char, how: &str) -> String {
     format!("{}{s}{}", pad(left), pad(right))
 }
 
-/// Python's `start`/`end` of a search, in characters: `(start, end)` after its slice rules.
-fn bounds(len: usize, range: &[Value]) -> Result<(i64, i64), Error> {
-    let len = len as i64;
-    let index = |v: Option<&Value>, default: i64| -> Result<i64, Error> {
-        match v {
-            None => Ok(default),
-            Some(v) if v.is_none() => Ok(default),
-            Some(v) => {
-                let i =
-                    match v.kind() {
-                        ValueKind::Bool | ValueKind::Number
-                            if v.is_integer() || v.kind() == ValueKind::Bool =>
-                        {
-                            int_arg(v)?
-                        }
-                        _ => return Err(type_error(
-                            "slice indices must be integers or None or have an __index__ method"
-                                .into(),
-                        )),
-                    };
-                Ok(if i < 0 { (i + len).max(0) } else { i })
-            }
-        }
-    };
-    let start = index(range.first(), 0)?;
-    let end = index(range.get(1), len)?.min(len);
+/// Python's `start`/`end` of a search, in characters: `(start, end)` after its slice rules,
+/// `end` no further than `len` (`start` may be past it: nothing is found there).
+fn bounds(len: usize, range: &[Value]) -> Result<(i128, i128), Error> {
+    let start = slice_bound(range.first(), true)?.map_or(0, |i| from_end(i, len));
+    let end = slice_bound(range.get(1), true)?
+        .map_or(len as i128, |i| from_end(i, len))
+        .min(len as i128);
     Ok((start, end))
 }
 
 /// The byte offset of character `n` of `s` (`n` at most its length).
-fn byte_at(s: &str, n: i64) -> usize {
+fn byte_at(s: &str, n: i128) -> usize {
     s.char_indices().nth(n as usize).map_or(s.len(), |(b, _)| b)
 }
 
@@ -193,7 +181,7 @@ fn search(s: &str, sub: &Value, range: &[Value], last: bool) -> Result<Option<us
     let sub = str_arg(sub)?;
     let len = s.chars().count();
     let (start, end) = bounds(len, range)?;
-    if end - start < sub.chars().count() as i64 {
+    if end - start < sub.chars().count() as i128 {
         return Ok(None);
     }
     let (from, to) = (byte_at(s, start), byte_at(s, end));
@@ -211,7 +199,7 @@ fn count(s: &str, sub: &Value, range: &[Value]) -> Result<usize, Error> {
     let sub = str_arg(sub)?;
     let len = s.chars().count();
     let (start, end) = bounds(len, range)?;
-    if end - start < sub.chars().count() as i64 {
+    if end - start < sub.chars().count() as i128 {
         return Ok(0);
     }
     let window = &s[byte_at(s, start)..byte_at(s, end)];
@@ -220,6 +208,49 @@ fn count(s: &str, sub: &Value, range: &[Value]) -> Result<usize, Error> {
     } else {
         window.matches(sub).count()
     })
+}
+
+/// `startswith`/`endswith` of `s[start:end]`: `affix` a string, or a tuple of strings tried in
+/// turn (an item that is not a string is refused when reached).
+fn has_affix(s: &str, method: &str, affix: &Value, range: &[Value]) -> Result<bool, Error> {
+    let (start, end) = bounds(s.chars().count(), range)?;
+    let matches = |sub: &str| {
+        if end - start < sub.chars().count() as i128 {
+            return false;
+        }
+        let window = &s[byte_at(s, start)..byte_at(s, end)];
+        if method == "startswith" {
+            window.starts_with(sub)
+        } else {
+            window.ends_with(sub)
+        }
+    };
+    let as_str = |v: &Value| {
+        v.as_str()
+            .filter(|_| v.kind() == ValueKind::String)
+            .map(str::to_owned)
+    };
+    if let Some(sub) = as_str(affix) {
+        return Ok(matches(&sub));
+    }
+    if affix.kind() != ValueKind::Seq || !affix.is_tuple() {
+        return Err(type_error(format!(
+            "{method} first arg must be str or a tuple of str, not {}",
+            python_type_name(affix)
+        )));
+    }
+    for item in affix.try_iter()? {
+        let Some(sub) = as_str(&item) else {
+            return Err(type_error(format!(
+                "tuple for {method} must only contain str, not {}",
+                python_type_name(&item)
+            )));
+        };
+        if matches(&sub) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `partition`/`rpartition`: a 3-tuple around the first (last) `sep`.

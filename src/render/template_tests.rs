@@ -469,6 +469,15 @@ fn chained_comparisons_compare_pair_by_pair_as_python() {
             "{% macro f() %}{% endmacro %}{{ f|length }}",
             "object of type 'Macro' has no len()",
         ),
+        // A middle operand in parentheses is written again with them.
+        (
+            "{{ -3 < (none)|float in ('x')|trim }}",
+            "'in <string>' requires string as left operand, not float",
+        ),
+        (
+            "{{ -3 < ((')(')|trim) in ('x')|trim }}",
+            "'<' not supported between instances of 'int' and 'str'",
+        ),
     ] {
         let err = t(source).render_interpreted(&[], &opts).unwrap_err();
         assert!(err.message.contains(message), "{source}: {}", err.message);

@@ -64,8 +64,9 @@ impl Walker<'_> {
                 0 => format!(")|{CHAIN_FILTER}('{name}', "),
                 _ => {
                     let before = &c.ops[k - 1].expr;
-                    let Some(again) = self.rewritten(self.start(before), before.span().end_offset)
-                    else {
+                    let end = before.span().end_offset;
+                    let start = written_start(self.source, self.start(before), end);
+                    let Some(again) = self.rewritten(start, end) else {
                         return;
                     };
                     format!(")) and (({again})|{CHAIN_FILTER}('{name}', ")
@@ -120,6 +121,49 @@ impl Walker<'_> {
             .iter()
             .filter(|e| e.start >= start && e.end <= end);
         applied(self.source, start, end, inside)
+    }
+}
+
+/// Where the operand written up to `end` starts: `start` (where its expression starts) moved back
+/// over the opening parentheses whose closing ones lie inside it, since the span of a primary
+/// leaves out the parentheses around it (`(x)|f` starts at `x`).
+fn written_start(source: &str, start: u32, end: u32) -> u32 {
+    let Some(text) = source.get(start as usize..end as usize) else {
+        return start;
+    };
+    let (mut depth, mut lowest, mut quote) = (0i32, 0i32, None);
+    let mut chars = text.chars();
+    while let Some(ch) = chars.next() {
+        match (quote, ch) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), _) if ch == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => {
+                depth -= 1;
+                lowest = lowest.min(depth);
+            }
+            _ => {}
+        }
+    }
+    let mut open = -lowest;
+    let mut at = start as usize;
+    let before = source.as_bytes();
+    while open > 0 && at > 0 {
+        at -= 1;
+        match before[at] {
+            b'(' => open -= 1,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => return start,
+        }
+    }
+    if open == 0 {
+        at as u32
+    } else {
+        start
     }
 }
 
