@@ -103,6 +103,14 @@ OTHER_TEMPLATES = [
     "{{ {'content': 'x'}|attr('content')|length }}",
     "{% set ns = namespace(v=3) %}{{ ns|attr('v') }}",
     "{% for m in [1, 2] %}{{ loop|attr('index') }}{% endfor %}",
+    # A template's own `%`: printf-style formatting of a tuple, a mapping, or one value.
+    "{{ '%s!' % 'x' }}|{{ '%d-%s' % (1, 'a') }}|{{ '%(a)s/%(b)r' % {'a': 1, 'b': 'x'} }}",
+    "{{ 'x' % () }}|{{ 'x' % {} }}|{{ 'x' % [] }}|{{ '%s' % [1, 2] }}|{{ '%s' % none }}",
+    "{{ '%%' % () }}|{{ '%.2f%%' % 12.345 }}|{{ '%5s|%-5s|' % ('a', 'b') }}|{{ '%s' % (1,) }}",
+    "{{ '%s' % nothing }}|{{ '%x %o %e' % (255, 8, 12345.678) }}|{{ '%s' % {'a': 1}.items() }}",
+    "{{ '%s|%s' % ([{'a': 1}]|groupby('a')|first) }}", "{{ '%s %s' % [1, 2] }}",
+    "{{ 'x' % 3 }}", "{{ ('ab'|min) % 3 }}", "{{ '%(a)s' % [1] }}", "{{ '%(a)s' % {'b': 1} }}",
+    "{{ '%d' % 'x' }}", "{{ '%s %s' % ('a',) }}", "{{ '%' % () }}", "{{ s % () }}",
 ]
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))

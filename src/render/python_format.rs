@@ -1,6 +1,7 @@
-//! jinja2's `format` filter as transformers renders it: `value % args` (`value % kwargs` with
-//! keyword arguments), Python's printf-style formatting, with Python's spelling of each value
-//! (`str`, `repr`, `ascii`, its number formats) and Python's errors.
+//! Python's printf-style formatting, with Python's spelling of each value (`str`, `repr`,
+//! `ascii`, its number formats) and Python's errors: jinja2's `format` filter as transformers
+//! renders it (`value % args`, `value % kwargs` with keyword arguments), and a template's own
+//! `text % args` (see `python_ops`).
 
 use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
@@ -26,7 +27,8 @@ pub fn format_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Result<
     percent_format(&py_str(&value), &operand).map(Value::from)
 }
 
-/// What `%` formats: a tuple of positional arguments or a mapping (keyword arguments).
+/// What `%` formats: a tuple of positional arguments, or a mapping (keyword arguments, or the
+/// dict or list a template gives `%`).
 pub enum Operand {
     Tuple(Vec<Value>),
     Map(Value),
@@ -114,6 +116,11 @@ pub fn percent_format(template: &str, operand: &Operand) -> Result<String, Error
                 ));
             }
             let key: String = chars[start..i - 1].iter().collect();
+            if python_type_name(map) == "list" {
+                return Err(type_error(
+                    "list indices must be integers or slices, not str".into(),
+                ));
+            }
             let found = map
                 .get_item(&Value::from(key.as_str()))
                 .ok()

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, Expression};
 
+use super::python_format::{percent_format, Operand};
 use super::python_semantics::{python_int, python_type_name, GROUP_TUPLE};
 
 /// The filter a binary arithmetic operation becomes: `a + b` is `((a)|filter('+', b))`.
@@ -27,6 +28,9 @@ pub const OPERATORS: [&str; 7] = ["**", "//", "+", "-", "*", "/", "%"];
 pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error> {
     if let Some(complex) = super::python_complex::arith(&left, op, &right) {
         return complex;
+    }
+    if op == "%" && left.kind() == ValueKind::String && !left.is_safe() {
+        return string_formatting(&left, &right);
     }
     if let Some(message) = refusal(&left, op, &right) {
         return Err(Error::new(ErrorKind::InvalidOperation, message));
@@ -50,6 +54,19 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
         ));
     }
     Ok(result)
+}
+
+/// Python's `text % right`, printf-style formatting: a tuple's items are the arguments, a dict
+/// (or a list, which Python also indexes) is one argument that named conversions look into,
+/// anything else is the one argument.
+fn string_formatting(text: &Value, right: &Value) -> Result<Value, Error> {
+    let template = text.as_str().unwrap_or_default();
+    let operand = match python_type_name(right) {
+        "tuple" | GROUP_TUPLE => Operand::Tuple(right.try_iter()?.collect()),
+        "dict" | "list" => Operand::Map(right.clone()),
+        _ => Operand::Tuple(vec![right.clone()]),
+    };
+    percent_format(template, &operand).map(Value::from)
 }
 
 /// Python's `a / b` of two integers (`b` not 0): the float nearest the exact quotient, ties to
@@ -142,7 +159,7 @@ fn refusal(left: &Value, op: &str, right: &Value) -> Option<String> {
         "*" if sequence(base(r)) => {
             Some(format!("can't multiply sequence by non-int of type '{l}'"))
         }
-        // `str % args` is string formatting, left to minijinja.
+        // A safe string's `%` (Markup's, which escapes its arguments) is left to minijinja.
         "%" if l == "str" => None,
         "**" => Some(format!(
             "unsupported operand type(s) for ** or pow(): '{l}' and '{r}'"
