@@ -187,6 +187,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     env.add_test("undefined", undef::undefined_test);
     env.add_filter("default", undef::default_filter);
     env.add_filter("d", undef::default_filter);
+    env.add_filter("map", python_generators::hinted_map_filter);
     env.add_filter("first", |v: Value| {
         python_filters::first_filter(v).map(|r| undef::empty_hinted(r, "first"))
     });

@@ -121,8 +121,8 @@ pub fn truncate_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Resul
             format!("expected leeway >= 0, got {leeway}"),
         ));
     }
-    // jinja2 gives an undefined value back (its length, 0, is within any limit).
-    if value.is_undefined() {
+    // jinja2 gives an undefined value back (its length, 0, is within any limit), hint and all.
+    if super::python_undefined::is_undefined(&value) {
         return Ok(value);
     }
     let Some(text) = value.as_str().filter(|_| value.kind() == ValueKind::String) else {

@@ -8,6 +8,7 @@ use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value};
 use minijinja::{Error, ErrorKind, State};
 
 use super::python_semantics::{type_error, OBJECT_ADDRESS};
+use super::python_undefined;
 
 /// A one-shot generator (what jinja2's `map`, `select`, `items`, ... give): true, no length,
 /// iterable once (a second loop sees nothing), refused by `tojson`, printed with the name of
@@ -126,6 +127,55 @@ pub fn map_filter(
         return Ok(early);
     }
     minijinja::filters::map(state, value, args).map(|items| Generator::wrap(MADE_BY, items))
+}
+
+/// The diagnostic render's `map` (see `python_undefined`): `map(attribute=...)` looks each
+/// item up as jinja2 does (a dotted name part by part, a part of digits as an index), an item
+/// that lacks it giving a hinted undefined value, or `default`. Every other `map` is
+/// [`map_filter`].
+pub fn hinted_map_filter(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargsArg>,
+) -> Result<Value, Error> {
+    const MADE_BY: &str = "sync_do_map";
+    let by_attribute = match args.0.as_slice() {
+        [only] if only.is_kwargs() => {
+            let names: Vec<Value> = only.try_iter()?.collect();
+            let known = names
+                .iter()
+                .all(|k| matches!(k.as_str(), Some("attribute" | "default")));
+            let attribute = only.get_attr("attribute")?;
+            let default = only.get_attr("default")?;
+            attribute
+                .as_str()
+                .filter(|_| known)
+                .map(|a| (a.to_string(), default))
+        }
+        _ => None,
+    };
+    let Some((attribute, default)) = by_attribute else {
+        return map_filter(state, value, args);
+    };
+    if let Some(early) = python_lazy_start(MADE_BY, &value)? {
+        return Ok(early);
+    }
+    let mut items = Vec::new();
+    for item in value.try_iter()? {
+        let mut found = item;
+        for part in attribute.split('.') {
+            let key = match part.parse::<i64>() {
+                Ok(index) if part.bytes().all(|b| b.is_ascii_digit()) => Value::from(index),
+                _ => Value::from(part),
+            };
+            found = python_undefined::item_filter(found, key)?;
+        }
+        if python_undefined::is_undefined(&found) && !default.is_undefined() {
+            found = default.clone();
+        }
+        items.push(found);
+    }
+    Ok(Generator::wrap(MADE_BY, items))
 }
 
 /// What jinja2's `map` and `select` family give before reading their arguments: nothing for a

@@ -600,6 +600,68 @@ fn lists_order_copy_and_sum_as_python_does() {
 }
 
 #[test]
+fn undefined_values_met_later_are_named_as_jinja2_names_them() {
+    for (source, message) in [
+        // `map(attribute=)` gives an undefined value for each item that lacks it.
+        (
+            "{{ [1, 2]|map(attribute='role')|list|min }}",
+            "'int object' has no attribute 'role'",
+        ),
+        (
+            "{{ [1]|map(attribute='role')|first + 1 }}",
+            "'int object' has no attribute 'role'",
+        ),
+        (
+            "{{ [{'a': 1}]|map(attribute='a.b')|first + 1 }}",
+            "'int object' has no attribute 'b'",
+        ),
+        // `truncate` gives an undefined value back, hint and all.
+        (
+            "{% set d = {} %}{{ (d.name)|truncate(5) * 2 }}",
+            "'dict object' has no attribute 'name'",
+        ),
+        (
+            "{% set d = {} %}{{ ((d['a'])|truncate(5))|last|float }}",
+            "No last item, sequence was empty.",
+        ),
+        // minijinja's `selectattr` skips an item whose lookup Python refuses.
+        ("{{ [1, z]|selectattr('role')|list }}", "'z' is undefined"),
+    ] {
+        assert_raises(source, message);
+    }
+    let ok = |source: &str| render(source, json!([]), false).unwrap();
+    assert_eq!(
+        ok("{{ [1]|map(attribute='role', default=3)|first + 1 }}"),
+        "4"
+    );
+}
+
+#[test]
+fn text_percent_args_formats_as_python() {
+    let ok = |source: &str| render(source, json!([]), false).unwrap();
+    assert_eq!(
+        ok("{{ '%s!' % 'x' }}|{{ '%d-%s' % (1, 'a') }}|{{ '%(a)s' % {'a': 1} }}|{{ '%s' % [1, 2] }}|{{ 'x' % [] }}"),
+        "x!|1-a|1|[1, 2]|x"
+    );
+    for (source, message) in [
+        (
+            "{{ 'x' % 3 }}",
+            "not all arguments converted during string formatting",
+        ),
+        (
+            "{{ '%s %s' % [1, 2] }}",
+            "not enough arguments for format string",
+        ),
+        (
+            "{{ '%(a)s' % [1] }}",
+            "list indices must be integers or slices, not str",
+        ),
+    ] {
+        assert_raises(source, message);
+    }
+}
+
+#[test]
 fn a_chain_the_rewrite_cannot_take_leaves_the_rest_python_s() {
     let source = "{% for m in messages if m.content not in (messages|first).role == 'x'[0] %}\
                   {% endfor %}{{ 'a' + 3 }}";
