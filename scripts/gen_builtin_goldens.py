@@ -111,6 +111,24 @@ OTHER_TEMPLATES = [
     "{{ '%s|%s' % ([{'a': 1}]|groupby('a')|first) }}", "{{ '%s %s' % [1, 2] }}",
     "{{ 'x' % 3 }}", "{{ ('ab'|min) % 3 }}", "{{ '%(a)s' % [1] }}", "{{ '%(a)s' % {'b': 1} }}",
     "{{ '%d' % 'x' }}", "{{ '%s %s' % ('a',) }}", "{{ '%' % () }}", "{{ s % () }}",
+    # Markup strings (`safe`, `escape`, `forceescape`): `+` escapes the plain side, `%` its
+    # arguments, wrapped methods and class-keeping filters give Markup, containers show it.
+    "{{ '<' + (s|safe) }}|{{ (s|safe) + '<&>' }}|{{ (s|safe) + \"'\" }}|{{ (s|safe) + ('<'|safe) }}",
+    "{{ [s|safe, '<'|e] }}|{{ {'k': '<'|forceescape} }}|{{ ((s|safe),) }}",
+    "{{ ('%s|%r'|safe) % ('<', '<') }}|{{ ('%(a)s'|safe) % {'a': '&'} }}|{{ ('%s'|safe) % ('<'|safe) }}",
+    "{{ ('%.1s'|safe) % '<b' }}|{{ ('%d-%s'|safe)|format(3, '>') }}|{{ '%s' % ('<'|safe) }}",
+    "{{ (s|safe) * 2 + '<' }}|{{ 2 * (s|safe) + '<' }}|{{ (s|safe) ~ '<' + '<' }}",
+    "{{ (s|safe).replace('a', '<') }}|{{ (s|safe).upper() + '<' }}|{{ (s|safe).split() }}",
+    "{{ (s|safe).strip('a') + '<' }}|{{ (s|safe).center(9, '<') }}|{{ (s|safe).partition(' ') }}",
+    "{{ (s|safe).startswith('a') }}|{{ (s|safe).count('a') }}|{{ ('x'|safe).join(['<', '>'|safe]) }}",
+    "{{ (s|safe)|trim + '<' }}|{{ (s|safe)|string + '<' }}|{{ (s|safe)|upper + '<' }}",
+    "{{ (s|safe)|lower + '<' }}|{{ (s|safe)|capitalize + '<' }}|{{ (s|safe)|title + '<' }}",
+    "{{ (s|safe)|center(9) + '<' }}|{{ (s|safe)|indent(2) + '<' }}|{{ (s|safe)|reverse + '<' }}",
+    "{{ (s|safe)|truncate(3, true, '<', 0) + '<' }}|{{ (s|safe)|replace('a', 'b') + '<' }}",
+    "{{ (s|safe)|first + '<' }}|{{ (s|safe)|list }}|{{ (s|safe)|length }}|{{ (s|safe)[1:] + '<' }}",
+    "{{ (s|safe) is string }}|{{ (s|safe) == s }}|{{ (s|safe) in [s] }}|{{ (s|safe)|tojson }}",
+    "{{ (s|safe) + 1 }}", "{{ 1 + (s|safe) }}", "{{ [1] + (s|safe) }}", "{{ (s|safe) * 1.5 }}",
+    "{{ 'x' * ('y'|safe) }}", "{{ (s|safe) - 'a' }}", "{{ (s|safe) + none }}",
 ]
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))

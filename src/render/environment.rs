@@ -3,15 +3,15 @@
 //! minijinja's own with MLX Node's `tojson` and `range` for MLX Node's.
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Kwargs, Rest, Value, ValueKind};
-use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
+use minijinja::value::{Kwargs, Rest, StringInput, Value, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
-    python_iterables, python_macros, python_ops, python_order, python_range, python_semantics,
-    python_slice, python_str, python_str_methods, python_tests_syntax, python_text_filters,
-    python_value, strftime_now,
+    python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
+    python_semantics, python_slice, python_str, python_str_methods, python_tests_syntax,
+    python_text_filters, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -27,9 +27,15 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.set_unknown_method_callback(python_method);
     } else {
         env.set_unknown_method_callback(|state, value, method, args| {
+            let called = match python_markup::method(value, method, args, |plain, args| {
+                jinja2_method(state, plain, method, args)
+            }) {
+                Some(result) => result,
+                None => jinja2_method(state, value, method, args),
+            };
             // What a defined value lacks is jinja2's undefined attribute, which refuses a call
             // with its own text (an undefined receiver is named by the diagnostic render).
-            jinja2_method(state, value, method, args).map_err(|e| {
+            called.map_err(|e| {
                 if e.kind() != ErrorKind::UnknownMethod
                     || super::python_undefined::is_undefined(value)
                 {
@@ -126,7 +132,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         );
         env.add_function("namespace", python_semantics::namespace_function);
         env.add_filter("attr", python_semantics::attr_filter);
-        env.add_filter("forceescape", python_text_filters::forceescape_filter);
+        env.add_filter("forceescape", |v: Value| {
+            python_text_filters::forceescape_filter(v)
+                .map(|r| python_markup::markup(r.as_str().unwrap_or_default().to_string()))
+        });
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
         env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);
@@ -167,8 +176,89 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         });
         add_one_argument_tests(&mut env);
         env.add_test("divisibleby", python_ops::divisibleby_test);
+        add_markup_keeping_filters(&mut env);
+    } else {
+        // MLX Node's engine has no Markup: what `safe` and `escape` give is a plain string.
+        env.add_filter("safe", |v: String| Value::from(v));
+        for name in ["escape", "e"] {
+            env.add_filter(name, |state: &mut State, v: Value| {
+                minijinja::filters::escape(state, &v).map(plain_string)
+            });
+        }
     }
     env
+}
+
+/// `value` as a plain string where it is a safe one.
+fn plain_string(value: Value) -> Value {
+    if value.kind() == ValueKind::String && value.is_safe() {
+        return Value::from(value.as_str().unwrap_or_default());
+    }
+    value
+}
+
+/// The filters that keep a Markup string Markup in jinja2 (they call its `str` methods, which
+/// markupsafe wraps), over what they do to a plain string.
+fn add_markup_keeping_filters(env: &mut Environment<'static>) {
+    use python_markup::keep;
+    env.add_filter("upper", |state: &State, v: Value| {
+        python_filters::upper_filter(state, v.clone()).map(|r| keep(&v, r))
+    });
+    env.add_filter("lower", |state: &State, v: Value| {
+        python_filters::lower_filter(state, v.clone()).map(|r| keep(&v, r))
+    });
+    env.add_filter("trim", |v: Value, chars: Option<String>| {
+        trim_filter(&v, chars).map(|r| keep(&v, r))
+    });
+    env.add_filter("center", |v: Value, width: Option<Value>| {
+        python_filters::center_filter(v.clone(), width).map(|r| keep(&v, r))
+    });
+    env.add_filter("capitalize", |state: &State, v: Value| {
+        let text = minijinja::filters::capitalize(StringInput::new(state, &v)?);
+        Ok::<_, Error>(keep(&v, text))
+    });
+    env.add_filter(
+        "indent",
+        |v: Value,
+         width: Option<Value>,
+         first: Option<bool>,
+         blank: Option<bool>,
+         kwargs: Kwargs| {
+            python_filters::indent_filter(v.clone(), width, first, blank, kwargs)
+                .map(|r| keep(&v, r))
+        },
+    );
+    // What is cut is Markup, and the `end` added to it is escaped.
+    env.add_filter("truncate", |v: Value, args: Rest<Value>, kwargs: Kwargs| {
+        let end = match (args.get(2), kwargs.peek::<Option<Value>>("end")) {
+            (Some(end), _) => end.clone(),
+            (None, Ok(Some(end))) => end,
+            _ => Value::from("..."),
+        };
+        let cut = python_filters::truncate_filter(v.clone(), args, kwargs)?;
+        if !python_markup::is_markup(&v) || cut == v {
+            return Ok(cut);
+        }
+        let (text, end) = (
+            cut.as_str().unwrap_or_default(),
+            end.as_str().unwrap_or_default(),
+        );
+        let kept = text.strip_suffix(end).unwrap_or(text);
+        Ok(python_markup::markup(format!(
+            "{kept}{}",
+            python_markup::escape(end)
+        )))
+    });
+    env.add_filter("reverse", |v: Value| {
+        python_iterables::reverse_filter(v.clone()).map(|r| keep(&v, r))
+    });
+    env.add_filter("format", |v: Value, args: Rest<Value>, kwargs: Kwargs| {
+        if python_markup::is_markup(&v) && kwargs.args().next().is_none() {
+            let arg = Value::from_object(minijinja::value::Tuple::new(args.to_vec()));
+            return python_ops::arith_filter(v, "%", arg);
+        }
+        python_format::format_filter(v, args, kwargs)
+    });
 }
 
 /// The environment of the diagnostic render (see `python_undefined`): transformers' rules,

@@ -37,6 +37,7 @@ mod python_format;
 pub mod python_generators;
 mod python_iterables;
 pub mod python_macros;
+mod python_markup;
 pub mod python_ops;
 pub mod python_order;
 pub mod python_range;

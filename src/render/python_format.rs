@@ -57,10 +57,20 @@ struct Spec {
 
 /// The widest field a conversion may ask for (a render of that size is already far beyond any
 /// chat template's).
-const MAX_WIDTH: usize = 1 << 24;
+pub(super) const MAX_WIDTH: usize = 1 << 24;
 
 /// Python's `template % operand`.
 pub fn percent_format(template: &str, operand: &Operand) -> Result<String, Error> {
+    format_with(template, operand, false)
+}
+
+/// `Markup(template) % operand`: each argument escaped where it prints as text (`%s`, `%r`,
+/// `%a`; a Markup argument as it is), numbers as they are (markupsafe's escape helper).
+pub fn markup_percent_format(template: &str, operand: &Operand) -> Result<String, Error> {
+    format_with(template, operand, true)
+}
+
+fn format_with(template: &str, operand: &Operand, escape: bool) -> Result<String, Error> {
     let chars: Vec<char> = template.chars().collect();
     // Python's argument cursor: a mapping is one argument to unnamed conversions.
     let (items, is_map): (&[Value], bool) = match operand {
@@ -187,7 +197,7 @@ pub fn percent_format(template: &str, operand: &Operand) -> Result<String, Error
             Some(v) => v,
             None => next_arg(&mut argidx)?,
         };
-        let text = convert(conversion, &arg, &spec, at)?;
+        let text = convert(conversion, &arg, &spec, at, escape)?;
         pad(&mut out, &text, &spec, conversion);
     }
     if argidx < arglen && !is_map {
@@ -218,15 +228,29 @@ fn star_arg(v: Value) -> Result<i64, Error> {
 }
 
 /// The text of one conversion, before padding to the width.
-fn convert(conversion: char, arg: &Value, spec: &Spec, at: usize) -> Result<String, Error> {
+fn convert(
+    conversion: char,
+    arg: &Value,
+    spec: &Spec,
+    at: usize,
+    escape: bool,
+) -> Result<String, Error> {
     let cut = |text: String| match spec.precision {
         Some(p) => text.chars().take(p).collect(),
         None => text,
     };
+    let escaped = |text: String| {
+        if escape {
+            super::python_markup::escape(&text)
+        } else {
+            text
+        }
+    };
     Ok(match conversion {
-        's' => cut(py_str(arg)),
-        'r' => cut(py_repr(arg)),
-        'a' => cut(ascii(&py_repr(arg))),
+        's' if escape && super::python_markup::is_markup(arg) => cut(py_str(arg)),
+        's' => cut(escaped(py_str(arg))),
+        'r' => cut(escaped(py_repr(arg))),
+        'a' => cut(ascii(&escaped(py_repr(arg)))),
         'd' | 'i' | 'u' => {
             let (negative, digits) = integer(arg, conversion, false)?;
             signed(negative, digits, "", spec, true)

@@ -13,6 +13,7 @@ use minijinja::value::{Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, Expression};
 
 use super::python_format::{percent_format, Operand};
+use super::python_markup::type_name;
 use super::python_semantics::{python_int, python_type_name, GROUP_TUPLE};
 
 /// The filter a binary arithmetic operation becomes: `a + b` is `((a)|filter('+', b))`.
@@ -26,6 +27,9 @@ pub const OPERATORS: [&str; 7] = ["**", "//", "+", "-", "*", "/", "%"];
 /// [`ARITH_FILTER`]: `left op right` as minijinja computes it, or Python's error where Python
 /// refuses the operands.
 pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error> {
+    if let Some(markup) = super::python_markup::arith(&left, op, &right) {
+        return markup;
+    }
     if let Some(complex) = super::python_complex::arith(&left, op, &right) {
         return complex;
     }
@@ -131,7 +135,7 @@ fn refusal(left: &Value, op: &str, right: &Value) -> Option<String> {
     if left.is_undefined() || right.is_undefined() {
         return None;
     }
-    let (l, r) = (python_type_name(left), python_type_name(right));
+    let (l, r) = (type_name(left), type_name(right));
     // A group of `groupby` is a tuple to `+` and `*`, named as its own type where Python
     // names the other operand's.
     let base = |t: &'static str| if t == GROUP_TUPLE { "tuple" } else { t };
@@ -159,8 +163,6 @@ fn refusal(left: &Value, op: &str, right: &Value) -> Option<String> {
         "*" if sequence(base(r)) => {
             Some(format!("can't multiply sequence by non-int of type '{l}'"))
         }
-        // A safe string's `%` (Markup's, which escapes its arguments) is left to minijinja.
-        "%" if l == "str" => None,
         "**" => Some(format!(
             "unsupported operand type(s) for ** or pow(): '{l}' and '{r}'"
         )),

@@ -117,12 +117,9 @@ pub fn slice_filter(value: Value, start: Value, stop: Value, step: Value) -> Res
     if let Some(text) = value.as_str().filter(|_| value.kind() == ValueKind::String) {
         let chars: Vec<char> = text.chars().collect();
         let (_, _, picked) = indices(chars.len() as i128, start, stop, step);
-        return Ok(Value::from(
-            picked
-                .into_iter()
-                .map(|i| chars[i as usize])
-                .collect::<String>(),
-        ));
+        let text: String = picked.into_iter().map(|i| chars[i as usize]).collect();
+        // A slice of a Markup string is Markup.
+        return Ok(super::python_markup::keep(&value, Value::from(text)));
     }
     let items: Vec<Value> = value.try_iter()?.collect();
     let (_, _, picked) = indices(items.len() as i128, start, stop, step);

@@ -98,6 +98,12 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             Ok(f) => out.push_str(&py_float(f)),
             Err(_) => out.push_str(&value.to_string()),
         },
+        // jinja2's Markup (see `python_markup`).
+        ValueKind::String if value.is_safe() => {
+            out.push_str("Markup(");
+            write_str_repr(out, value.as_str().unwrap_or_default());
+            out.push(')');
+        }
         ValueKind::String => write_str_repr(out, value.as_str().unwrap_or_default()),
         ValueKind::Seq if as_range(value).is_some() => {
             out.push_str(&as_range(value).map(|r| r.repr()).unwrap_or_default())

@@ -185,6 +185,11 @@ pub fn item<'a>(object: &V<'a>, key: &V<'a>) -> Res<V<'a>> {
 }
 
 pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> Res<V<'a>> {
+    // A Markup string (see `Filter::Safe`) keeps its class through some filters: left to the
+    // interpreter.
+    if matches!(&value, V::Other(v) if v.is_safe()) {
+        return Err(Bail);
+    }
     let owned = |s: String| V::Owned(Rc::from(s));
     Ok(match filter {
         Filter::Trim => match value {
@@ -351,8 +356,13 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
             }
             owned(out)
         }
+        // transformers' `safe` gives a Markup string, which the interpreter's `+`, `%` and
+        // methods treat apart: here it only prints (any other use gives up). MLX Node's engine
+        // has no Markup.
         Filter::Safe => match value {
-            V::Str(_) | V::Owned(_) => value,
+            V::Str(_) | V::Owned(_) if plan.mlx => value,
+            V::Str(s) => V::Other(crate::render::python_markup::markup(s.to_string())),
+            V::Owned(s) => V::Other(crate::render::python_markup::markup(s.to_string())),
             _ => return Err(Bail),
         },
         Filter::First | Filter::Last => {
@@ -432,6 +442,10 @@ pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>], python: bool) -> Res<
     }
     if let V::Other(v) = value {
         use minijinja::value::ValueKind;
+        // A Markup string: a string to every test, which the plan leaves to the interpreter.
+        if v.kind() == ValueKind::String && !matches!(test, Test::Defined | Test::Undefined) {
+            return Err(Bail);
+        }
         return Ok(match test {
             Test::Defined => true,
             Test::Undefined | Test::None | Test::String | Test::Boolean => false,
