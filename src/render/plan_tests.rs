@@ -56,6 +56,25 @@ fn every_template_of_the_known_families_gets_a_plan() {
 }
 
 #[test]
+fn a_markup_string_prints_on_the_plan_and_anything_else_is_the_interpreter_s() {
+    // Qwen3.5's way with tool arguments: `tojson | safe`, then printed.
+    let src = "{% for k, v in messages[2].tool_calls[0].function.arguments|items %}{% set v = v|tojson|safe if v is mapping or v is sequence else v|string %}<{{ k }}>{{ v }}{% endfor %}";
+    assert_eq!(render(src, convo()), "<b>2<a>[1, \"x\"]<C>None");
+    for src in [
+        "{{ ('<'|safe) + '<' }}",
+        "{{ 'a' ~ (('<'|safe) + '<') }}",
+        "{{ ('<'|safe)|trim }}",
+        "{{ ('<'|safe) is string }}",
+    ] {
+        assert_eq!(
+            planned(src, convo(), &RenderOptions::default()),
+            None,
+            "{src}"
+        );
+    }
+}
+
+#[test]
 fn loops_and_their_loop_variable() {
     let out = render(
         "{% for m in messages %}{{ loop.index0 }}/{{ loop.index }}/{{ loop.revindex }}/{{ loop.length }}{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}:{{ m.role }}:{{ loop.previtem.role if loop.previtem }}>{{ loop.nextitem.role if loop.nextitem }}|{% endfor %}",
