@@ -311,6 +311,11 @@ impl ChatTemplate {
         self.plan.as_ref().map(plan::Plan::declined)
     }
 
+    /// What the render plan's traces did (see `plan`); `None` without a plan or traces.
+    pub fn trace_stats(&self) -> Option<plan::TraceStats> {
+        self.plan.as_ref().and_then(plan::Plan::trace_stats)
+    }
+
     /// The family of the direct renderer in use.
     pub fn compiled_family(&self) -> Option<compiled::Family> {
         self.direct.as_ref().map(Compiled::family)

@@ -437,3 +437,61 @@ fn mlx_node_rendering_iterates_strings_as_its_engine_does() {
         assert!(t.render_planned(&messages, &opts).is_none(), "{source}");
     }
 }
+
+#[test]
+fn traces_write_repeated_shapes_and_follow_every_fact_about_the_contents() {
+    let src = "{% for m in messages %}{% set c = m.content|trim %}{% if '</think>' in c %}{% set c = c.split('</think>')[-1].lstrip('\\n') %}{% endif %}<{{ m.role }}>{{ c if c else '(empty)' }}{% if c.startswith('<tool') %}[tool]{% endif %}</{{ m.role }}>{% endfor %}";
+    let t = template(src);
+    // Each course (a `</think>` or not, empty or not, a tool marker or not) comes back.
+    let contents = [
+        "plain",
+        "<think>r</think>\n\nanswer",
+        "  padded \n",
+        "<think>s</think>\n\nother",
+        "",
+        "again",
+        "a</think>b</think>c",
+        "more",
+        "<tool_response>x",
+        "words",
+        "\n\n",
+    ];
+    for c in contents {
+        let messages = vec![
+            json!({"role": "user", "content": "question"}),
+            json!({"role": "assistant", "content": c}),
+        ];
+        let opts = RenderOptions::default();
+        assert_eq!(
+            t.render(&messages, &opts).unwrap(),
+            t.render_interpreted(&messages, &opts).unwrap(),
+            "{c:?}"
+        );
+    }
+    let stats = t.trace_stats().unwrap();
+    assert_eq!(stats.wrong, 0);
+    assert!(stats.replayed >= 4 && stats.recorded >= 2, "{stats:?}");
+}
+
+#[test]
+fn a_render_that_reads_a_content_beyond_what_traces_follow_is_never_traced() {
+    for src in [
+        "{% for m in messages %}{{ m.content|length }}:{{ m.content }}{% endfor %}",
+        "{{ messages|tojson }}",
+        "{% for m in messages %}{{ m.content[0] }}{% endfor %}",
+        "{% for m in messages %}{{ m.content|upper }}{% endfor %}",
+    ] {
+        let t = template(src);
+        for c in ["a", "bb", "ccc", "dddd"] {
+            let messages = vec![json!({"role": "user", "content": c})];
+            let opts = RenderOptions::default();
+            assert_eq!(
+                t.render(&messages, &opts).unwrap(),
+                t.render_interpreted(&messages, &opts).unwrap(),
+                "{src}"
+            );
+        }
+        let stats = t.trace_stats().unwrap();
+        assert_eq!((stats.recorded, stats.replayed), (0, 0), "{src}");
+    }
+}

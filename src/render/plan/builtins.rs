@@ -4,6 +4,7 @@
 use std::rc::Rc;
 
 use super::ir::{AttrName, BinOp, Filter, MapFilter, Method, Test};
+use super::trace::{self, Side, Test as TraceTest};
 use super::value::{contains, equals, Bail, Res, Sym, V};
 use super::Plan;
 use crate::render::json_dumps::{dumps, dumps_json, DumpOptions};
@@ -14,6 +15,14 @@ use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 const MAX_RANGE: i64 = 100_000;
 
 pub fn binop<'a>(op: BinOp, l: &V<'a>, r: &V<'a>) -> Res<V<'a>> {
+    if matches!(l, V::Sym(_)) || matches!(r, V::Sym(_)) {
+        let string = |v: &V<'a>| matches!(v, V::Sym(_)) || v.as_str().is_some();
+        return match op {
+            BinOp::Concat => trace::concat(l, r),
+            BinOp::Add if string(l) && string(r) => trace::concat(l, r),
+            _ => Err(Bail),
+        };
+    }
     if op == BinOp::Concat {
         // Python's `str()` of each side, as the interpreter's rewrite of `~` (python_semantics).
         let (l, r) = (l.py_string()?, r.py_string()?);
@@ -190,6 +199,19 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
     if matches!(&value, V::Other(v) if v.is_safe()) {
         return Err(Bail);
     }
+    if let V::Sym(s) = &value {
+        return match filter {
+            Filter::Trim => trace::strip(s, Side::Both, None),
+            Filter::String => Ok(value),
+            Filter::Default => match args.get(1) {
+                None => Ok(value),
+                Some(V::Bool(true)) if !value.truthy()? => args.first().cloned().ok_or(Bail),
+                Some(V::Bool(_)) => Ok(value),
+                Some(_) => Err(Bail),
+            },
+            _ => Err(Bail),
+        };
+    }
     let owned = |s: String| V::Owned(Rc::from(s));
     Ok(match filter {
         Filter::Trim => match value {
@@ -227,6 +249,7 @@ pub fn filter<'a>(plan: &Plan, filter: Filter, value: V<'a>, args: &[V<'a>]) -> 
                 options
             };
             let direct = match &value {
+                V::Json(json) if trace::holds_content(json) => return Err(Bail),
                 V::Json(json) => dumps_json(json, &options),
                 _ => None,
             };
@@ -440,6 +463,15 @@ pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>], python: bool) -> Res<
     if opaque(value) && !matches!(test, Test::Defined | Test::Undefined | Test::None) {
         return Err(Bail);
     }
+    // A symbolic string is a string to every test of its type; equality is a guard.
+    if let V::Sym(s) = value {
+        return match test {
+            Test::Eq => equals(value, args.first().ok_or(Bail)?),
+            Test::Ne => Ok(!equals(value, args.first().ok_or(Bail)?)?),
+            Test::In | Test::Odd | Test::Even => Err(Bail),
+            _ => self::test(test, &V::Owned(s.text.clone()), args, python),
+        };
+    }
     if let V::Other(v) = value {
         use minijinja::value::ValueKind;
         // A Markup string: a string to every test, which the plan leaves to the interpreter.
@@ -490,6 +522,38 @@ pub fn test<'a>(test: Test, value: &V<'a>, args: &[V<'a>], python: bool) -> Res<
 }
 
 pub fn method<'a>(method: Method, object: &V<'a>, args: &[V<'a>]) -> Res<V<'a>> {
+    if let V::Sym(s) = object {
+        let literal = |i: usize| args.get(i).and_then(V::as_str).ok_or(Bail);
+        let side = match method {
+            Method::Strip => Side::Both,
+            Method::LStrip => Side::Left,
+            Method::RStrip => Side::Right,
+            Method::StartsWith | Method::EndsWith if args.len() == 1 => {
+                let affix = std::sync::Arc::from(literal(0)?);
+                return Ok(V::Bool(trace::test(
+                    s,
+                    if method == Method::StartsWith {
+                        TraceTest::StartsWith(affix)
+                    } else {
+                        TraceTest::EndsWith(affix)
+                    },
+                )?));
+            }
+            Method::Split if args.len() == 1 => {
+                let sep = literal(0)?;
+                if sep.is_empty() {
+                    return Err(Bail);
+                }
+                return trace::split(s, sep);
+            }
+            _ => return Err(Bail),
+        };
+        return match args {
+            [] | [V::None | V::Undef] => trace::strip(s, side, None),
+            [_] => trace::strip(s, side, Some(literal(0)?)),
+            _ => Err(Bail),
+        };
+    }
     let owned = |s: String| V::Owned(Rc::from(s));
     if let Some(s) = object.as_str() {
         let arg = |i: usize| args.get(i).and_then(V::as_str).ok_or(Bail);

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::builtins;
 use super::ir::{Arg, AttrName, BinOp, CmpOp, Const, Expr, ForLoop, Stmt, Target};
+use super::trace::{push_pieces, Piece, SymStr};
 use super::value::{compare, contains, equals, slice, Bail, LoopState, Res, Sym, V};
 use super::Plan;
 use crate::example::json_value;
@@ -67,6 +68,9 @@ pub struct Run<'a> {
     /// The namespaces made in this render: emptied at its end, so that a namespace holding
     /// itself (`{% set ns.me = ns %}`, or through a list or a loop) is freed.
     namespaces: Vec<Rc<RefCell<Vec<Binding<'a>>>>>,
+    /// While a trace is recorded (see `trace`): the output as pieces, one list for the render
+    /// and one for each capture (a macro's output, a set block) running.
+    pieces: Option<Vec<Vec<Piece>>>,
 }
 
 impl Drop for Run<'_> {
@@ -126,7 +130,52 @@ impl<'a> Run<'a> {
             steps: 0,
             depth: 0,
             namespaces: Vec::new(),
+            pieces: None,
         }
+    }
+
+    /// A run that records a trace: its output also kept as pieces (see [`Run::finish_traced`]).
+    pub fn traced(plan: &'a Plan, context: Vec<Binding<'a>>, capacity: usize) -> Self {
+        let mut run = Run::new(plan, context, capacity);
+        run.pieces = Some(vec![Vec::new()]);
+        run
+    }
+
+    /// Notes `text`, written to the output, as a literal piece of a recording.
+    #[inline]
+    fn note(&mut self, text: &str) {
+        if let Some(pieces) = self.pieces.as_mut().and_then(|p| p.last_mut()) {
+            push_pieces(pieces, &[Piece::Lit(std::sync::Arc::from(text))]);
+        }
+    }
+
+    /// Writes a symbolic string: its text to the output, its pieces to the recording.
+    fn write_sym(&mut self, s: &SymStr) -> Res<()> {
+        let pieces = self
+            .pieces
+            .as_mut()
+            .and_then(|p| p.last_mut())
+            .ok_or(Bail)?;
+        push_pieces(pieces, &s.pieces);
+        self.flush();
+        self.out.push_str(&s.text);
+        Ok(())
+    }
+
+    /// Prints a value that is not a plain borrowed string.
+    fn print(&mut self, v: &V<'a>) -> Res<()> {
+        if let V::Sym(s) = v {
+            return self.write_sym(s);
+        }
+        self.flush();
+        if self.pieces.is_none() {
+            return v.print(&mut self.out);
+        }
+        let mut text = String::new();
+        v.print(&mut text)?;
+        self.note(&text);
+        self.out.push_str(&text);
+        Ok(())
     }
 
     #[inline]
@@ -180,6 +229,10 @@ impl<'a> Run<'a> {
     /// else (the caller then takes the general path).
     #[inline]
     fn str_field(&self, object: &Expr, name: &AttrName) -> Option<&'a str> {
+        // A recording reads every field as a value (a content is symbolic).
+        if self.pieces.is_some() {
+            return None;
+        }
         let Expr::Var(sym) = object else {
             return None;
         };
@@ -252,10 +305,7 @@ impl<'a> Run<'a> {
             Stmt::Raw(text) => self.write(text),
             Stmt::Emit(e) => match self.expr(e)? {
                 V::Str(s) => self.write(s),
-                v => {
-                    self.flush();
-                    v.print(&mut self.out)?;
-                }
+                v => self.print(&v)?,
             },
             Stmt::EmitJoined(parts) => self.emit_joined(parts)?,
             Stmt::For(f) => return self.for_loop(f),
@@ -340,6 +390,9 @@ impl<'a> Run<'a> {
 
     /// Writes a string that lives as long as the render.
     fn write(&mut self, s: &'a str) {
+        if self.pieces.is_some() {
+            self.note(s);
+        }
         if self.out.is_empty() && self.pending.is_none() {
             self.pending = Some(s);
         } else {
@@ -360,10 +413,21 @@ impl<'a> Run<'a> {
         std::mem::take(&mut self.out)
     }
 
+    /// The whole output of a recording, and its pieces.
+    pub fn finish_traced(mut self) -> Option<(String, Vec<Piece>)> {
+        let pieces = self.pieces.take()?.pop()?;
+        Some((self.finish(), pieces))
+    }
+
     /// What `f` writes, kept apart from the output: borrowed when it is one borrowed piece.
     fn capture(&mut self, f: impl FnOnce(&mut Self) -> Res<()>) -> Res<V<'a>> {
+        if let Some(pieces) = self.pieces.as_mut() {
+            pieces.push(Vec::new());
+        }
         let saved = (std::mem::take(&mut self.out), self.pending.take());
         let result = f(self);
+        let captured = self.pieces.as_mut().and_then(Vec::pop);
+        let symbolic = captured.filter(|p| p.iter().any(|p| matches!(p, Piece::Hole(_))));
         let text = match (self.out.is_empty(), self.pending.take()) {
             (true, Some(piece)) => V::Str(piece),
             (true, None) => V::Str(""),
@@ -376,6 +440,20 @@ impl<'a> Run<'a> {
         };
         self.out = saved.0;
         self.pending = saved.1;
+        let text = match symbolic {
+            Some(pieces) => {
+                let concrete = match &text {
+                    V::Str(s) => Rc::from(*s),
+                    V::Owned(s) => s.clone(),
+                    _ => return Err(Bail),
+                };
+                V::Sym(Rc::new(SymStr {
+                    text: concrete,
+                    pieces,
+                }))
+            }
+            None => text,
+        };
         result.map(|()| text)
     }
 
@@ -387,8 +465,7 @@ impl<'a> Run<'a> {
                 let v = self.expr(part)?;
                 acc = builtins::binop(BinOp::Add, &acc, &v)?;
             }
-            self.flush();
-            return acc.print(&mut self.out);
+            return self.print(&acc);
         }
         // A string plus anything but a string fails in the interpreter, so the parts are
         // written as they come (a render that gives up discards what it wrote).
@@ -427,9 +504,11 @@ impl<'a> Run<'a> {
         match v {
             V::Str(s) => self.write(s),
             V::Owned(s) => {
+                self.note(&s);
                 self.flush();
                 self.out.push_str(&s);
             }
+            V::Sym(s) => self.write_sym(&s)?,
             _ => return Err(Bail),
         }
         Ok(())

@@ -14,6 +14,7 @@ mod builtins;
 mod compile;
 mod eval;
 mod ir;
+mod trace;
 mod value;
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use minijinja::Value;
 use serde_json::Value as Json;
 
 use super::RenderOptions;
+pub use trace::TraceStats;
 use value::{Sym, V};
 
 /// The global functions of the interpreter's environment: minijinja's and this crate's.
@@ -61,6 +63,9 @@ pub struct Plan {
     last_len: AtomicUsize,
     /// Renders handed to the interpreter.
     declined: AtomicU64,
+    /// Kept renders by shape, for a template whose renders depend on nothing but their inputs
+    /// (no clock); `None` otherwise (see `trace`).
+    traces: Option<trace::Traces>,
 }
 
 struct ContextSyms {
@@ -132,6 +137,7 @@ impl Plan {
             mlx,
             last_len: AtomicUsize::new(0),
             declined: AtomicU64::new(0),
+            traces: (!source.contains("strftime_now")).then(trace::Traces::default),
         })
     }
 
@@ -140,9 +146,40 @@ impl Plan {
         self.declined.load(Ordering::Relaxed)
     }
 
+    /// What the plan's traces did; `None` for a template that keeps none.
+    pub fn trace_stats(&self) -> Option<TraceStats> {
+        self.traces.as_ref().map(trace::Traces::stats)
+    }
+
     /// The render of `messages` (already in the shape the template expects), or `None` when the
     /// interpreter must render them.
     pub fn render(&self, messages: &[Json], opts: &RenderOptions) -> Option<String> {
+        match &self.traces {
+            Some(traces) => traces.render(
+                messages,
+                opts,
+                || self.render_plainly(messages, opts),
+                || self.record(messages, opts),
+            ),
+            None => self.render_plainly(messages, opts),
+        }
+    }
+
+    /// The render of `messages` recorded as a trace: its text and pieces (see `trace`), or
+    /// `None` where the recording gives up.
+    fn record(
+        &self,
+        messages: &[Json],
+        opts: &RenderOptions,
+    ) -> Option<(String, Vec<trace::Piece>)> {
+        let context = self.context(messages, opts);
+        let mut run = eval::Run::traced(self, context, 0);
+        run.top(&self.body).ok()?;
+        run.finish_traced()
+    }
+
+    /// The render of `messages` by running the plan.
+    fn render_plainly(&self, messages: &[Json], opts: &RenderOptions) -> Option<String> {
         let context = self.context(messages, opts);
         let capacity = self.last_len.load(Ordering::Relaxed) + 256;
         let mut run = eval::Run::new(self, context, capacity);

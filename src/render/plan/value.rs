@@ -15,6 +15,8 @@ use serde_json::Value as Json;
 use crate::example::json_value::{self, to_template};
 use crate::render::python_value::{needs_python_spelling, py_str};
 
+use super::trace::{self, SymStr, Test as TraceTest};
+
 /// "The interpreter renders this one": the plan does not know the answer for sure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bail;
@@ -62,6 +64,8 @@ pub enum V<'a> {
     Function,
     /// Anything else the interpreter would see: printed and dumped as it would be, nothing more.
     Other(Value),
+    /// A string made from the messages' contents, while a trace is recorded (see `trace`).
+    Sym(Rc<SymStr>),
 }
 
 pub struct GenState<'a> {
@@ -109,7 +113,10 @@ impl<'a> V<'a> {
                     V::Float(n.as_f64().unwrap_or(f64::NAN))
                 }
             }
-            Json::String(s) => V::Str(s),
+            Json::String(s) => match trace::lifted(json) {
+                Some(symbolic) => symbolic,
+                None => V::Str(s),
+            },
             Json::Object(map) if json_value::is_wide_integer(map) => V::Other(to_template(json)),
             _ => V::Json(json),
         }
@@ -141,6 +148,7 @@ impl<'a> V<'a> {
             V::List(l) | V::Slice(l) | V::Tuple(l) | V::Range(l) => !l.is_empty(),
             V::Map(m) => !m.is_empty(),
             V::Macro(_) | V::Function | V::Gen(_) => true,
+            V::Sym(s) => trace::test(s, TraceTest::NonEmpty)?,
             _ => return Err(Bail),
         })
     }
@@ -223,6 +231,8 @@ impl<'a> V<'a> {
             V::Float(f) => Value::from(*f),
             V::Str(s) => Value::from(*s),
             V::Owned(s) => Value::from(s.as_ref()),
+            // A message read whole reads its content, which a trace's recording cannot follow.
+            V::Json(j) if trace::holds_content(j) => return Err(Bail),
             V::Json(j) => to_template(j),
             V::List(l) | V::Slice(l) => {
                 Value::from(l.iter().map(V::to_value).collect::<Res<Vec<_>>>()?)
@@ -279,6 +289,20 @@ impl<'a> V<'a> {
 pub fn equals<'a>(a: &V<'a>, b: &V<'a>) -> Res<bool> {
     if let (Some(x), Some(y)) = (a.as_str(), b.as_str()) {
         return Ok(x == y);
+    }
+    if let (V::Sym(s), other) | (other, V::Sym(s)) = (a, b) {
+        return match other.as_str() {
+            Some(text) => trace::test(s, TraceTest::Equals(std::sync::Arc::from(text))),
+            // A string is never equal to a number, none, a list or a map.
+            None if matches!(
+                other,
+                V::Int(_) | V::Float(_) | V::None | V::Json(_) | V::List(_) | V::Map(_)
+            ) =>
+            {
+                Ok(false)
+            }
+            None => Err(Bail),
+        };
     }
     Ok(match (a, b) {
         (V::Int(x), V::Int(y)) => x == y,
@@ -353,6 +377,10 @@ pub fn compare<'a>(a: &V<'a>, b: &V<'a>) -> Res<std::cmp::Ordering> {
 
 /// `needle in haystack`.
 pub fn contains<'a>(haystack: &V<'a>, needle: &V<'a>) -> Res<bool> {
+    if let V::Sym(s) = haystack {
+        let needle = needle.as_str().ok_or(Bail)?;
+        return trace::test(s, TraceTest::Contains(std::sync::Arc::from(needle)));
+    }
     if let Some(text) = haystack.as_str() {
         return needle.as_str().map(|n| text.contains(n)).ok_or(Bail);
     }
