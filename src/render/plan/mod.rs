@@ -137,7 +137,7 @@ impl Plan {
             mlx,
             last_len: AtomicUsize::new(0),
             declined: AtomicU64::new(0),
-            traces: (!source.contains("strftime_now")).then(trace::Traces::default),
+            traces: trace::Traces::for_source(source),
         })
     }
 

@@ -25,6 +25,7 @@ use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
 use super::value::{Bail, Res, V};
+use crate::render::memo::Clock;
 use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 use crate::render::RenderOptions;
 
@@ -334,6 +335,8 @@ pub struct Traces {
     stats: Counters,
     /// Set once traces are found not to pay (see [`TRIAL`]).
     off: AtomicBool,
+    /// Whether renders print the clock's second: a shape is then also that second.
+    clock: bool,
 }
 
 #[derive(Default)]
@@ -364,6 +367,21 @@ fn contents(messages: &[Json]) -> Vec<Option<&str>> {
 }
 
 impl Traces {
+    /// The traces of a template's plan: none where its renders may print fractions of a
+    /// second (they would not repeat), the clock's second in every shape where they may print
+    /// the date or the time (see `memo`).
+    pub fn for_source(source: &str) -> Option<Traces> {
+        let clock = match Clock::of(source) {
+            Clock::Never => false,
+            Clock::Seconds => true,
+            Clock::Finer => return None,
+        };
+        Some(Traces {
+            clock,
+            ..Traces::default()
+        })
+    }
+
     /// The render of `messages` by a kept trace, or by `plain` (the plan's render), recording
     /// a trace of `record` (the plan's render with contents symbolic) where the shape has none
     /// that fits. `None` where the plan declines.
@@ -385,9 +403,14 @@ impl Traces {
         {
             self.off.store(true, Ordering::Relaxed);
         }
-        let Some(key) = shape_key(messages, opts) else {
+        let Some(mut key) = shape_key(messages, opts) else {
             return plain();
         };
+        if self.clock {
+            let (fixed, second) = crate::render::strftime_second();
+            key.push(u8::from(fixed));
+            key.extend_from_slice(&second.to_le_bytes());
+        }
         let slots = contents(messages);
         // The first kept trace whose guards the contents meet, and its text.
         let (known, found) = {
@@ -530,7 +553,6 @@ fn eval<'s>(expr: &SExpr, slots: &[Option<&'s str>]) -> Option<std::borrow::Cow<
 /// Everything a render reads but the contents: each message with its `content` string
 /// marked rather than written, and the options. `None` where it would be too long.
 fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
-    use std::io::Write;
     let mut key: Vec<u8> = Vec::with_capacity(48 * messages.len() + 32);
     for message in messages {
         match message {
@@ -553,12 +575,18 @@ fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
             return None;
         }
     }
-    write!(
-        key,
-        "\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}",
-        opts.add_generation_prompt, opts.enable_thinking, opts.reasoning_effort,
-    )
-    .ok()?;
+    key.extend_from_slice(&[
+        0,
+        u8::from(opts.add_generation_prompt),
+        match opts.enable_thinking {
+            None => 2,
+            Some(on) => u8::from(on),
+        },
+    ]);
+    if let Some(effort) = opts.reasoning_effort {
+        serde_json::to_writer(&mut key, effort).ok()?;
+    }
+    key.push(0);
     if let Some(tools) = opts.tools {
         serde_json::to_writer(&mut key, tools).ok()?;
     }
