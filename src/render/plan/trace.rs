@@ -314,7 +314,7 @@ pub struct Trace {
 const CHECKED_REPLAYS: u32 = 2;
 /// Traces kept for one shape (one for each course its contents take).
 const TRACES_PER_SHAPE: usize = 4;
-/// Shapes a template keeps traces for.
+/// Shapes a template keeps traces for at once.
 const SHAPES: usize = 512;
 /// Every this many renders, traces that wrote fewer than a quarter of them are left off.
 const TRIAL: u64 = 4096;
@@ -475,16 +475,15 @@ impl Traces {
                     self.retire(&key);
                 } else if let Ok(mut shapes) = self.shapes.write() {
                     self.stats.recorded.fetch_add(1, Ordering::Relaxed);
-                    let room = shapes.len() < SHAPES;
                     match shapes.get_mut(key.as_slice()) {
                         Some(Shape::Traced(traces)) if traces.len() < TRACES_PER_SHAPE => {
                             traces.push(trace)
                         }
                         Some(_) => {}
-                        None if room => {
+                        None => {
+                            make_room(&mut shapes);
                             shapes.insert(key.into_boxed_slice(), Shape::Traced(vec![trace]));
                         }
-                        None => {}
                     }
                 }
             }
@@ -505,10 +504,19 @@ impl Traces {
 
     fn retire(&self, key: &[u8]) {
         if let Ok(mut shapes) = self.shapes.write() {
-            if shapes.len() < SHAPES || shapes.contains_key(key) {
-                shapes.insert(key.into(), Shape::Retired);
+            if !shapes.contains_key(key) {
+                make_room(&mut shapes);
             }
+            shapes.insert(key.into(), Shape::Retired);
         }
+    }
+}
+
+/// A table of shapes that is full starts over: the shapes a dataset holds now (or the clock's
+/// second now) are kept, the ones it held before are let go.
+fn make_room(shapes: &mut FxHashMap<Box<[u8]>, Shape>) {
+    if shapes.len() >= SHAPES {
+        shapes.clear();
     }
 }
 
