@@ -397,9 +397,17 @@ fn plan_throughput() {
             };
             let text = match renderer.as_str() {
                 "plan" => t.render_planned(messages, &opts).expect("a plan"),
+                // The plan run for every render, its traces left out.
+                "plan-untraced" => Ok(t
+                    .plan
+                    .as_ref()
+                    .and_then(|p| p.render_plainly(messages, &opts))
+                    .expect("a plan")),
                 "direct" => t.render_direct(messages, &opts).expect("a direct renderer"),
                 "interpreter" => t.render_interpreted(messages, &opts),
-                other => panic!("SFT_PLAN_RENDERER={other}: plan, direct or interpreter"),
+                other => {
+                    panic!("SFT_PLAN_RENDERER={other}: plan, plan-untraced, direct or interpreter")
+                }
             }
             .unwrap();
             bytes += text.len();

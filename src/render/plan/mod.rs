@@ -179,7 +179,7 @@ impl Plan {
     }
 
     /// The render of `messages` by running the plan.
-    fn render_plainly(&self, messages: &[Json], opts: &RenderOptions) -> Option<String> {
+    pub(crate) fn render_plainly(&self, messages: &[Json], opts: &RenderOptions) -> Option<String> {
         let context = self.context(messages, opts);
         let capacity = self.last_len.load(Ordering::Relaxed) + 256;
         let mut run = eval::Run::new(self, context, capacity);

@@ -324,6 +324,8 @@ const MAX_KEY: usize = 16 * 1024;
 /// The traces of one text: kept traces, or none ever (a render that could not be recorded,
 /// or a trace that was wrong).
 enum Shape {
+    /// Rendered once: a shape is recorded the second time it comes.
+    Seen,
     Traced(Vec<Arc<Trace>>),
     Retired,
 }
@@ -426,7 +428,19 @@ impl Traces {
                         .iter()
                         .find_map(|t| t.replay(&slots).map(|text| (t.clone(), text))),
                 ),
-                None => (0, None),
+                Some(Shape::Seen) => (0, None),
+                None => {
+                    drop(shapes);
+                    // A shape met once is only noted: most data repeats its shapes, but a
+                    // shape that never comes back is not worth a recording.
+                    if let Ok(mut shapes) = self.shapes.write() {
+                        if !shapes.contains_key(key.as_slice()) {
+                            make_room(&mut shapes);
+                            shapes.insert(key.into_boxed_slice(), Shape::Seen);
+                        }
+                    }
+                    return plain();
+                }
             }
         };
         if let Some((trace, text)) = found {
@@ -479,6 +493,7 @@ impl Traces {
                         Some(Shape::Traced(traces)) if traces.len() < TRACES_PER_SHAPE => {
                             traces.push(trace)
                         }
+                        Some(shape @ Shape::Seen) => *shape = Shape::Traced(vec![trace]),
                         Some(_) => {}
                         None => {
                             make_room(&mut shapes);
