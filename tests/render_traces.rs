@@ -73,8 +73,13 @@ fn with_contents(messages: &[Value], v: usize) -> Vec<Value> {
         .enumerate()
         .map(|(i, m)| {
             let mut m = m.clone();
-            if let Some(Value::String(text)) = m.get("content").cloned() {
-                m["content"] = Value::String(variant(&text, i, v));
+            for (k, field) in ["content", "reasoning_content", "thinking"]
+                .iter()
+                .enumerate()
+            {
+                if let Some(Value::String(text)) = m.get(*field).cloned() {
+                    m[*field] = Value::String(variant(&text, i + k, v));
+                }
             }
             m
         })

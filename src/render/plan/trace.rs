@@ -1,8 +1,9 @@
 //! Render traces: a plan's render of one shape of example, kept so that the next example of
 //! that shape is written without running the plan. A shape is everything a render reads except
-//! the messages' `content` strings (roles, other fields, options); a trace is the render's text
-//! as literal pieces and holes, each hole an expression of the contents (`content`, stripped, a
-//! part of it split on a separator), with guards: every fact about the contents the render's
+//! the messages' texts, their `content` (and `reasoning_content`, `thinking`) strings: roles,
+//! other fields, options. A trace is the render's text as literal pieces and holes, each hole
+//! an expression of the contents (`content`, stripped, a part of it split on a separator), with
+//! guards: every fact about the contents the render's
 //! course depended on (`'</think>' in content`, `content.startswith(...)`, whether it is
 //! empty, how many parts a split gives). An example whose contents meet the guards of a kept
 //! trace is the trace's pieces with its holes filled.
@@ -32,7 +33,7 @@ use crate::render::RenderOptions;
 /// How a symbolic string was made from the contents.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SExpr {
-    /// The content of message `i`.
+    /// Slot `i` of the example: field `i % 3` of [`SLOT_FIELDS`] of message `i / 3`.
     Slot(u32),
     /// Python's `strip`, `lstrip` or `rstrip`: of whitespace, or of the given chars.
     Strip(Arc<SExpr>, Side, Option<Arc<str>>),
@@ -206,7 +207,7 @@ fn answer(text: &str, test: &Test) -> u64 {
 /// What the recording render on this thread has learned, and which JSON nodes hold the
 /// contents.
 struct Recording {
-    /// The `content` string node of each message (null where it has none).
+    /// The string node of each slot (null where a message has none there).
     slots: Vec<*const Json>,
     /// The message objects: reading one whole would read its content unrecorded.
     messages: Vec<*const Json>,
@@ -236,7 +237,7 @@ fn record(of: &Arc<SExpr>, test: Test, answer: u64) -> Res<()> {
     })
 }
 
-/// The symbolic string of `json` where a recording runs and it is a content.
+/// The symbolic string of `json` where a recording runs and it is a slot.
 #[inline]
 pub fn lifted<'a>(json: &Json) -> Option<V<'a>> {
     if !ACTIVE.with(Cell::get) {
@@ -271,9 +272,11 @@ fn recording<T>(messages: &[Json], f: impl FnOnce() -> T) -> (T, Vec<Guard>) {
     let recording = Recording {
         slots: messages
             .iter()
-            .map(|m| match m.get("content") {
-                Some(c @ Json::String(_)) => c as *const Json,
-                _ => std::ptr::null(),
+            .flat_map(|m| {
+                SLOT_FIELDS.iter().map(move |f| match m.get(*f) {
+                    Some(c @ Json::String(_)) => c as *const Json,
+                    _ => std::ptr::null(),
+                })
             })
             .collect(),
         messages: messages.iter().map(|m| m as *const Json).collect(),
@@ -360,11 +363,19 @@ pub struct TraceStats {
     pub wrong: u64,
 }
 
-/// The content of each message of an example (the slots a trace's holes read).
+/// The fields of a message whose strings a trace leaves open: the text and the reasoning.
+const SLOT_FIELDS: [&str; 3] = ["content", "reasoning_content", "thinking"];
+
+/// The string fields of each message a trace's holes read, [`SLOT_FIELDS`] of each message in
+/// turn (`None` where a message has no string there).
 fn contents(messages: &[Json]) -> Vec<Option<&str>> {
     messages
         .iter()
-        .map(|m| m.get("content").and_then(Json::as_str))
+        .flat_map(|m| {
+            SLOT_FIELDS
+                .iter()
+                .map(move |f| m.get(*f).and_then(Json::as_str))
+        })
         .collect()
 }
 
@@ -573,7 +584,7 @@ fn eval<'s>(expr: &SExpr, slots: &[Option<&'s str>]) -> Option<std::borrow::Cow<
     })
 }
 
-/// Everything a render reads but the contents: each message with its `content` string
+/// Everything a render reads but the contents: each message with its [`SLOT_FIELDS`] strings
 /// marked rather than written, and the options. `None` where it would be too long.
 fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
     let mut key: Vec<u8> = Vec::with_capacity(48 * messages.len() + 32);
@@ -585,7 +596,7 @@ fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
                     serde_json::to_writer(&mut key, k).ok()?;
                     key.push(b':');
                     match v {
-                        Json::String(_) if k == "content" => key.push(1),
+                        Json::String(_) if SLOT_FIELDS.contains(&k.as_str()) => key.push(1),
                         other => serde_json::to_writer(&mut key, other).ok()?,
                     }
                     key.push(b',');
