@@ -5,6 +5,8 @@
 //! render plan then writes most of them from its traces; every render must be the
 //! interpreter's byte for byte, and no trace may be found wrong by the plan's own checks.
 //!
+//! The same holds for the 30,000 random templates of the jinja fuzz fixture.
+//!
 //! The templates are read from `../shared` at test time; a missing one fails the test.
 
 mod common;
@@ -141,4 +143,62 @@ fn traced_renders_are_the_interpreter_s() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Most renders of a shape after its first come from a trace.
     assert!(replayed > 10_000, "only {replayed} renders replayed");
+}
+
+/// The random templates of the jinja fuzz fixture (or the fixture `JINJA_FUZZ_CASES` names, as
+/// for `jinja_fuzz_goldens`), each over its context's messages and then over the same messages
+/// with other contents: random uses of contents (lookups, filters, methods, tests, operators)
+/// under the trace recorder, every render the interpreter's.
+#[test]
+fn traced_renders_of_random_templates_are_the_interpreter_s() {
+    let mut all = common::read_gz(
+        &std::env::var_os("JINJA_FUZZ_CASES")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root().join("__test__/fixtures/jinja_fuzz/cases.json.gz")),
+    );
+    revive(&mut all["contexts"]);
+    let contexts = all["contexts"].as_array().unwrap();
+    let cases = all["cases"].as_array().unwrap();
+    let (mut failures, mut replayed) = (Vec::new(), 0u64);
+    for case in cases {
+        let source = case["t"].as_str().unwrap();
+        let context = contexts[case["c"].as_u64().unwrap() as usize]
+            .as_object()
+            .unwrap();
+        let Ok(template) = ChatTemplate::compile(source, Vec::new()) else {
+            continue;
+        };
+        let messages = context["messages"].as_array().unwrap();
+        let kwargs: serde_json::Map<String, Value> = context
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "messages" | "tools"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let opts = RenderOptions {
+            tools: context.get("tools"),
+            add_generation_prompt: case["g"].as_bool().unwrap(),
+            template_kwargs: Some(&kwargs),
+            ..Default::default()
+        };
+        for v in [0, 0, 1, 2, 0, 3, 4, 5, 6, 7] {
+            let messages = with_contents(messages, v);
+            let traced = template.render(&messages, &opts).map_err(|e| e.message);
+            let interpreted = template
+                .render_interpreted(&messages, &opts)
+                .map_err(|e| e.message);
+            if traced != interpreted && failures.len() < 20 {
+                failures.push(format!(
+                    "{source:?}, variant {v}: traced {traced:?}, interpreter {interpreted:?}"
+                ));
+            }
+        }
+        if let Some(stats) = template.trace_stats() {
+            replayed += stats.replayed;
+            if stats.wrong > 0 && failures.len() < 20 {
+                failures.push(format!("{source:?}: a trace was wrong"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(replayed > 20_000, "only {replayed} renders replayed");
 }
