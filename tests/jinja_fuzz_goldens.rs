@@ -15,24 +15,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sft_dataset::render::{ChatTemplate, RenderOptions};
 
-use common::{read_gz, revive};
-
-/// The committed cases, or with `JINJA_FUZZ_CASES` a set drawn with another seed (see
-/// CONTRIBUTING), checked against the same ceilings.
-fn read_cases() -> Value {
-    match std::env::var_os("JINJA_FUZZ_CASES") {
-        Some(path) => read_gz(Path::new(&path)),
-        None => read_gz(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("__test__/fixtures/jinja_fuzz/cases.json.gz"),
-        ),
-    }
-}
+use common::{fuzz_cases, fuzz_kwargs};
 
 /// Python's exception text as it appears in ours: the interpreter's message wraps minijinja's
 /// error, which carries Python's words where the engine follows Python.
@@ -139,11 +126,7 @@ fn check_case(case: &Value, contexts: &[Value], tally: &mut Tally) {
         Err(e) => return tally.fail("does not compile".into(), show(e.message)),
     };
     let messages = context["messages"].as_array().unwrap();
-    let kwargs: Map<String, Value> = context
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "messages" | "tools"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let kwargs = fuzz_kwargs(context);
     let opts = RenderOptions {
         tools: context.get("tools"),
         add_generation_prompt: case["g"].as_bool().unwrap(),
@@ -199,8 +182,7 @@ fn check_case(case: &Value, contexts: &[Value], tally: &mut Tally) {
 
 #[test]
 fn random_templates_render_as_python_jinja2() {
-    let mut all = read_cases();
-    revive(&mut all["contexts"]);
+    let all = fuzz_cases();
     let contexts = all["contexts"].as_array().unwrap();
     let cases = all["cases"].as_array().unwrap();
     assert!(cases.len() >= 30_000, "only {} cases", cases.len());

@@ -88,6 +88,23 @@ fn with_contents(messages: &[Value], v: usize) -> Vec<Value> {
         .collect()
 }
 
+/// How the render of `messages` with contents `variant` through the traces differs from the
+/// interpreter's, if it does.
+fn difference(
+    template: &ChatTemplate,
+    messages: &[Value],
+    variant: usize,
+    opts: &RenderOptions,
+) -> Option<String> {
+    let messages = with_contents(messages, variant);
+    let traced = template.render(&messages, opts).map_err(|e| e.message);
+    let interpreted = template
+        .render_interpreted(&messages, opts)
+        .map_err(|e| e.message);
+    (traced != interpreted)
+        .then(|| format!("variant {variant}: traced {traced:?}, interpreter {interpreted:?}"))
+}
+
 #[test]
 fn traced_renders_are_the_interpreter_s() {
     let conversations = conversations();
@@ -121,15 +138,8 @@ fn traced_renders_are_the_interpreter_s() {
                         ..Default::default()
                     };
                     for v in 0..12 {
-                        let messages = with_contents(&messages, v);
-                        let traced = template.render(&messages, &opts).map_err(|e| e.message);
-                        let interpreted = template
-                            .render_interpreted(&messages, &opts)
-                            .map_err(|e| e.message);
-                        if traced != interpreted && failures.len() < 20 {
-                            failures.push(format!(
-                                "{name} ({render_as:?}), variant {v}: traced {traced:?}, interpreter {interpreted:?}"
-                            ));
+                        if let Some(diff) = difference(&template, &messages, v, &opts) {
+                            failures.push(format!("{name} ({render_as:?}): {diff}"));
                         }
                     }
                 }
@@ -140,6 +150,7 @@ fn traced_renders_are_the_interpreter_s() {
             }
         }
     }
+    failures.truncate(20);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Most renders of a shape after its first come from a trace.
     assert!(replayed > 10_000, "only {replayed} renders replayed");
@@ -151,12 +162,7 @@ fn traced_renders_are_the_interpreter_s() {
 /// under the trace recorder, every render the interpreter's.
 #[test]
 fn traced_renders_of_random_templates_are_the_interpreter_s() {
-    let mut all = common::read_gz(
-        &std::env::var_os("JINJA_FUZZ_CASES")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| root().join("__test__/fixtures/jinja_fuzz/cases.json.gz")),
-    );
-    revive(&mut all["contexts"]);
+    let all = common::fuzz_cases();
     let contexts = all["contexts"].as_array().unwrap();
     let cases = all["cases"].as_array().unwrap();
     let (mut failures, mut replayed) = (Vec::new(), 0u64);
@@ -169,11 +175,7 @@ fn traced_renders_of_random_templates_are_the_interpreter_s() {
             continue;
         };
         let messages = context["messages"].as_array().unwrap();
-        let kwargs: serde_json::Map<String, Value> = context
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "messages" | "tools"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let kwargs = common::fuzz_kwargs(context);
         let opts = RenderOptions {
             tools: context.get("tools"),
             add_generation_prompt: case["g"].as_bool().unwrap(),
@@ -181,15 +183,8 @@ fn traced_renders_of_random_templates_are_the_interpreter_s() {
             ..Default::default()
         };
         for v in [0, 0, 1, 2, 0, 3, 4, 5, 6, 7] {
-            let messages = with_contents(messages, v);
-            let traced = template.render(&messages, &opts).map_err(|e| e.message);
-            let interpreted = template
-                .render_interpreted(&messages, &opts)
-                .map_err(|e| e.message);
-            if traced != interpreted && failures.len() < 20 {
-                failures.push(format!(
-                    "{source:?}, variant {v}: traced {traced:?}, interpreter {interpreted:?}"
-                ));
+            if let Some(diff) = difference(&template, messages, v, &opts) {
+                failures.push(format!("{source:?}: {diff}"));
             }
         }
         if let Some(stats) = template.trace_stats() {
@@ -199,6 +194,7 @@ fn traced_renders_of_random_templates_are_the_interpreter_s() {
             }
         }
     }
+    failures.truncate(20);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(replayed > 20_000, "only {replayed} renders replayed");
 }

@@ -132,10 +132,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         );
         env.add_function("namespace", python_semantics::namespace_function);
         env.add_filter("attr", python_semantics::attr_filter);
-        env.add_filter("forceescape", |v: Value| {
-            python_text_filters::forceescape_filter(v)
-                .map(|r| python_markup::markup(r.as_str().unwrap_or_default().to_string()))
-        });
+        env.add_filter("forceescape", python_text_filters::forceescape_filter);
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
         env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);

@@ -13,9 +13,15 @@ use minijinja::{Error, ErrorKind};
 use super::python_format::{markup_percent_format, Operand};
 use super::python_semantics::{python_type_name, GROUP_TUPLE};
 
-/// markupsafe's `escape` of a text.
+/// markupsafe's `escape` of a text: `& < > " '` as entities.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    escape_into(&mut out, text);
+    out
+}
+
+/// [`escape`], appended to `out`.
+pub fn escape_into(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -26,7 +32,6 @@ pub fn escape(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// Whether `value` is a Markup string.

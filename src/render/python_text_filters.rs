@@ -6,28 +6,13 @@ use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
 use super::python_filters::as_float;
+use super::python_markup::{escape, escape_into, markup};
 use super::python_semantics::{self, python_type_name, type_error};
 use super::python_value::{py_float, py_repr, py_str};
 
-/// markupsafe's `escape` of a text: `& < > " '` as entities.
-fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-}
-
-/// `forceescape`: markupsafe's `escape` of `str(value)`.
+/// `forceescape`: markupsafe's `escape` of `str(value)`, a Markup string (see `python_markup`).
 pub fn forceescape_filter(value: Value) -> Result<Value, Error> {
-    let mut out = String::new();
-    escape_into(&mut out, &py_str(&value));
-    Ok(Value::from(out))
+    Ok(markup(escape(&py_str(&value))))
 }
 
 /// `xmlattr(autospace=True)`: `key="value"` for each item of a dict whose value is neither

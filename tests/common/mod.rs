@@ -363,6 +363,29 @@ pub fn read_gz(path: &Path) -> Json {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The jinja fuzz cases: the committed fixture, or with `JINJA_FUZZ_CASES` a set drawn with
+/// another seed (see CONTRIBUTING). Their contexts are revived.
+pub fn fuzz_cases() -> Json {
+    let mut all = match std::env::var_os("JINJA_FUZZ_CASES") {
+        Some(path) => read_gz(Path::new(&path)),
+        None => read_gz(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("__test__/fixtures/jinja_fuzz/cases.json.gz"),
+        ),
+    };
+    revive(&mut all["contexts"]);
+    all
+}
+
+/// A fuzz context's template variables beyond `messages` and `tools` (its `templateKwargs`).
+pub fn fuzz_kwargs(context: &serde_json::Map<String, Json>) -> serde_json::Map<String, Json> {
+    context
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "messages" | "tools"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// A fixture's `{"$bigint": "digits"}` (how the goldens spell integers beyond JS's safe range)
 /// as the integer it stands for, everywhere in `value`.
 pub fn revive(value: &mut Json) {

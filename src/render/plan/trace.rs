@@ -424,7 +424,6 @@ impl Traces {
             key.push(u8::from(fixed));
             key.extend_from_slice(&second.to_le_bytes());
         }
-        let slots = contents(messages);
         // The first kept trace whose guards the contents meet, and its text.
         let (known, found) = {
             let shapes = self.shapes.read().ok()?;
@@ -433,12 +432,15 @@ impl Traces {
                     drop(shapes);
                     return plain();
                 }
-                Some(Shape::Traced(traces)) => (
-                    traces.len(),
-                    traces
-                        .iter()
-                        .find_map(|t| t.replay(&slots).map(|text| (t.clone(), text))),
-                ),
+                Some(Shape::Traced(traces)) => {
+                    let slots = contents(messages);
+                    (
+                        traces.len(),
+                        traces
+                            .iter()
+                            .find_map(|t| t.replay(&slots).map(|text| (t.clone(), text))),
+                    )
+                }
                 Some(Shape::Seen) => (0, None),
                 None => {
                     drop(shapes);
@@ -495,7 +497,7 @@ impl Traces {
                     checks_left: AtomicU32::new(CHECKED_REPLAYS),
                 });
                 // The trace must give back what it was made from.
-                if trace.replay(&slots).as_deref() != Some(text.as_str()) {
+                if trace.replay(&contents(messages)).as_deref() != Some(text.as_str()) {
                     self.stats.wrong.fetch_add(1, Ordering::Relaxed);
                     self.retire(&key);
                 } else if let Ok(mut shapes) = self.shapes.write() {
