@@ -162,6 +162,60 @@ pub fn str_field<'a>(value: &'a Json, key: &str) -> Option<&'a str> {
     field(value, key).and_then(Json::as_str)
 }
 
+/// Writes `value` unambiguously, for keys that compare or hash JSON: a tagged tree with
+/// length-prefixed strings (no escaping). Two values write the same bytes exactly when they are
+/// the same JSON, object keys in the same order; integers and floats stay apart (`1`, `1.0`).
+pub fn write_tagged(value: &Json, out: &mut Vec<u8>) {
+    match value {
+        Json::Null => out.push(b'n'),
+        Json::Bool(b) => out.push(if *b { b't' } else { b'f' }),
+        Json::Number(n) => {
+            // serde_json keeps an integer as u64 or i64 and anything else as f64: three tags.
+            let (tag, bits) = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => (b'u', u),
+                (None, Some(i)) => (b'i', i as u64),
+                _ => (b'd', n.as_f64().unwrap_or(f64::NAN).to_bits()),
+            };
+            out.push(tag);
+            out.extend_from_slice(&bits.to_le_bytes());
+        }
+        Json::String(text) => {
+            out.push(b's');
+            write_str(text, out);
+        }
+        Json::Array(items) => {
+            out.push(b'[');
+            write_len(items.len(), out);
+            items.iter().for_each(|v| write_tagged(v, out));
+        }
+        Json::Object(map) => {
+            out.push(b'{');
+            write_len(map.len(), out);
+            for (key, v) in map {
+                write_str(key, out);
+                write_tagged(v, out);
+            }
+        }
+    }
+}
+
+/// A length in [`write_tagged`]'s bytes: LEB128, seven bits a byte, the last byte's top bit
+/// clear.
+pub fn write_len(len: usize, out: &mut Vec<u8>) {
+    let mut rest = len as u64;
+    while rest >= 0x80 {
+        out.push((rest as u8) | 0x80);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}
+
+/// A string in [`write_tagged`]'s bytes: its length, then its bytes.
+pub fn write_str(text: &str, out: &mut Vec<u8>) {
+    write_len(text.len(), out);
+    out.extend_from_slice(text.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

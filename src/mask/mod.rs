@@ -330,8 +330,19 @@ pub fn token_spans_from_bytes(
 ) -> (TrainedSpans, u32) {
     let mut flags = vec![false; offsets.len()];
     let mut straddling = 0;
+    // The first range that ends after the token starts: walked forward while the tokens'
+    // starts grow (they do, but for the zero-width tokens some engines place), searched where
+    // one goes back.
+    let (mut k, mut last_start) = (0, 0);
     for (flag, &(start, end)) in flags.iter_mut().zip(offsets) {
-        let k = ranges.partition_point(|r| r.end <= start);
+        if start < last_start {
+            k = ranges.partition_point(|r| r.end <= start);
+        } else {
+            while ranges.get(k).is_some_and(|r| r.end <= start) {
+                k += 1;
+            }
+        }
+        last_start = start;
         let Some(r) = ranges.get(k) else { continue };
         let hit = if start == end {
             r.start <= start
@@ -610,6 +621,67 @@ mod tests {
         let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(9..10)));
         assert_eq!(spans, vec![3..5]);
         assert_eq!(straddling, 1);
+    }
+
+    #[test]
+    fn the_walk_over_ranges_finds_what_a_search_per_token_finds() {
+        // The definition: each token searched among the ranges on its own.
+        let searched = |offsets: &[(usize, usize)], ranges: &[Range<usize>]| {
+            let mut straddling = 0;
+            let flags: Vec<bool> = offsets
+                .iter()
+                .map(|&(start, end)| {
+                    let k = ranges.partition_point(|r| r.end <= start);
+                    let hit = ranges.get(k).is_some_and(|r| {
+                        if start == end {
+                            r.start <= start
+                        } else {
+                            r.start < end
+                        }
+                    });
+                    if hit && (start < ranges[k].start || end > ranges[k].end) {
+                        straddling += 1;
+                    }
+                    hit
+                })
+                .collect();
+            (spans_from_flags(&flags), straddling)
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..2000 {
+            let mut offsets = Vec::new();
+            let mut at = 0usize;
+            for _ in 0..next(30) {
+                // Now and then a token that starts before the one it follows.
+                let start = if next(10) == 0 {
+                    at.saturating_sub(next(6))
+                } else {
+                    at
+                };
+                let end = start + next(4);
+                offsets.push((start, end));
+                at = end.max(at);
+            }
+            let mut ranges = Vec::new();
+            let mut from = 0;
+            for _ in 0..next(5) {
+                let start = from + next(8);
+                let end = start + 1 + next(8);
+                ranges.push(start..end);
+                from = end + 1;
+            }
+            assert_eq!(
+                token_spans_from_bytes(&offsets, &ranges),
+                searched(&offsets, &ranges),
+                "{offsets:?} {ranges:?}"
+            );
+        }
     }
 
     #[test]

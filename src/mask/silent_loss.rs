@@ -461,68 +461,26 @@ fn write_example(example: &SftExample, out: &mut Vec<u8>) {
     match example {
         SftExample::Conversation { messages, .. } => {
             out.push(b'c');
-            write_len(messages.len(), out);
-            messages.iter().for_each(|m| write_json(m, out));
+            json_value::write_len(messages.len(), out);
+            messages
+                .iter()
+                .for_each(|m| json_value::write_tagged(m, out));
         }
         SftExample::PromptCompletion {
             prompt, completion, ..
         } => {
             out.push(b'p');
-            write_len(prompt.len() + 1, out);
-            prompt.iter().for_each(|m| write_json(m, out));
-            write_json(completion, out);
+            json_value::write_len(prompt.len() + 1, out);
+            prompt.iter().for_each(|m| json_value::write_tagged(m, out));
+            json_value::write_tagged(completion, out);
         }
     }
     match example.tools() {
         Some(tools) => {
             out.push(b'T');
-            write_json(tools, out);
+            json_value::write_tagged(tools, out);
         }
         None => out.push(b'-'),
-    }
-}
-
-fn write_len(len: usize, out: &mut Vec<u8>) {
-    out.extend_from_slice(&(len as u64).to_le_bytes());
-}
-
-fn write_str(text: &str, out: &mut Vec<u8>) {
-    write_len(text.len(), out);
-    out.extend_from_slice(text.as_bytes());
-}
-
-fn write_json(value: &Json, out: &mut Vec<u8>) {
-    match value {
-        Json::Null => out.push(b'n'),
-        Json::Bool(b) => out.push(if *b { b't' } else { b'f' }),
-        Json::Number(n) => {
-            // serde_json keeps an integer as u64 or i64 and anything else as f64: three tags,
-            // so 1 and 1.0 stay apart as they do in the file.
-            let (tag, bits) = match (n.as_u64(), n.as_i64()) {
-                (Some(u), _) => (b'u', u),
-                (None, Some(i)) => (b'i', i as u64),
-                _ => (b'd', n.as_f64().unwrap_or(f64::NAN).to_bits()),
-            };
-            out.push(tag);
-            out.extend_from_slice(&bits.to_le_bytes());
-        }
-        Json::String(text) => {
-            out.push(b's');
-            write_str(text, out);
-        }
-        Json::Array(items) => {
-            out.push(b'[');
-            write_len(items.len(), out);
-            items.iter().for_each(|v| write_json(v, out));
-        }
-        Json::Object(map) => {
-            out.push(b'{');
-            write_len(map.len(), out);
-            for (key, v) in map {
-                write_str(key, out);
-                write_json(v, out);
-            }
-        }
     }
 }
 

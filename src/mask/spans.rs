@@ -192,6 +192,9 @@ struct PrefixRenders<'a> {
     full: &'a str,
     /// Messages rendered so far, for the render budget.
     rendered: u64,
+    /// A copy of the messages, made at the first emptied prefix: message `i` is emptied in
+    /// place for its render and given its content back after, so that no prefix is copied.
+    scratch: Option<Vec<Json>>,
 }
 
 impl<'a> PrefixRenders<'a> {
@@ -217,6 +220,7 @@ impl<'a> PrefixRenders<'a> {
             },
             full,
             rendered: 0,
+            scratch: None,
         }
     }
 
@@ -255,12 +259,57 @@ impl<'a> PrefixRenders<'a> {
 
 impl Prober for PrefixRenders<'_> {
     fn probe(&mut self, i: usize, part: Part) -> SftResult<Option<Probe>> {
-        let list = self.list(0, 0, i, part);
-        Ok(self.render(&list, part).map(|text| Probe {
+        let text = if part == Part::Emptied && i > 0 {
+            self.render_emptied(i)
+        } else {
+            let list = self.list(0, 0, i, part);
+            self.render(&list, part)
+        };
+        Ok(text.map(|text| Probe {
             shared: common_prefix(&text, self.full),
             len: text.len(),
             tail: (0, text),
         }))
+    }
+}
+
+impl PrefixRenders<'_> {
+    /// The render of `messages[..i]` and message `i` emptied, that message emptied in the
+    /// scratch copy for the render: the same list as [`PrefixRenders::list`]'s.
+    fn render_emptied(&mut self, i: usize) -> Option<String> {
+        let mut scratch = self
+            .scratch
+            .take()
+            .unwrap_or_else(|| self.messages.to_vec());
+        let text = match &mut scratch[i] {
+            Json::Object(map) => {
+                let kept = match map.get_mut("content") {
+                    Some(content) => Some(std::mem::replace(content, Json::String(String::new()))),
+                    None => {
+                        // Added last, as `with_empty_content` adds it, and taken off the end.
+                        map.insert("content".to_string(), Json::String(String::new()));
+                        None
+                    }
+                };
+                let text = self.render(&scratch[..=i], Part::Emptied);
+                if let Json::Object(map) = &mut scratch[i] {
+                    match kept {
+                        Some(content) => {
+                            if let Some(slot) = map.get_mut("content") {
+                                *slot = content;
+                            }
+                        }
+                        None => {
+                            map.shift_remove("content");
+                        }
+                    }
+                }
+                text
+            }
+            _ => self.render(&scratch[..=i], Part::Emptied),
+        };
+        self.scratch = Some(scratch);
+        text
     }
 }
 

@@ -10,7 +10,8 @@
 
 use serde_json::Value as Json;
 
-use super::RenderOptions;
+use super::{RenderAs, RenderOptions};
+use crate::example::json_value::{write_len, write_str, write_tagged};
 
 /// Keys longer than this (long contents, large tool schemas) are rendered as they come:
 /// comparing them would cost a good part of the render saved.
@@ -55,11 +56,11 @@ const KEPT: usize = 4;
 
 /// The kept renders of a template, each with the key it was made for, the latest last.
 #[derive(Default)]
-pub(super) struct Kept(Vec<(String, String)>);
+pub(super) struct Kept(Vec<(Vec<u8>, String)>);
 
 impl Kept {
     /// The kept text of `key`.
-    pub(super) fn get(&self, key: &str) -> Option<String> {
+    pub(super) fn get(&self, key: &[u8]) -> Option<String> {
         self.0
             .iter()
             .find(|(k, _)| k == key)
@@ -67,7 +68,7 @@ impl Kept {
     }
 
     /// Keeps `text` for `key`, forgetting the oldest render past `KEPT`.
-    pub(super) fn put(&mut self, key: String, text: &str) {
+    pub(super) fn put(&mut self, key: Vec<u8>, text: &str) {
         self.0.retain(|(k, _)| *k != key);
         if self.0.len() >= KEPT {
             self.0.remove(0);
@@ -79,29 +80,63 @@ impl Kept {
 /// The key of `messages` rendered with `opts` now: every input of the render (the clock's
 /// second for a template that reads it), or `None` when the render must not be kept or the
 /// key would be too long to be worth it.
-pub(super) fn key(messages: &[Json], opts: &RenderOptions, clock: Clock) -> Option<String> {
+pub(super) fn key(messages: &[Json], opts: &RenderOptions, clock: Clock) -> Option<Vec<u8>> {
     let second = match clock {
         Clock::Never => None,
         Clock::Seconds => Some(super::strftime_second()),
         Clock::Finer => return None,
     };
-    let mut key = serde_json::to_string(messages).ok()?;
-    if key.len() > MAX_KEY {
-        return None;
+    let mut key = Vec::with_capacity(128);
+    write_len(messages.len(), &mut key);
+    for message in messages {
+        write_tagged(message, &mut key);
+        if key.len() > MAX_KEY {
+            return None;
+        }
     }
-    let tools = opts.tools.map(Json::to_string).unwrap_or_default();
-    let kwargs = opts
-        .template_kwargs
-        .map(|m| serde_json::to_string(m).unwrap_or_default())
-        .unwrap_or_default();
-    key.push_str(&format!(
-        "\u{0}{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{second:?}\u{0}{tools}\u{0}{kwargs}",
-        opts.add_generation_prompt,
-        opts.continue_final_message,
-        opts.enable_thinking,
-        opts.reasoning_effort,
-        opts.render_as,
-    ));
+    let option = |on: Option<bool>| match on {
+        None => 2,
+        Some(on) => u8::from(on),
+    };
+    key.extend_from_slice(&[
+        u8::from(opts.add_generation_prompt),
+        u8::from(opts.continue_final_message),
+        option(opts.enable_thinking),
+        match opts.render_as {
+            None => 0,
+            Some(RenderAs::Transformers) => 1,
+            Some(RenderAs::MlxNode) => 2,
+        },
+    ]);
+    match opts.reasoning_effort {
+        Some(effort) => {
+            key.push(b'+');
+            write_str(effort, &mut key);
+        }
+        None => key.push(b'-'),
+    }
+    match second {
+        Some((fixed, second)) => {
+            key.push(u8::from(fixed));
+            key.extend_from_slice(&second.to_le_bytes());
+        }
+        None => key.push(2),
+    }
+    match opts.tools {
+        Some(tools) => write_tagged(tools, &mut key),
+        None => key.push(b'-'),
+    }
+    match opts.template_kwargs {
+        Some(kwargs) => {
+            key.push(b'+');
+            write_len(kwargs.len(), &mut key);
+            for (k, v) in kwargs {
+                write_str(k, &mut key);
+                write_tagged(v, &mut key);
+            }
+        }
+        None => key.push(b'-'),
+    }
     (key.len() <= MAX_KEY).then_some(key)
 }
 
@@ -162,19 +197,19 @@ mod tests {
     #[test]
     fn the_latest_renders_are_kept() {
         let mut kept = Kept::default();
-        kept.put("a".into(), "text a");
-        assert_eq!(kept.get("a").as_deref(), Some("text a"));
-        assert_eq!(kept.get("b"), None);
+        kept.put(b"a".to_vec(), "text a");
+        assert_eq!(kept.get(b"a").as_deref(), Some("text a"));
+        assert_eq!(kept.get(b"b"), None);
         for key in ["b", "c", "d", "e"] {
-            kept.put(key.into(), key);
+            kept.put(key.as_bytes().to_vec(), key);
         }
         // "a" was the oldest of five.
-        assert_eq!(kept.get("a"), None);
-        assert_eq!(kept.get("e").as_deref(), Some("e"));
+        assert_eq!(kept.get(b"a"), None);
+        assert_eq!(kept.get(b"e").as_deref(), Some("e"));
         assert_eq!(kept.0.len(), KEPT);
-        kept.put("e".into(), "again");
+        kept.put(b"e".to_vec(), "again");
         assert_eq!(
-            (kept.get("e").as_deref(), kept.0.len()),
+            (kept.get(b"e").as_deref(), kept.0.len()),
             (Some("again"), KEPT)
         );
     }

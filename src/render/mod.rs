@@ -9,7 +9,7 @@
 
 pub mod json_dumps;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -651,11 +651,10 @@ fn json_holds_marks(value: &serde_json::Value) -> bool {
 /// date (GPT-OSS, Llama 3.1) render the same text on every day.
 pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
     use std::fmt::Write;
-    let fixed = fixed_time();
     // The clock's second (or the fixed time) and the format name the text, unless the format
     // can print fractions of a second (chrono spells those with an `f`): the renders of one
     // second reuse the first one's text instead of formatting the date again.
-    let second = clock_second(fixed);
+    let second = strftime_second();
     let cacheable = !format.contains('f');
     if cacheable {
         let hit = LAST_STRFTIME.with(|last| {
@@ -669,9 +668,21 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
         }
     }
     let mut out = String::new();
-    let written = match fixed {
-        Some(time) => write!(out, "{}", time.naive_utc().format(&format)),
-        None => write!(out, "{}", chrono::Local::now().format(&format)),
+    let written = match second {
+        (true, secs) => match chrono::DateTime::from_timestamp(secs, 0) {
+            Some(time) => write!(out, "{}", time.naive_utc().format(&format)),
+            None => Err(std::fmt::Error),
+        },
+        // The pinned second, where one is: a format with fractions prints the clock's now.
+        (false, secs) => {
+            let now = chrono::Local::now();
+            match chrono::TimeZone::timestamp_opt(&chrono::Local, secs, 0).single() {
+                Some(pinned) if cacheable && PINNED_CLOCK.with(Cell::get).0 != UNPINNED => {
+                    write!(out, "{}", pinned.format(&format))
+                }
+                _ => write!(out, "{}", now.format(&format)),
+            }
+        }
     };
     written.map_err(|_| {
         Error::new(
@@ -702,10 +713,38 @@ fn clock_second(fixed: Option<chrono::DateTime<chrono::Utc>>) -> (bool, i64) {
     }
 }
 
-/// The second `strftime_now` would print now.
+/// The second `strftime_now` would print now: the pinned one inside [`with_pinned_clock`].
 pub(crate) fn strftime_second() -> (bool, i64) {
-    clock_second(fixed_time())
+    match PINNED_CLOCK.with(Cell::get) {
+        (PINNED_FIXED, second) => (true, second),
+        (PINNED_LOCAL, second) => (false, second),
+        _ => clock_second(fixed_time()),
+    }
 }
+
+/// Runs `f` with the clock read once: every render in it prints the same second (the renders
+/// of one example agree on the date, and the environment is not read for each of them).
+/// Nested calls keep the outer second.
+pub fn with_pinned_clock<T>(f: impl FnOnce() -> T) -> T {
+    if PINNED_CLOCK.with(Cell::get).0 != UNPINNED {
+        return f();
+    }
+    let (fixed, second) = clock_second(fixed_time());
+    PINNED_CLOCK.with(|p| p.set((if fixed { PINNED_FIXED } else { PINNED_LOCAL }, second)));
+    // Unpinned even where `f` unwinds.
+    struct Unpin;
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            let _ = PINNED_CLOCK.try_with(|p| p.set((UNPINNED, 0)));
+        }
+    }
+    let _unpin = Unpin;
+    f()
+}
+
+const UNPINNED: u8 = 0;
+const PINNED_FIXED: u8 = 1;
+const PINNED_LOCAL: u8 = 2;
 
 /// The last `strftime_now` text of this thread: its format, the second it was made in (and
 /// whether that second was `SOURCE_DATE_EPOCH`'s) and the text. Boxed, to keep the static TLS
@@ -714,4 +753,6 @@ type LastStrftime = Option<Box<(String, (bool, i64), String)>>;
 
 thread_local! {
     static LAST_STRFTIME: RefCell<LastStrftime> = const { RefCell::new(None) };
+    /// The second [`with_pinned_clock`] fixed on this thread: a tag (`UNPINNED`, ...) and it.
+    static PINNED_CLOCK: Cell<(u8, i64)> = const { Cell::new((UNPINNED, 0)) };
 }

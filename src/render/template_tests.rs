@@ -33,6 +33,45 @@ fn strftime_now_reuses_a_text_only_within_its_second_and_format() {
     assert_ne!(date, weekday);
 }
 
+#[test]
+fn a_pinned_clock_gives_every_render_inside_one_second() {
+    let unpinned = || PINNED_CLOCK.with(Cell::get).0 == UNPINNED;
+    assert!(unpinned());
+    let (outer, inner, text, again) = with_pinned_clock(|| {
+        let outer = strftime_second();
+        // A nested pin keeps the outer second.
+        let inner = with_pinned_clock(strftime_second);
+        let text = strftime_now("%Y-%m-%d %H:%M:%S".to_string())
+            .unwrap()
+            .to_string();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let again = strftime_now("%Y-%m-%d %H:%M:%S".to_string())
+            .unwrap()
+            .to_string();
+        (outer, inner, text, again)
+    });
+    assert_eq!(outer, inner);
+    // More than a second later, the pinned second still prints.
+    assert_eq!(text, again);
+    let expected = match outer {
+        (true, secs) => chrono::DateTime::from_timestamp(secs, 0)
+            .unwrap()
+            .naive_utc()
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string(),
+        (false, secs) => chrono::TimeZone::timestamp_opt(&chrono::Local, secs, 0)
+            .unwrap()
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string(),
+    };
+    assert_eq!(text, expected);
+    assert!(unpinned());
+    // Unpinned again where the closure unwinds.
+    let unwound = std::panic::catch_unwind(|| with_pinned_clock(|| panic!("inside")));
+    assert!(unwound.is_err());
+    assert!(unpinned());
+}
+
 fn render(source: &str, messages: serde_json::Value, gen: bool) -> SftResult<String> {
     let t = ChatTemplate::compile(source, vec![("eos_token".into(), Value::from("</s>"))])?;
     let msgs = messages.as_array().cloned().unwrap_or_default();

@@ -343,7 +343,18 @@ pub fn build_row_checked(
     Ok((row, findings))
 }
 
+/// The renders of one row all print the same second (a template that prints the date cannot
+/// date the prompt and the full text apart).
 fn build_row_into(
+    tokenizer: &ChatTokenizer,
+    settings: &RowSettings,
+    example: SftExample,
+    found: &mut impl Findings,
+) -> SftResult<TokenizedRow> {
+    crate::render::with_pinned_clock(|| build_row_pinned(tokenizer, settings, example, found))
+}
+
+fn build_row_pinned(
     tokenizer: &ChatTokenizer,
     settings: &RowSettings,
     example: SftExample,

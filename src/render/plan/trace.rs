@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
 use super::value::{Bail, Res, V};
+use crate::example::json_value::{self, write_len, write_str, write_tagged};
 use crate::render::memo::Clock;
 use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 use crate::render::RenderOptions;
@@ -273,10 +274,12 @@ fn recording<T>(messages: &[Json], f: impl FnOnce() -> T) -> (T, Vec<Guard>) {
         slots: messages
             .iter()
             .flat_map(|m| {
-                SLOT_FIELDS.iter().map(move |f| match m.get(*f) {
-                    Some(c @ Json::String(_)) => c as *const Json,
-                    _ => std::ptr::null(),
-                })
+                SLOT_FIELDS
+                    .iter()
+                    .map(move |f| match json_value::field(m, f) {
+                        Some(c @ Json::String(_)) => c as *const Json,
+                        _ => std::ptr::null(),
+                    })
             })
             .collect(),
         messages: messages.iter().map(|m| m as *const Json).collect(),
@@ -369,14 +372,20 @@ const SLOT_FIELDS: [&str; 3] = ["content", "reasoning_content", "thinking"];
 /// The string fields of each message a trace's holes read, [`SLOT_FIELDS`] of each message in
 /// turn (`None` where a message has no string there).
 fn contents(messages: &[Json]) -> Vec<Option<&str>> {
-    messages
-        .iter()
-        .flat_map(|m| {
-            SLOT_FIELDS
-                .iter()
-                .map(move |f| m.get(*f).and_then(Json::as_str))
-        })
-        .collect()
+    let mut slots = Vec::with_capacity(SLOT_FIELDS.len() * messages.len());
+    for message in messages {
+        let mut fields = [None; SLOT_FIELDS.len()];
+        if let Json::Object(map) = message {
+            // One pass over the message's keys rather than a lookup per field.
+            for (key, value) in map {
+                if let Some(k) = SLOT_FIELDS.iter().position(|f| f == key) {
+                    fields[k] = value.as_str();
+                }
+            }
+        }
+        slots.extend_from_slice(&fields);
+    }
+    slots
 }
 
 impl Traces {
@@ -587,25 +596,25 @@ fn eval<'s>(expr: &SExpr, slots: &[Option<&'s str>]) -> Option<std::borrow::Cow<
 }
 
 /// Everything a render reads but the contents: each message with its [`SLOT_FIELDS`] strings
-/// marked rather than written, and the options. `None` where it would be too long.
+/// marked rather than written, and the options, in [`write_tagged`]'s unambiguous bytes.
+/// `None` where it would be too long.
 fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
     let mut key: Vec<u8> = Vec::with_capacity(48 * messages.len() + 32);
     for message in messages {
         match message {
             Json::Object(map) => {
                 key.push(b'{');
+                write_len(map.len(), &mut key);
                 for (k, v) in map {
-                    serde_json::to_writer(&mut key, k).ok()?;
-                    key.push(b':');
+                    write_str(k, &mut key);
                     match v {
+                        // A tag no JSON value writes.
                         Json::String(_) if SLOT_FIELDS.contains(&k.as_str()) => key.push(1),
-                        other => serde_json::to_writer(&mut key, other).ok()?,
+                        other => write_tagged(other, &mut key),
                     }
-                    key.push(b',');
                 }
-                key.push(b'}');
             }
-            other => serde_json::to_writer(&mut key, other).ok()?,
+            other => write_tagged(other, &mut key),
         }
         if key.len() > MAX_KEY {
             return None;
@@ -619,16 +628,27 @@ fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
             Some(on) => u8::from(on),
         },
     ]);
-    if let Some(effort) = opts.reasoning_effort {
-        serde_json::to_writer(&mut key, effort).ok()?;
+    match opts.reasoning_effort {
+        Some(effort) => {
+            key.push(b'+');
+            write_str(effort, &mut key);
+        }
+        None => key.push(b'-'),
     }
-    key.push(0);
-    if let Some(tools) = opts.tools {
-        serde_json::to_writer(&mut key, tools).ok()?;
+    match opts.tools {
+        Some(tools) => write_tagged(tools, &mut key),
+        None => key.push(b'-'),
     }
-    key.push(0);
-    if let Some(kwargs) = opts.template_kwargs {
-        serde_json::to_writer(&mut key, kwargs).ok()?;
+    match opts.template_kwargs {
+        Some(kwargs) => {
+            key.push(b'+');
+            write_len(kwargs.len(), &mut key);
+            for (k, v) in kwargs {
+                write_str(k, &mut key);
+                write_tagged(v, &mut key);
+            }
+        }
+        None => key.push(b'-'),
     }
     (key.len() <= MAX_KEY).then_some(key)
 }
