@@ -3,7 +3,8 @@
 methods (`text.center(9, '*')`, `text.rsplit(None, 1)`, `text.index('b', 2)`, ...) with typical,
 edge and wrong arguments on a set of strings (the template variable `s`), `dict.copy()`, and
 jinja2's `forceescape`, `xmlattr`, `urlencode` and `filesizeformat` filters on values of every
-kind, rendered by jinja2 exactly as transformers 5 sets it up (`_cached_compile_jinja_template`).
+kind, and `str.format`/`str.format_map` (parsing, numbering, lookups, conversions, each part of
+a format spec on values of every type, Markup), rendered by jinja2 exactly as transformers 5 sets it up (`_cached_compile_jinja_template`).
 
 Regenerate (from the repo root) with the transformers 5.x environment of the corpus goldens:
 
@@ -130,6 +131,98 @@ OTHER_TEMPLATES = [
     "{{ (s|safe) + 1 }}", "{{ 1 + (s|safe) }}", "{{ [1] + (s|safe) }}", "{{ (s|safe) * 1.5 }}",
     "{{ 'x' * ('y'|safe) }}", "{{ (s|safe) - 'a' }}", "{{ (s|safe) + none }}",
 ]
+# `str.format` and `str.format_map`, which jinja2's sandbox runs through `string.Formatter`:
+# parsing, numbering, lookups, conversions and the format-spec mini-language of each type.
+FORMAT_TEMPLATES = [
+    # Literal braces, and the parser's errors (each raised when the parser reaches it).
+    "{{ '{{}}|{{{0}}}|a{{b}}c'.format(1) }}", "{{ '}}{{'.format() }}", "{{ ''.format(1, x=2) }}",
+    "{{ '}'.format(1) }}", "{{ 'a}b'.format(1) }}", "{{ '{'.format(1) }}", "{{ 'x{'.format(1) }}",
+    "{{ '{0'.format(1) }}", "{{ '{0:'.format(1) }}", "{{ '{0!'.format(1) }}", "{{ '{0!r'.format(1) }}",
+    "{{ '{0!rr}'.format(1) }}", "{{ '{0!}'.format(1) }}", "{{ '{0!}x}'.format(1) }}",
+    "{{ '{0!:}'.format(1) }}", "{{ '{0!x}'.format(1) }}", "{{ '{0!R}'.format(1) }}",
+    "{{ '{a{'.format(1) }}", "{{ '{0[}'.format(1) }}", "{{ '{0:}}'.format(1) }}",
+    "{{ '{0:{'.format(1) }}", "{{ '{:>2}{'.format(1) }}", "{{ '{0}}'.format() }}",
+    "{{ '{0]x}'.format([1]) }}", "{{ '{0[0]x}'.format([1]) }}", "{{ '{0.}'.format([1]) }}",
+    "{{ '{0[]}'.format([1]) }}", "{{ '{.a}'.format([1]) }}", "{{ '{[0]}'.format([1]) }}",
+    "{{ '{ 0}'.format(1) }}", "{{ '{0 }'.format(1) }}", "{{ '{99999999999999999999}'.format(1) }}",
+    # Numbering: automatic, manual, and switching either way.
+    "{{ '{}-{}-{}'.format('a', 2, none) }}", "{{ '{1}{0}{1}'.format('a', 'b') }}",
+    "{{ '{} and {!r} {0:>5} {x}'.format(1, 'a', x=3) }}", "{{ '{0}{}'.format(1, 2) }}",
+    "{{ '{}{0}'.format(1, 2) }}", "{{ '{}{0[0]}'.format([1], 2) }}", "{{ '{00}|{01}'.format(7, 8) }}",
+    "{{ '{3}'.format(1, 2) }}", "{{ '{}'.format() }}", "{{ '{}{}'.format(1) }}",
+    "{{ '{x}'.format() }}", "{{ '{x}'.format(1) }}", "{{ '{x}-{y}'.format(x=1) }}",
+    "{{ \"{it's}\".format(x=1) }}", "{{ '{x}{y!r}'.format(y='b', x='a') }}", "{{ '{x}{0}'.format(1, x=2) }}",
+    # Lookups: jinja2's attribute and item rules inside a field.
+    "{{ '{0.a}|{0[a]}|{0.b}|{0[zz]}|'.format({'a': 1}) }}", "{{ '{0.a.b}'.format({'a': {'b': 5}}) }}",
+    "{{ '{0[0]}|{0[1][0]}|{0[5]}|{0.x}|'.format([1, [5]]) }}", "{{ '{0[1]}|{0[x]}|'.format('abc') }}",
+    "{{ '{0[1]}'.format({'1': 'x', 1: 'y'}) }}", "{{ '{0[1]}'.format({'1': 'x'}) }}",
+    "{{ '{0[00]}'.format([7]) }}", "{{ '{0.a}|{0[a]}|'.format(none) }}", "{{ '{0.__class__}|'.format(s) }}",
+    "{{ '{0.a.b}'.format({}) }}", "{{ '{0[5][0]}'.format([1]) }}", "{{ '{0.a:>3}'.format({}) }}",
+    "{{ '{0.a}'.format(nothing) }}", "{{ '{x[0]}'.format(x=nothing) }}",
+    "{% set ns = namespace(a=1) %}{{ '{0.a}|{0.b}|'.format(ns) }}",
+    "{{ '{0[key]}|{0.key}'.format({'key': 'v'}) }}", "{{ '{m[k]}'.format(m={'k': [1, 2]}) }}",
+    # Conversions.
+    "{{ '{!s}|{!r}|{!a}'.format(none, 'é', 'é') }}", "{{ '{!r:>8}|{!s:^9}|{!a:*<6}'.format('x', none, 'é') }}",
+    "{{ '{!a}|{!r}|{!s}'.format(['é'], {'k': \"it's\"}, (1,)) }}", "{{ '{0!r}|{0!s}|{0!a}'.format(1.5) }}",
+    "{{ '{0!r}|{0!s}|'.format(nothing) }}", "{{ '{0!r:.3}'.format('abcdef') }}",
+    # Nested fields inside the spec.
+    "{{ '{:{}}'.format(1, 2, 3) }}", "{{ '{0:{1}}|{0:{2}}'.format(3, '>4', '<4') }}",
+    "{{ '{:>{w}.{p}f}'.format(3.14159, w=9, p=2) }}", "{{ '{:{}{}}'.format('a', '>', 3) }}",
+    "{{ '{0:{1:{2}}}'.format(1, 2, 3) }}", "{{ '{:{:{}}}'.format(1, 2, 3) }}", "{{ '{:{}}{}'.format(1, 5, 'z') }}",
+    "{{ '{0:{1}}'.format(1, 'q') }}", "{{ '{:{x}}'.format(5, x=4) }}",
+    # Specs that no type takes, and their errors.
+    "{{ '{:abc}'.format(1) }}", "{{ '{:.}'.format(1) }}", "{{ '{:,_}'.format(1) }}", "{{ '{:_,}'.format(1) }}",
+    "{{ '{:999999999999999999999}'.format(1) }}", "{{ '{:.99999999999999999999}'.format(1.5) }}",
+    "{{ '{:q}'.format(1) }}", "{{ '{:é}'.format(1) }}", "{{ '{:\\x01}'.format(1) }}", "{{ '{:<<<}'.format(1) }}",
+    "{{ '{:,c}'.format(65) }}", "{{ '{:_n}'.format(1) }}", "{{ '{:,x}'.format(255) }}", "{{ '{:,s}'.format('a') }}",
+    "{{ '{:c}'.format(1114112) }}", "{{ '{:c}'.format(-1) }}", "{{ '{:+c}'.format(65) }}", "{{ '{:#c}'.format(65) }}",
+    "{{ '{:.2d}'.format(1) }}", "{{ '{:z}'.format(1) }}", "{{ '{:zd}'.format(1) }}",
+    # format_map.
+    "{{ '{a}-{b}'.format_map({'a': 1, 'b': [2]}) }}", "{{ '{a}'.format_map({}) }}", "{{ '{0}'.format_map({}) }}",
+    "{{ '{}'.format_map({'a': 1}) }}", "{{ '{a}'.format_map([1]) }}", "{{ '{a}'.format_map('xy') }}",
+    "{{ '{a}'.format_map(1) }}", "{{ '{a}'.format_map(none) }}", "{{ '{a}'.format_map((1,)) }}",
+    "{{ '{a}'.format_map() }}", "{{ '{a}'.format_map({}, {}) }}", "{{ '{a}'.format_map({}, b=1) }}",
+    "{{ '{a}'.format_map(nothing) }}", "{{ '{a.b}'.format_map({'a': {'b': 'c'}}) }}",
+    # Markup: fields escaped (a Markup argument kept), the result Markup.
+    "{{ ('{}|{!r}|{!s}|{:>4}'|safe).format('<', '<', '<'|safe, '<') }}", "{{ ('{}'|safe).format('<'|safe) }}",
+    "{{ ('{:>3}'|safe).format('<'|safe) }}", "{{ ('{!r}'|safe).format('<'|safe) }}",
+    "{{ ('{0}{1}'|safe).format('&', 5) }}|{{ ('{a}'|safe).format_map({'a': '<'}) }}|{{ ('{:d}'|safe).format(5) }}",
+    "{{ ('{}'|safe).format(none) }}", "{{ ('{:>3}'|safe).format(none) }}", "{{ ('{}'|safe).format([1, '<']) }}",
+    "{{ ('<b>{}</b>'|safe).format('&') + '<' }}", "{{ ('{x}'|safe).format(x='\"') ~ ('{}'|safe).format(\"'\") }}",
+    "{{ ('{}'|e).format('<') + '<' }}", "{{ [('{}'|safe).format('<')] }}", "{{ ('{0.a}'|safe).format({'a': '<'}) }}",
+    "{{ '{0}|{0!s}'.format('<'|safe) }}", "{{ '{:d}'.format('<'|safe) }}", "{{ '{!r}'.format('<'|safe) }}",
+    "{{ ('{'|safe).format(1) }}", "{{ ('{:{}}'|safe).format('a', '>3') }}",
+    # What a template does with the result.
+    "{{ ('{} {}'.format('a', 'b')).upper() }}|{{ '{}'.format(1) is string }}|{{ '{}'.format(2) | int + 1 }}",
+    "{% for m in ['x', 'y'] %}{{ '{}:{}'.format(loop.index, m) }};{% endfor %}",
+    "{{ s.format(1) }}|{{ '{0}{0}'.format(s) }}", "{{ '{}'.format(range(3)) }}|{{ '{}'.format({'a': 1}.items()) }}",
+    "{{ '{:.2f}'.format('1.5') }}", "{{ '{:>5}'.format(range(2)) }}", "{{ '{:s}'.format(none) }}",
+    "{{ '{:>5}'.format([1]) }}", "{{ '{:}'.format({'k': 1}) }}", "{{ '{}|{}|{}'.format([1, 'a'], {'k': none}, (1,)) }}",
+    "{{ '{:d}'.format(10 ** 30) }}|{{ '{:,}'.format(-10 ** 25) }}|{{ '{:x}'.format(2 ** 100) }}",
+    "{{ '{:.100f}'.format(0.1) }}", "{{ '{}'.format(1.0) }}|{{ '{}'.format(1e-7) }}|{{ '{:.2}'.format(-0.0) }}",
+]
+FORMAT_SPECS = [
+    "", "s", ">8", "<8", "^8", "*^9", "0<6", "=8", "+", " ", "-", "z", "#", "0", "08", "010", ",", "_",
+    ".0", ".2", ".3", ".12", "10.3", "d", "n", "c", "b", "o", "x", "X", "#b", "#o", "#x", "#X", "_b",
+    "_x", "#_x", ",d", "e", "E", ".2e", "#.0e", "f", "F", ".0f", "#.0f", ",.2f", "_.1f", "g", "G",
+    ".3g", "#g", ".0g", "%", ".1%", "n", ".3n", "z.1f", "+.2f", " .2f", "=+10.2f", "0=12,.2f",
+    "010,.1f", "^+12,", "x^+#012_x", "@=+8", "-^7", "+08.3e",
+]
+FORMAT_VALUES = [
+    "'abc'", "''", "'é😀'", "42", "0", "-7", "255", "1234567", "-1234567", "true", "false",
+    "3.14159", "-2.5", "0.5", "-0.0", "-0.0001", "1e16", "1e-7", "1234567.891", "100.0",
+    # Made at render time: jinja2 folds a constant `'inf'|float` into source it cannot run.
+    "(('inf' ~ messages|join)|float)", "(('-inf' ~ messages|join)|float)",
+    "(('nan' ~ messages|join)|float)", "none", "[1, 'a']", "{'k': 1}", "nothing",
+]
+for spec in FORMAT_SPECS:
+    for value in FORMAT_VALUES:
+        FORMAT_TEMPLATES.append("{{ '{:%s}'.format(%s) }}" % (spec, value))
+for spec in ["", ">5", "d", ".1", "x"]:
+    for value in ["'<'", "('<'|safe)", "5", "none"]:
+        FORMAT_TEMPLATES.append("{{ ('[{:%s}]'|safe).format(%s) }}" % (spec, value))
+OTHER_TEMPLATES += FORMAT_TEMPLATES
+
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))
 

@@ -10,8 +10,8 @@ use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
-    python_semantics, python_slice, python_str, python_str_methods, python_tests_syntax,
-    python_text_filters, python_value, strftime_now,
+    python_semantics, python_slice, python_str, python_str_format, python_str_methods,
+    python_tests_syntax, python_text_filters, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -507,7 +507,8 @@ fn python_method(
     minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
 }
 
-/// [`python_method`] and the string methods of Python's that minijinja-contrib lacks.
+/// [`python_method`] and the string methods of Python's that minijinja-contrib lacks or
+/// writes by other rules (`format` and `format_map` are the sandbox's, see `python_str_format`).
 fn jinja2_method(
     state: &mut minijinja::State,
     value: &Value,
@@ -525,6 +526,9 @@ fn jinja2_method(
         if let Some(view) = python_semantics::DictView::of(value, method)? {
             return Ok(view);
         }
+    }
+    if let Some(result) = python_str_format::call(value, method, args) {
+        return result;
     }
     if let Some(result) = python_str_methods::call(value, method, args) {
         return result;

@@ -34,6 +34,7 @@ mod python_complex;
 pub mod python_filters;
 mod python_for_else;
 mod python_format;
+mod python_format_spec;
 pub mod python_generators;
 mod python_iterables;
 pub mod python_macros;
@@ -45,6 +46,7 @@ pub mod python_rewrite;
 pub mod python_semantics;
 mod python_slice;
 pub mod python_str;
+mod python_str_format;
 mod python_str_methods;
 mod python_strings;
 #[cfg(test)]

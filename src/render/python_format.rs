@@ -273,7 +273,7 @@ fn convert(
         }
         'e' | 'E' | 'f' | 'F' | 'g' | 'G' => {
             let f = real(arg)?;
-            let body = float_body(f.abs(), conversion, spec);
+            let body = float_text(f.abs(), conversion, spec.precision, spec.alternate);
             signed(f.is_sign_negative() && !f.is_nan(), body, "", spec, false)
         }
         'c' => match arg.kind() {
@@ -371,8 +371,15 @@ fn real(arg: &Value) -> Result<f64, Error> {
     }
 }
 
-/// `%e`, `%f`, `%g` of a non-negative float, as C's printf writes them.
-fn float_body(f: f64, conversion: char, spec: &Spec) -> String {
+/// `%e`, `%f`, `%g` (`E`, `F`, `G` in upper case) of a non-negative float as C's printf writes
+/// them, `precision` decimals (6 where `None`), `alternate` for `#`: also what Python's
+/// `format(x, spec)` writes for those types.
+pub(super) fn float_text(
+    f: f64,
+    conversion: char,
+    precision: Option<usize>,
+    alternate: bool,
+) -> String {
     let upper = conversion.is_ascii_uppercase();
     if !f.is_finite() {
         let text = if f.is_nan() { "nan" } else { "inf" };
@@ -382,32 +389,32 @@ fn float_body(f: f64, conversion: char, spec: &Spec) -> String {
             text.into()
         };
     }
-    let precision = spec.precision.unwrap_or(6);
+    let precision = precision.unwrap_or(6);
     let text = match conversion.to_ascii_lowercase() {
         'f' => {
             let t = format!("{f:.precision$}");
-            if spec.alternate && precision == 0 {
+            if alternate && precision == 0 {
                 format!("{t}.")
             } else {
                 t
             }
         }
-        'e' => exponent_form(f, precision, spec.alternate),
+        'e' => exponent_form(f, precision, alternate),
         _ => {
             let p = precision.max(1);
             let exponent = exponent_of(f, p - 1);
             let mut t = if exponent < -4 || exponent >= p as i32 {
-                exponent_form(f, p - 1, spec.alternate)
+                exponent_form(f, p - 1, alternate)
             } else {
                 let decimals = (p as i32 - 1 - exponent).max(0) as usize;
                 let t = format!("{f:.decimals$}");
-                if spec.alternate && decimals == 0 {
+                if alternate && decimals == 0 {
                     format!("{t}.")
                 } else {
                     t
                 }
             };
-            if !spec.alternate {
+            if !alternate {
                 t = strip_zeros(&t);
             }
             t
@@ -442,7 +449,7 @@ fn exponent_of(f: f64, precision: usize) -> i32 {
 }
 
 /// `%g` without `#`: trailing zeros of the fraction and a bare point dropped.
-fn strip_zeros(t: &str) -> String {
+pub(super) fn strip_zeros(t: &str) -> String {
     let (mantissa, exponent) = match t.find('e') {
         Some(at) => t.split_at(at),
         None => (t, ""),
@@ -514,7 +521,7 @@ fn prefix_end(text: &str) -> usize {
 }
 
 /// Python's `ascii()` of a `repr`: every non-ASCII character escaped.
-fn ascii(repr: &str) -> String {
+pub(super) fn ascii(repr: &str) -> String {
     let mut out = String::with_capacity(repr.len());
     for c in repr.chars() {
         match c as u32 {
