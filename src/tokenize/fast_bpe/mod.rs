@@ -387,8 +387,9 @@ impl FastBpe {
     /// Ids with the byte range each token covers in `text` (see the module docs for
     /// tokens inside a multi-byte char).
     pub fn encode_with_offsets(&self, text: &str) -> (Vec<u32>, Vec<(usize, usize)>) {
-        let mut ids = Vec::new();
-        let mut offsets = Vec::new();
+        // About one token in three bytes or fewer: most texts never grow either vector.
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        let mut offsets = Vec::with_capacity(text.len() / 3 + 1);
         self.encode_into(text, &mut ids, Some(&mut offsets), None);
         (ids, offsets)
     }
@@ -397,8 +398,8 @@ impl FastBpe {
     /// normalizer, pre-tokenizer and BPE alone (what `sanitizeControlTokens` encodes a control
     /// token from the data with).
     pub fn encode_without_added(&self, text: &str) -> (Vec<u32>, Vec<(usize, usize)>) {
-        let mut ids = Vec::new();
-        let mut offsets = Vec::new();
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        let mut offsets = Vec::with_capacity(text.len() / 3 + 1);
         if !text.is_empty() {
             with_work(|work| {
                 self.encode_segment(text, 0, false, work, &mut ids, Some(&mut offsets))
