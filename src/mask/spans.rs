@@ -123,11 +123,8 @@ fn token_floor(encoded: &EncodedText, text_len: usize, at: usize) -> usize {
     }
 }
 
-fn role_of(message: &Json) -> String {
-    json_value::field(message, "role")
-        .and_then(Json::as_str)
-        .unwrap_or_default()
-        .to_string()
+fn role_of(message: &Json) -> &str {
+    json_value::str_field(message, "role").unwrap_or_default()
 }
 
 fn with_empty_content(message: &Json) -> Json {
@@ -436,7 +433,7 @@ fn shape(message: &Json) -> Shape {
         Some(_) => 3,
     };
     let reasoning = json_value::field(message, "reasoning_content").is_some_and(|r| !r.is_null());
-    (role_of(message), calls, content, reasoning)
+    (role_of(message).to_string(), calls, content, reasoning)
 }
 
 impl Prober for Windows<'_> {
@@ -668,7 +665,7 @@ fn locate_with(
             .map_or(full.len(), |next| next.start.max(content_end));
         let turn_end =
             turn_end.and_then(|t| first_turn_end(full, &turn_ends, &t.text, content_end, bound));
-        let role = role_of(message);
+        let role = role_of(message).to_string();
         let assistant = role == "assistant";
         let body = if !assistant {
             f.content.clone().unwrap_or(f.start..f.start)

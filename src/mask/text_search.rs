@@ -23,12 +23,33 @@ pub fn find(hay: &str, needle: &str) -> Option<usize> {
 /// The byte offset of the first occurrence of `needle` in `hay`.
 pub fn find_bytes(h: &[u8], n: &[u8]) -> Option<usize> {
     if n.len() <= PREFIX {
-        return memmem::find(h, n);
+        return find_short(h, n);
     }
-    let finder = memmem::Finder::new(&n[..PREFIX]);
     let mut at = 0;
     for _ in 0..MISSES {
-        let hit = at + finder.find(&h[at..])?;
+        let hit = at + find_short(&h[at..], &n[..PREFIX])?;
+        if h[hit..].starts_with(n) {
+            return Some(hit);
+        }
+        at = hit + 1;
+    }
+    memmem::find(&h[at..], n).map(|p| at + p)
+}
+
+/// Candidates tried by their first byte before a short search builds a searcher.
+const FIRST_BYTE_TRIES: usize = 16;
+
+/// The first occurrence of a short `needle` in `hay`: its first byte's occurrences are tried
+/// in turn (no searcher to build, which costs more than the search in a render of a few
+/// kilobytes); a text where that byte keeps coming without the needle is searched by `memmem`,
+/// linear whatever the text repeats.
+fn find_short(h: &[u8], n: &[u8]) -> Option<usize> {
+    let Some(&first) = n.first() else {
+        return Some(0);
+    };
+    let mut at = 0;
+    for _ in 0..FIRST_BYTE_TRIES {
+        let hit = at + memchr::memchr(first, &h[at..])?;
         if h[hit..].starts_with(n) {
             return Some(hit);
         }
@@ -71,9 +92,17 @@ pub fn find_once(hay: &str, needle: &str) -> Option<usize> {
 /// Where each occurrence of a short, non-empty `needle` (an end-of-turn token) ends in `hay`,
 /// occurrences not overlapping, as `match_indices` finds them.
 pub fn ends_of(hay: &str, needle: &str) -> Vec<usize> {
-    memmem::find_iter(hay.as_bytes(), needle.as_bytes())
-        .map(|p| p + needle.len())
-        .collect()
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let mut ends = Vec::new();
+    if n.is_empty() {
+        return ends;
+    }
+    let mut at = 0;
+    while let Some(p) = find_short(&h[at..], n) {
+        at += p + n.len();
+        ends.push(at);
+    }
+    ends
 }
 
 #[cfg(test)]
@@ -134,6 +163,36 @@ mod tests {
             };
             if !needle.is_empty() {
                 assert_eq!(find_once(hay, needle), standard, "{hay:?} / {needle:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn random_texts_give_the_standard_answers() {
+        // A three-letter alphabet makes the first byte of a needle common: the tries by first
+        // byte run out and the searcher takes over, at every point of the text.
+        let mut rng = crate::test_support::Rng(11);
+        let mut next = move || rng.next();
+        for len in [0usize, 3, 40, 200, 2000] {
+            let hay: String = (0..len)
+                .map(|_| ['a', 'b', '<'][(next() % 3) as usize])
+                .collect();
+            for _ in 0..80 {
+                let n = 1 + (next() % 40) as usize;
+                let needle: String = if next() % 2 == 0 && len > n {
+                    let at = (next() as usize) % (len - n);
+                    hay[at..at + n].to_string()
+                } else {
+                    (0..n)
+                        .map(|_| ['a', 'b', '<'][(next() % 3) as usize])
+                        .collect()
+                };
+                assert_eq!(find(&hay, &needle), hay.find(needle.as_str()));
+                let standard: Vec<usize> = hay
+                    .match_indices(needle.as_str())
+                    .map(|(p, m)| p + m.len())
+                    .collect();
+                assert_eq!(ends_of(&hay, &needle), standard);
             }
         }
     }
