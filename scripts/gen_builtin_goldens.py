@@ -337,8 +337,10 @@ for t in ["{{ s|urlize(extra_schemes=5) }}", "{{ s|urlize(extra_schemes=[5]) }}"
           "{{ s|urlize(nothing) }}", "{{ s|urlize(2.5) }}", "{{ s|urlize(9.5) }}", "{{ s|urlize('3') }}",
           "{{ s|urlize(1, 2, 3, 4, 5, 6) }}", "{{ s|urlize(x=1) }}", "{{ s|urlize(3, trim_url_limit=1) }}",
           "{{ s|urlize(value='x') }}", "{{ s|urlize(extra_schemes={'ab:': 1}) }}", "{{ s|urlize(10 ** 30) }}",
-          "{{ (s|safe)|urlize }}", "{{ s|urlize ~ '<' }}", "{{ (s|urlize) is string }}"]:
-    for text in ["www.a.com x", "plain <x>", "a@b.com"]:
+          "{{ (s|safe)|urlize }}", "{{ s|urlize ~ '<' }}", "{{ (s|urlize) is string }}",
+          "{{ s|urlize(extra_schemes=['WWW.'[:0] ~ 'ftp:']|map('lower')) }}",
+          "{{ s|urlize(extra_schemes=['ftp:']|reverse) }}", "{{ s|urlize(extra_schemes=['ftp:']|list) }}"]:
+    for text in ["www.a.com x", "plain <x>", "a@b.com", "ftp://x.y"]:
         TEXT_CASES.append((t, text))
 for v in ["5", "none", "[1, 'www.a.com']", "{'k': 'a@b.com'}", "nothing", "true", "('<b>www.a.com</b>'|safe)"]:
     TEXT_CASES.append(("{{ (%s)|urlize }}" % v, ""))

@@ -112,7 +112,7 @@ fn escaped(value: &Value) -> String {
 }
 
 /// The schemes given, each checked to be a scheme prefix (`name:`, `name:/` or `name://`, the
-/// name of two or more word characters, `.`, `+` or `-`).
+/// name of two or more word characters, `.`, `+` or `-`), that jinja2 then links with.
 fn extra_schemes(value: &Value) -> Result<Vec<String>, Error> {
     if is_undefined(value) {
         return Ok(Vec::new());
@@ -152,6 +152,10 @@ fn extra_schemes(value: &Value) -> Result<Vec<String>, Error> {
             ));
         }
         schemes.push(text.to_string());
+    }
+    // A generator or an iterator is spent by the check: jinja2 links with no extra scheme.
+    if super::python_generators::generator_type(value).is_some() {
+        schemes.clear();
     }
     Ok(schemes)
 }
