@@ -3,7 +3,9 @@
 methods (`text.center(9, '*')`, `text.rsplit(None, 1)`, `text.index('b', 2)`, ...) with typical,
 edge and wrong arguments on a set of strings (the template variable `s`), `dict.copy()`, and
 jinja2's `forceescape`, `xmlattr`, `urlencode` and `filesizeformat` filters on values of every
-kind, and `str.format`/`str.format_map` (parsing, numbering, lookups, conversions, each part of
+kind, `striptags`, `wordwrap` and `urlize` on fixed and seeded random texts (tags, comments and
+character references; hyphens, long words, tabs and line breaks; addresses with punctuation and
+brackets, emails) with their options and wrong arguments, and `str.format`/`str.format_map` (parsing, numbering, lookups, conversions, each part of
 a format spec on values of every type, Markup), rendered by jinja2 exactly as transformers 5 sets it up (`_cached_compile_jinja_template`).
 
 Regenerate (from the repo root) with the transformers 5.x environment of the corpus goldens:
@@ -19,6 +21,7 @@ case has the template `t`, the string `s`, and the rendered text `out` or the ex
 
 import json
 import os
+import random
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -226,6 +229,122 @@ OTHER_TEMPLATES += FORMAT_TEMPLATES
 for v in VALUES:
     OTHER_TEMPLATES.append("{{ (%s)|filesizeformat }}|{{ (%s)|filesizeformat(true) }}" % (v, v))
 
+# `striptags`, `wordwrap` and `urlize`: templates on the string `s`, each case its own `s`.
+TEXT_CASES = []
+STRIP_TEXTS = [
+    "", "plain", "<b>bold</b> and <i>it</i>", "a <!-- c <b> --> b", "a <!--> b --> c", "<!-- open",
+    "x < y > z", "a<b", "a > b", "<p>\t one\n\n two  </p>", "&amp; &lt;b&gt; &quot;q&quot; &#39;",
+    "&ampx &amp &AMP; &notit; &notin; &nbsp;x&nbsp", "&#65;&#x42;&#X43;&#68 &#x; &#; &# &#xZ",
+    "&#0;&#1;&#13;&#128;&#150;&#159;&#xD800;&#x110000;&#99999999999999999999;&#65534;",
+    "&Afr; &fjlig; &NotEqualTilde; &acE; &bne;", "&unknownentity; &aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaamp;",
+    "&lt;b&gt;kept&lt;/b&gt;", "<a href='x'>link</a>&nbsp;&mdash;&hellip;", "\u00a0a\u2003b\x1c c\u200b",
+    "<<b>>", "<!---->x<!-- -- -->y", "<br/><br />line", "&amp;lt; &&amp; &;", "a&#x20;&#32;b",
+    "<scr<b>ipt>x</script>", "&AElig&aeligx&eacute;&Eacute", "<?xml ?>t<!DOCTYPE html>u",
+]
+for text in STRIP_TEXTS:
+    TEXT_CASES.append(("{{ s|striptags }}", text))
+    TEXT_CASES.append(("{{ (s|safe)|striptags }}|{{ (s|striptags) is string }}", text))
+for v in ["none", "5", "1.5", "[1, '<a>']", "{'a': '<b>&amp;'}", "true", "nothing", "('<i>&lt;</i>'|safe)",
+          "('&amp;'|e)", "'<b>x</b>'|e"]:
+    TEXT_CASES.append(("{{ (%s)|striptags }}" % v, ""))
+for t in ["{{ 'x'|striptags(1) }}", "{{ 'x'|striptags(a=1) }}", "{{ 'x'|striptags(value=1) }}"]:
+    TEXT_CASES.append((t, ""))
+_rng = random.Random(53)
+_HTML_BITS = ["<b>", "</b>", "<a href=\"x&amp;y\">", "</a>", "<!-- c -->", "<!--", "-->", "<", ">", "&amp;",
+              "&lt;", "&gt;", "&copy;", "&copy", "&#169;", "&#xa9;", "&#0;", "&bogus;", "&", "#", ";", " ",
+              "  ", "\n", "\t", "\u00a0", "word", "é", "x", "&nbsp", "&notin", "&ampere;", "&#x1F600;"]
+for _ in range(120):
+    TEXT_CASES.append(("{{ s|striptags }}", "".join(_rng.choice(_HTML_BITS) for _ in range(_rng.randint(1, 14)))))
+
+WRAP_TEXTS = [
+    "", "short", "Hello there -- you goof-ball, use the -b option!",
+    "The quick brown fox jumps over the lazy dog and keeps on running far away",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "a--b long-winded x-1 ab-c-d well-known-fact --lead trail-- ---x a---b",
+    "first line\nsecond line that is a bit longer\n\nfourth\r\nfifth\rsixth",
+    "  leading spaces and trailing   ", "tabs\there\tand\t\tthere", "\n\nafter blanks\n",
+    "x\x0by\x0cz\x1cw\x1dv\x1eu\x85t\u2028s\u2029r", "non\u00a0breaking\u00a0space words here",
+    "ünïcödé wörds ärë hérë tøø", "1-2 3-4 a-1 1-a _-_ ab-_c", "----------", "-a-b-c-d-e-f-g-",
+    "http://example.com/a-very-long-path-with-hyphens-in-it", "word, word. word! word? \"word\" 'word'",
+    "a\u3000b\u2003c", "中文字符测试没有空格的长句子" * 3, "end with newline\n", "\r\n",
+]
+WRAP_ARGS = [
+    "", "(5)", "(10)", "(1)", "(2)", "(3)", "(7, false)", "(7, true, '|')", "(6, break_on_hyphens=false)",
+    "(6, false, break_on_hyphens=false)", "(4, wrapstring='<br>')", "(4, wrapstring=('<br>'|safe))",
+    "(12, wrapstring='')", "(width=8)", "(8, break_on_hyphens=1)", "(8, break_on_hyphens='x')",
+    "(8, break_long_words=0)", "(0.5)", "(20)", "(79)", "(10 ** 30)", "(true)", "(9, wrapstring=none)",
+]
+for text in WRAP_TEXTS:
+    for args in WRAP_ARGS:
+        TEXT_CASES.append(("{{ s|wordwrap%s }}" % args, text))
+_WORDS = ["a", "an", "the", "word", "hyphen-ated", "x-1", "ab-cd-ef", "--", "---", "a--b", "tab\t", "\t",
+          "supercalifragilistic", "aaaaaaaaaaaaaaaaaaaaaaaaa", "long-word-with-many-parts", "é-ü", "1-2",
+          "punct,", "end.", "\n", "\r\n", "  ", " ", "\u00a0", "-", "-x", "x-", "wo-rd-", "_a-b_"]
+for _ in range(200):
+    text = " ".join(_rng.choice(_WORDS) for _ in range(_rng.randint(1, 16)))
+    width = _rng.choice([1, 2, 3, 4, 5, 6, 8, 10, 13, 20])
+    opts = _rng.choice(["", ", false", ", true, '/'", ", break_on_hyphens=false", ", false, break_on_hyphens=false"])
+    TEXT_CASES.append(("{{ s|wordwrap(%d%s) }}" % (width, opts), text))
+for t in ["{{ s|wordwrap(0) }}", "{{ s|wordwrap(-1) }}", "{{ s|wordwrap(false) }}", "{{ s|wordwrap('x') }}",
+          "{{ s|wordwrap(none) }}", "{{ s|wordwrap(2.5) }}", "{{ s|wordwrap(2.5, false) }}", "{{ s|wordwrap(-0.5) }}",
+          "{{ s|wordwrap(wrapstring=5) }}", "{{ s|wordwrap(wrapstring=[1]) }}", "{{ s|wordwrap(nothing) }}",
+          "{{ s|wordwrap(wrapstring=nothing) }}", "{{ s|wordwrap(1, 2, 3, 4, 5) }}", "{{ s|wordwrap(x=1) }}",
+          "{{ s|wordwrap(3, width=1) }}", "{{ s|wordwrap(s='a') }}", "{{ s|wordwrap(-(10 ** 30)) }}",
+          "{{ s|wordwrap([1]) }}", "{{ s|wordwrap(environment=1) }}", "{{ (s|safe)|wordwrap(3) ~ '<' }}",
+          "{{ (s|safe)|wordwrap(3, wrapstring='<br>'|safe) }}", "{{ (s|wordwrap(3, wrapstring='<br>'|safe)) ~ '<' }}"]:
+    for text in ["abcdefgh ij", "", "a<b c&d", "x\ny"]:
+        TEXT_CASES.append((t, text))
+for v in ["5", "none", "[1]", "{'a': 1}", "nothing", "true", "1.5"]:
+    TEXT_CASES.append(("{{ (%s)|wordwrap }}" % v, ""))
+    TEXT_CASES.append(("{{ (%s)|wordwrap(wrapstring=1) }}" % v, ""))
+
+URL_TEXTS = [
+    "", "plain words only", "www.example.com", "http://example.com", "https://example.com/path?q=1#frag",
+    "Visit www.example.com.", "(www.example.com)", "(see http://example.com/a_(b))", "<http://example.com>",
+    "http://example.com/foo), bar", "((http://a.com/x)))", "[http://a.com]", "example.org", "example.zz",
+    "sub.example.co.uk", "ab.com", "a.com", "x.y.info,", "mail me at someone@example.com.",
+    "mailto:someone@example.com", "mailto:bad@", "@user", "a@b@c.com", "a@b.com:80", "www.a@b.com",
+    "user@localhost", "u@d.c-m", "first.last+tag@sub.example.org", "http://127.0.0.1:8080/x",
+    "http://1.2.3.4567", "http://256.1.1.1", "http://[::1]/", "http://[2001:db8::1]:443/p",
+    "http://[1:2:3:4:5:6:7:8:9]", "http://[12345::]", "HTTP://EXAMPLE.COM", "WWW.EXAMPLE.COM", "Www.Example.Com",
+    "http://xn--bcher-kva.example/", "www.xn--n3h.com", "http://example.com:123456", "http://example.com:0/",
+    "ftp://files.example.com", "tel:+123456", "https://例え.jp/パス", "www.ex_ample.com", "http://a.b",
+    "https://a%20b.com", "<b>http://example.com</b>", "'www.example.com'", "\"http://a.com\"",
+    "http://a.com/?a=1&b=2", "a.com/x", "a.com:8080", "abc.comx", "www.example.com,www.other.com",
+    "x\nwww.a.com\ty\u00a0www.b.com", "http://ſ.com", "HTTſ://a.com", "http://K.com", "www.İİ", "info.INFO",
+    "edu.edu.gov", "long.long.long.long.long.long.long.long.long.long.long.long.long.com",
+    "&lt;www.a.com&gt;", "(www.a.com&gt;", "www.a.com)).,", "www.a.com(", "(a@b.com)", "<a@b.com>",
+]
+URL_ARGS = [
+    "", "(10)", "(5, true)", "(0)", "(-3)", "(true)", "(none, false, '_blank')", "(target='<x>')",
+    "(rel='nofollow noopener')", "(rel='a  b', nofollow=true)", "(extra_schemes=['ftp:', 'tel:', 'mailto:'])",
+    "(extra_schemes=['ftp://'])", "(target=5)", "(target='')", "(rel='')", "(trim_url_limit=8, target='t')",
+]
+for text in URL_TEXTS:
+    for args in URL_ARGS:
+        TEXT_CASES.append(("{{ s|urlize%s }}" % args, text))
+_URL_BITS = ["www.example.com", "http://a.com", "https://b.org/x", "x@y.com", "mailto:m@n.io", "example.org",
+             "(", ")", "<", ">", ".", ",", "&", "'", "\"", " ", "\n", "  ", "word", "ftp://f.net", "1.2.3.4",
+             "http://1.2.3.4", "a.b", "a.com", "%", "-", "_", ":8080", "/path", "?q=1", "#f"]
+for _ in range(250):
+    text = "".join(_rng.choice(_URL_BITS) for _ in range(_rng.randint(1, 9)))
+    args = _rng.choice(["", "(12)", "(3, true)", "(nofollow=true, target='_b')", "(extra_schemes=['ftp:'])"])
+    TEXT_CASES.append(("{{ s|urlize%s }}" % args, text))
+for t in ["{{ s|urlize(extra_schemes=5) }}", "{{ s|urlize(extra_schemes=[5]) }}", "{{ s|urlize(extra_schemes='ab') }}",
+          "{{ s|urlize(extra_schemes=['a:']) }}", "{{ s|urlize(extra_schemes=['ab:///']) }}",
+          "{{ s|urlize(extra_schemes=['a b:']) }}", "{{ s|urlize(extra_schemes=nothing) }}", "{{ s|urlize(rel=5) }}",
+          "{{ s|urlize(rel=[1]) }}", "{{ s|urlize(rel=nothing) }}", "{{ s|urlize(target=nothing) }}",
+          "{{ s|urlize(nothing) }}", "{{ s|urlize(2.5) }}", "{{ s|urlize(9.5) }}", "{{ s|urlize('3') }}",
+          "{{ s|urlize(1, 2, 3, 4, 5, 6) }}", "{{ s|urlize(x=1) }}", "{{ s|urlize(3, trim_url_limit=1) }}",
+          "{{ s|urlize(value='x') }}", "{{ s|urlize(extra_schemes={'ab:': 1}) }}", "{{ s|urlize(10 ** 30) }}",
+          "{{ (s|safe)|urlize }}", "{{ s|urlize ~ '<' }}", "{{ (s|urlize) is string }}",
+          "{{ s|urlize(extra_schemes=['WWW.'[:0] ~ 'ftp:']|map('lower')) }}",
+          "{{ s|urlize(extra_schemes=['ftp:']|reverse) }}", "{{ s|urlize(extra_schemes=['ftp:']|list) }}"]:
+    for text in ["www.a.com x", "plain <x>", "a@b.com", "ftp://x.y"]:
+        TEXT_CASES.append((t, text))
+for v in ["5", "none", "[1, 'www.a.com']", "{'k': 'a@b.com'}", "nothing", "true", "('<b>www.a.com</b>'|safe)"]:
+    TEXT_CASES.append(("{{ (%s)|urlize }}" % v, ""))
+
 
 def render(source, s):
     template = _cached_compile_jinja_template(source)
@@ -243,6 +362,8 @@ def main():
             cases.append({"t": t, "s": s, **render(t, s)})
     for t in OTHER_TEMPLATES:
         cases.append({"t": t, "s": "a b", **render(t, "a b")})
+    for t, s in TEXT_CASES:
+        cases.append({"t": t, "s": s, **render(t, s)})
     doc = {"transformers": transformers.__version__, "jinja2": jinja2.__version__, "cases": cases}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=0) + "\n")

@@ -1,8 +1,8 @@
 //! Builtins beyond what the fuzzer generates (`scripts/gen_builtin_goldens.py`): Python's str
 //! methods as chat templates call them, `dict.copy()`, and jinja2's `forceescape`, `xmlattr`,
-//! `urlencode` and `filesizeformat`. Every case renders through the interpreter to Python's text,
-//! or raises with Python's message, and the render plan writes the same text or hands the render
-//! to the interpreter.
+//! `urlencode`, `filesizeformat`, `striptags`, `wordwrap` and `urlize`. Every case renders through
+//! the interpreter to Python's text, or raises with Python's message, and the render plan writes
+//! the same text or hands the render to the interpreter.
 
 use std::path::Path;
 

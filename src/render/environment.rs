@@ -11,7 +11,8 @@ use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
     python_semantics, python_slice, python_str, python_str_format, python_str_methods,
-    python_tests_syntax, python_text_filters, python_value, strftime_now,
+    python_tests_syntax, python_text_filters, python_text_wrap, python_urlize, python_value,
+    strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -136,6 +137,9 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
         env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);
+        env.add_filter("striptags", python_text_filters::striptags_filter);
+        env.add_filter("wordwrap", python_text_wrap::wordwrap_filter);
+        env.add_filter("urlize", python_urlize::urlize_filter);
         env.add_filter("reverse", python_iterables::reverse_filter);
         env.add_global("dict", Value::from_object(python_iterables::TemplateDict));
         env.add_filter(

@@ -10,6 +10,12 @@ pub fn is_python_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// A character of Python's `\w` in a `str` pattern: a letter, a number (`str.isalnum`) or `_`.
+pub fn is_word_char(c: char) -> bool {
+    use unicode_categories::UnicodeCategories;
+    c == '_' || c.is_letter() || c.is_number()
+}
+
 /// `s.strip()`.
 pub fn python_strip(s: &str) -> &str {
     s.trim_matches(is_python_space)

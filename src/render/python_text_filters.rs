@@ -1,13 +1,18 @@
 //! jinja2's filters that write a value for a web page or for a reader, as jinja2 writes them for
-//! transformers (no auto-escaping): `forceescape`, `xmlattr`, `urlencode` and `filesizeformat`.
-//! minijinja has none of them (or, for `urlencode`, only behind a feature with its own quoting).
+//! transformers (no auto-escaping): `forceescape`, `xmlattr`, `urlencode`, `filesizeformat` and
+//! `striptags` (`wordwrap` and `urlize` have their own modules). minijinja has none of them (or,
+//! for `urlencode`, only behind a feature with its own quoting).
 
-use minijinja::value::{Value, ValueKind};
+use minijinja::value::{Kwargs, Rest, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
+use super::html_unescape::html_unescape;
 use super::python_filters::as_float;
 use super::python_markup::{escape, escape_into, markup};
 use super::python_semantics::{self, python_type_name, type_error};
+use super::python_signature::Signature;
+use super::python_str::python_split_whitespace;
+use super::python_undefined::is_undefined;
 use super::python_value::{py_float, py_repr, py_str};
 
 /// `forceescape`: markupsafe's `escape` of `str(value)`, a Markup string (see `python_markup`).
@@ -195,4 +200,46 @@ pub fn filesizeformat_filter(value: Value, binary: Option<Value>) -> Result<Valu
         py_float(scaled)
     };
     Ok(Value::from(format!("{number} {prefix}")))
+}
+
+/// `striptags`: markupsafe's `Markup(str(value)).striptags()` (a Markup value's own text, an
+/// undefined one empty): comments and tags cut out, runs of whitespace one space, the ends
+/// stripped, then character references replaced (Python's `html.unescape`). A plain string.
+pub fn striptags_filter(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    const SIGNATURE: Signature = Signature {
+        function: "do_striptags",
+        params: &["value"],
+        passed: 0,
+        required: 1,
+    };
+    SIGNATURE.bind(value.clone(), &args, &kwargs)?;
+    let text = if is_undefined(&value) {
+        String::new()
+    } else {
+        py_str(&value)
+    };
+    let words = python_split_whitespace(&without_tags(&text)).join(" ");
+    Ok(Value::from(html_unescape(&words).into_owned()))
+}
+
+/// `text` less each closed comment (`<!--` to the next `-->` after it) and each closed tag (`<`
+/// to the next `>`), read from the left; from an unclosed one on, the text stays.
+fn without_tags(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut kept = String::new();
+    let mut pos = 0;
+    while let Some(start) = text[pos..].find('<').map(|at| pos + at) {
+        let end = if text[start..].starts_with("<!--") {
+            text[start + 4..].find("-->").map(|at| start + 4 + at + 3)
+        } else {
+            text[start..].find('>').map(|at| start + at + 1)
+        };
+        let Some(end) = end else { break };
+        kept.push_str(&text[pos..start]);
+        pos = end;
+    }
+    if pos == 0 {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    kept.push_str(&text[pos..]);
+    std::borrow::Cow::Owned(kept)
 }

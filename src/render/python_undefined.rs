@@ -130,6 +130,16 @@ pub fn refuse_hinted(value: &Value) -> Result<(), Error> {
     }
 }
 
+/// Refuses an undefined value, plain (jinja2's `UndefinedError`, named by the diagnostic render)
+/// or hinted: what Python's use of one raises.
+pub fn refuse_undefined(value: &Value) -> Result<(), Error> {
+    refuse_hinted(value)?;
+    if value.is_undefined() {
+        return Err(Error::from(ErrorKind::UndefinedError));
+    }
+    Ok(())
+}
+
 /// jinja2's `object_type_repr`: `None`, or the type's name and ` object` (with its module
 /// outside Python's builtins).
 pub fn object_type_repr(value: &Value) -> String {
