@@ -5,7 +5,8 @@ edge and wrong arguments on a set of strings (the template variable `s`), `dict.
 jinja2's `forceescape`, `xmlattr`, `urlencode` and `filesizeformat` filters on values of every
 kind, `striptags`, `wordwrap` and `urlize` on fixed and seeded random texts (tags, comments and
 character references; hyphens, long words, tabs and line breaks; addresses with punctuation and
-brackets, emails) with their options and wrong arguments, and `str.format`/`str.format_map` (parsing, numbering, lookups, conversions, each part of
+brackets, emails) with their options and wrong arguments, `indent` on texts ending in each
+line break, and `str.format`/`str.format_map` (parsing, numbering, lookups, conversions, each part of
 a format spec on values of every type, Markup), rendered by jinja2 exactly as transformers 5 sets it up (`_cached_compile_jinja_template`).
 
 Regenerate (from the repo root) with the transformers 5.x environment of the corpus goldens:
@@ -344,6 +345,11 @@ for t in ["{{ s|urlize(extra_schemes=5) }}", "{{ s|urlize(extra_schemes=[5]) }}"
         TEXT_CASES.append((t, text))
 for v in ["5", "none", "[1, 'www.a.com']", "{'k': 'a@b.com'}", "nothing", "true", "('<b>www.a.com</b>'|safe)"]:
     TEXT_CASES.append(("{{ (%s)|urlize }}" % v, ""))
+
+# `indent` splits the text with a newline appended: a text ending in `\r` ends in one `\r\n`.
+for text in ["a\r", "a\r\n", "a\nb\r", "a\rb", "a\n", "\r", "", "a\x0bb\x0c", "a\u2028b\u2029", "a\r\rb", "x\n\n"]:
+    for t in ["{{ s|indent }}|", "{{ s|indent(2, true) }}|", "{{ s|indent(3, true, true) }}|", "{{ s|indent('> ', blank=true) }}|"]:
+        TEXT_CASES.append((t, text))
 
 
 def render(source, s):

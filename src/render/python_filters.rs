@@ -474,7 +474,12 @@ pub fn indent_filter(
         Some(w) => " ".repeat(usize::try_from(w.clone()).unwrap_or(0).min(1 << 16)),
         None => "    ".to_string(),
     };
-    let mut lines = python_str::python_splitlines(text).into_iter();
+    // jinja2 appends a newline before it splits: the lines of that text, but for the empty one
+    // after its end (a text ending in `\r` then ends in one `\r\n` break).
+    let closed = format!("{text}\n");
+    let mut split = python_str::python_splitlines(&closed);
+    split.pop();
+    let mut lines = split.into_iter();
     let mut out = String::with_capacity(text.len() + 16);
     if let Some(head) = lines.next() {
         out.push_str(head);
