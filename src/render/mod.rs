@@ -684,7 +684,7 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
         (false, secs) => {
             let now = chrono::Local::now();
             match chrono::TimeZone::timestamp_opt(&chrono::Local, secs, 0).single() {
-                Some(pinned) if cacheable && PINNED_CLOCK.with(Cell::get).0 != UNPINNED => {
+                Some(pinned) if cacheable && PINNED_CLOCK.with(Cell::get).0 == PINNED_LOCAL => {
                     write!(out, "{}", pinned.format(&format))
                 }
                 _ => write!(out, "{}", now.format(&format)),
@@ -720,24 +720,29 @@ fn clock_second(fixed: Option<chrono::DateTime<chrono::Utc>>) -> (bool, i64) {
     }
 }
 
-/// The second `strftime_now` would print now: the pinned one inside [`with_pinned_clock`].
+/// The second `strftime_now` would print now: the pinned one inside [`with_pinned_clock`],
+/// read at the first call there.
 pub(crate) fn strftime_second() -> (bool, i64) {
     match PINNED_CLOCK.with(Cell::get) {
         (PINNED_FIXED, second) => (true, second),
         (PINNED_LOCAL, second) => (false, second),
+        (PIN_ASKED, _) => {
+            let (fixed, second) = clock_second(fixed_time());
+            PINNED_CLOCK.with(|p| p.set((if fixed { PINNED_FIXED } else { PINNED_LOCAL }, second)));
+            (fixed, second)
+        }
         _ => clock_second(fixed_time()),
     }
 }
 
-/// Runs `f` with the clock read once: every render in it prints the same second (the renders
-/// of one example agree on the date, and the environment is not read for each of them).
-/// Nested calls keep the outer second.
+/// Runs `f` with the clock read at most once: every render in it prints the same second (the
+/// renders of one example agree on the date), and the environment is not read for each of them,
+/// nor at all where no render asks for the time. Nested calls keep the outer second.
 pub fn with_pinned_clock<T>(f: impl FnOnce() -> T) -> T {
     if PINNED_CLOCK.with(Cell::get).0 != UNPINNED {
         return f();
     }
-    let (fixed, second) = clock_second(fixed_time());
-    PINNED_CLOCK.with(|p| p.set((if fixed { PINNED_FIXED } else { PINNED_LOCAL }, second)));
+    PINNED_CLOCK.with(|p| p.set((PIN_ASKED, 0)));
     // Unpinned even where `f` unwinds.
     struct Unpin;
     impl Drop for Unpin {
@@ -752,6 +757,8 @@ pub fn with_pinned_clock<T>(f: impl FnOnce() -> T) -> T {
 const UNPINNED: u8 = 0;
 const PINNED_FIXED: u8 = 1;
 const PINNED_LOCAL: u8 = 2;
+/// Inside `with_pinned_clock`, before any render has read the clock.
+const PIN_ASKED: u8 = 3;
 
 /// The last `strftime_now` text of this thread: its format, the second it was made in (and
 /// whether that second was `SOURCE_DATE_EPOCH`'s) and the text. Boxed, to keep the static TLS

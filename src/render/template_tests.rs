@@ -37,6 +37,11 @@ fn strftime_now_reuses_a_text_only_within_its_second_and_format() {
 fn a_pinned_clock_gives_every_render_inside_one_second() {
     let unpinned = || PINNED_CLOCK.with(Cell::get).0 == UNPINNED;
     assert!(unpinned());
+    // Nothing is read until a render asks for the time.
+    assert_eq!(
+        with_pinned_clock(|| PINNED_CLOCK.with(Cell::get).0),
+        PIN_ASKED
+    );
     let (outer, inner, text, again) = with_pinned_clock(|| {
         let outer = strftime_second();
         // A nested pin keeps the outer second.
