@@ -24,10 +24,16 @@ use serde::de::{Deserialize, Deserializer, Error as _, IgnoredAny, MapAccess, Vi
 use serde_json::value::RawValue;
 use serde_json::{Number, Value as Json};
 
+use super::json_plain;
 use crate::example::json_value;
 
 /// Parses a JSON text of the data (a record, or a JSON string inside one).
 pub fn parse(text: &str) -> serde_json::Result<Json> {
+    // Records without numbers (most chat data) are read by the quick reader; it declines
+    // everything else, errors included.
+    if let Some(value) = json_plain::parse(text) {
+        return Ok(value);
+    }
     let value: Json = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(e) => match without_lone_surrogates(text) {

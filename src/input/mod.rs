@@ -18,6 +18,7 @@ pub mod jsonl;
 pub mod path_security;
 
 mod json_array;
+mod json_plain;
 mod parquet;
 
 use std::fs::File;
