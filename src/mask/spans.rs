@@ -271,40 +271,18 @@ impl Prober for PrefixRenders<'_> {
 }
 
 impl PrefixRenders<'_> {
-    /// The render of `messages[..i]` and message `i` emptied, that message emptied in the
-    /// scratch copy for the render: the same list as [`PrefixRenders::list`]'s.
+    /// The render of `messages[..i]` and message `i` emptied (`with_empty_content`): the same
+    /// list as [`PrefixRenders::list`]'s, made by swapping message `i` of the scratch copy for
+    /// the render.
     fn render_emptied(&mut self, i: usize) -> Option<String> {
         let mut scratch = self
             .scratch
             .take()
             .unwrap_or_else(|| self.messages.to_vec());
-        let text = match &mut scratch[i] {
-            Json::Object(map) => {
-                let kept = match map.get_mut("content") {
-                    Some(content) => Some(std::mem::replace(content, Json::String(String::new()))),
-                    None => {
-                        // Added last, as `with_empty_content` adds it, and taken off the end.
-                        map.insert("content".to_string(), Json::String(String::new()));
-                        None
-                    }
-                };
-                let text = self.render(&scratch[..=i], Part::Emptied);
-                if let Json::Object(map) = &mut scratch[i] {
-                    match kept {
-                        Some(content) => {
-                            if let Some(slot) = map.get_mut("content") {
-                                *slot = content;
-                            }
-                        }
-                        None => {
-                            map.shift_remove("content");
-                        }
-                    }
-                }
-                text
-            }
-            _ => self.render(&scratch[..=i], Part::Emptied),
-        };
+        let emptied = with_empty_content(&scratch[i]);
+        let message = std::mem::replace(&mut scratch[i], emptied);
+        let text = self.render(&scratch[..=i], Part::Emptied);
+        scratch[i] = message;
         self.scratch = Some(scratch);
         text
     }

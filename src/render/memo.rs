@@ -94,6 +94,20 @@ pub(super) fn key(messages: &[Json], opts: &RenderOptions, clock: Clock) -> Opti
             return None;
         }
     }
+    write_options(opts, &mut key);
+    match second {
+        Some((fixed, second)) => {
+            key.push(u8::from(fixed));
+            key.extend_from_slice(&second.to_le_bytes());
+        }
+        None => key.push(2),
+    }
+    (key.len() <= MAX_KEY).then_some(key)
+}
+
+/// Every option of a render in [`write_tagged`]'s unambiguous bytes (for the keys of kept
+/// renders and of trace shapes).
+pub(super) fn write_options(opts: &RenderOptions, key: &mut Vec<u8>) {
     let option = |on: Option<bool>| match on {
         None => 2,
         Some(on) => u8::from(on),
@@ -111,33 +125,25 @@ pub(super) fn key(messages: &[Json], opts: &RenderOptions, clock: Clock) -> Opti
     match opts.reasoning_effort {
         Some(effort) => {
             key.push(b'+');
-            write_str(effort, &mut key);
+            write_str(effort, key);
         }
         None => key.push(b'-'),
     }
-    match second {
-        Some((fixed, second)) => {
-            key.push(u8::from(fixed));
-            key.extend_from_slice(&second.to_le_bytes());
-        }
-        None => key.push(2),
-    }
     match opts.tools {
-        Some(tools) => write_tagged(tools, &mut key),
+        Some(tools) => write_tagged(tools, key),
         None => key.push(b'-'),
     }
     match opts.template_kwargs {
         Some(kwargs) => {
             key.push(b'+');
-            write_len(kwargs.len(), &mut key);
+            write_len(kwargs.len(), key);
             for (k, v) in kwargs {
-                write_str(k, &mut key);
-                write_tagged(v, &mut key);
+                write_str(k, key);
+                write_tagged(v, key);
             }
         }
         None => key.push(b'-'),
     }
-    (key.len() <= MAX_KEY).then_some(key)
 }
 
 #[cfg(test)]

@@ -682,12 +682,12 @@ pub(crate) fn strftime_now(format: String) -> Result<Value, Error> {
         },
         // The pinned second, where one is: a format with fractions prints the clock's now.
         (false, secs) => {
-            let now = chrono::Local::now();
-            match chrono::TimeZone::timestamp_opt(&chrono::Local, secs, 0).single() {
-                Some(pinned) if cacheable && PINNED_CLOCK.with(Cell::get).0 == PINNED_LOCAL => {
-                    write!(out, "{}", pinned.format(&format))
-                }
-                _ => write!(out, "{}", now.format(&format)),
+            let pinned = (cacheable && PINNED_CLOCK.with(Cell::get).0 == PINNED_LOCAL)
+                .then(|| chrono::TimeZone::timestamp_opt(&chrono::Local, secs, 0).single())
+                .flatten();
+            match pinned {
+                Some(time) => write!(out, "{}", time.format(&format)),
+                None => write!(out, "{}", chrono::Local::now().format(&format)),
             }
         }
     };

@@ -27,7 +27,7 @@ use serde_json::Value as Json;
 
 use super::value::{Bail, Res, V};
 use crate::example::json_value::{self, write_len, write_str, write_tagged};
-use crate::render::memo::Clock;
+use crate::render::memo::{write_options, Clock};
 use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 use crate::render::RenderOptions;
 
@@ -620,35 +620,7 @@ fn shape_key(messages: &[Json], opts: &RenderOptions) -> Option<Vec<u8>> {
             return None;
         }
     }
-    key.extend_from_slice(&[
-        0,
-        u8::from(opts.add_generation_prompt),
-        match opts.enable_thinking {
-            None => 2,
-            Some(on) => u8::from(on),
-        },
-    ]);
-    match opts.reasoning_effort {
-        Some(effort) => {
-            key.push(b'+');
-            write_str(effort, &mut key);
-        }
-        None => key.push(b'-'),
-    }
-    match opts.tools {
-        Some(tools) => write_tagged(tools, &mut key),
-        None => key.push(b'-'),
-    }
-    match opts.template_kwargs {
-        Some(kwargs) => {
-            key.push(b'+');
-            write_len(kwargs.len(), &mut key);
-            for (k, v) in kwargs {
-                write_str(k, &mut key);
-                write_tagged(v, &mut key);
-            }
-        }
-        None => key.push(b'-'),
-    }
+    key.push(0);
+    write_options(opts, &mut key);
     (key.len() <= MAX_KEY).then_some(key)
 }
