@@ -253,6 +253,8 @@ mod tests {
                         0 => b'"',
                         1 => b'\\',
                         2 => (rng.next() % 0x20) as u8,
+                        3..=9 => 0x80 + (rng.next() % 0x80) as u8,
+                        10 => 0x20 + (rng.next() % 0x60) as u8,
                         _ => b'a' + (rng.next() % 26) as u8,
                     })
                     .collect();

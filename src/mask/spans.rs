@@ -189,7 +189,7 @@ struct PrefixRenders<'a> {
     full: &'a str,
     /// Messages rendered so far, for the render budget.
     rendered: u64,
-    /// A copy of the messages, made at the first emptied prefix: message `i` is emptied in
+    /// A copy of the messages up to the last one emptied so far: message `i` is emptied in
     /// place for its render and given its content back after, so that no prefix is copied.
     scratch: Option<Vec<Json>>,
 }
@@ -275,10 +275,12 @@ impl PrefixRenders<'_> {
     /// list as [`PrefixRenders::list`]'s, made by swapping message `i` of the scratch copy for
     /// the render.
     fn render_emptied(&mut self, i: usize) -> Option<String> {
-        let mut scratch = self
-            .scratch
-            .take()
-            .unwrap_or_else(|| self.messages.to_vec());
+        let mut scratch = self.scratch.take().unwrap_or_default();
+        // Only the messages up to `i` are copied: the later ones (a prompt-completion's
+        // completion, often the longest) are never rendered emptied.
+        if scratch.len() <= i {
+            scratch.extend_from_slice(&self.messages[scratch.len()..=i]);
+        }
         let emptied = with_empty_content(&scratch[i]);
         let message = std::mem::replace(&mut scratch[i], emptied);
         let text = self.render(&scratch[..=i], Part::Emptied);
@@ -586,7 +588,9 @@ fn locate_with(
         // the part's render leave the full text before this message begins. The header is then
         // read after the turn that precedes the message, found by counting end-of-turn tokens,
         // where both texts continue alike.
-        if let (Some(p), Some(t)) = (&probe, turn_end) {
+        // A part whose render is all in the full text needs none: the turn it finds starts
+        // within that render, never after it.
+        if let (Some(p), Some(t)) = (probe.as_ref().filter(|p| p.shared < p.len), turn_end) {
             if let Some((turn_start, aligned)) =
                 align_on_turn_ends(full, &turn_ends, &p.tail, &t.text, part)
             {

@@ -750,7 +750,10 @@ fn span_row(
     };
     let ranges = trained_byte_ranges(&layouts, &policy);
     let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges);
-    let content_mismatches = unverified_contents(tokenizer, &text, &encoded, &layouts, &policy)?;
+    // A marked render's tokens decode to the unmarked text, never verbatim.
+    let verbatim = !settings.sanitize && tokenizer.decodes_verbatim();
+    let content_mismatches =
+        unverified_contents(tokenizer, &text, &encoded, &layouts, &policy, verbatim)?;
     let stats = RowStats {
         prefix_mismatches: layouts
             .iter()
@@ -766,13 +769,16 @@ fn span_row(
 }
 
 /// Trained messages whose content is missing from the render, or whose tokens do not decode to
-/// text that contains it (as printed, or as the tokenizer's normalizer rewrites it).
+/// text that contains it (as printed, or as the tokenizer's normalizer rewrites it). With
+/// `verbatim` (`ChatTokenizer::decodes_verbatim`), tokens whose offsets span the content decode
+/// to a text that contains it, and are not decoded to find that out.
 fn unverified_contents(
     tokenizer: &ChatTokenizer,
     text: &str,
     encoded: &EncodedText,
     layouts: &[MessageLayout],
     policy: &SpanPolicy,
+    verbatim: bool,
 ) -> SftResult<Vec<u32>> {
     let mut bad = Vec::new();
     for (i, layout) in layouts.iter().enumerate() {
@@ -792,6 +798,13 @@ fn unverified_contents(
         let last = encoded
             .offsets
             .partition_point(|&(start, _)| start < content.end);
+        if verbatim
+            && first < last
+            && encoded.offsets[first].0 <= content.start
+            && encoded.offsets[last - 1].1 >= content.end
+        {
+            continue;
+        }
         let decoded = tokenizer.decode(&encoded.ids[first..last.max(first)], false)?;
         let printed = unmarked(&text[content.clone()]);
         let printed = printed.as_ref();
