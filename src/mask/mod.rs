@@ -324,13 +324,18 @@ fn without(ranges: Vec<Range<usize>>, holes: &[Range<usize>]) -> Vec<Range<usize
 /// Straddle policy: a token is trained when any of its bytes is (a zero-width token when its
 /// position is), so no trained byte ever goes without loss. A trained token with bytes outside
 /// the trained ranges straddles; the second value counts them.
+///
+/// `known_sorted` says the offsets' starts and ends never go back (as an encoder that
+/// `decodes_verbatim` gives them), which is then not checked.
 pub fn token_spans_from_bytes(
     offsets: &[(usize, usize)],
     ranges: &[Range<usize>],
+    known_sorted: bool,
 ) -> (TrainedSpans, u32) {
-    let sorted = offsets
-        .windows(2)
-        .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1);
+    let sorted = known_sorted
+        || offsets
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1);
     if sorted {
         spans_of_sorted(offsets, ranges)
     } else {
@@ -653,10 +658,12 @@ mod tests {
     fn a_token_touching_a_trained_byte_is_trained_and_counted() {
         // Tokens: [0,3) [3,6) [6,9) [9,9) [9,12); trained bytes 4..9.
         let offsets = [(0, 3), (3, 6), (6, 9), (9, 9), (9, 12)];
-        let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(4..9)));
+        let (spans, straddling) =
+            token_spans_from_bytes(&offsets, std::slice::from_ref(&(4..9)), false);
         assert_eq!(spans, vec![1..3]);
         assert_eq!(straddling, 1);
-        let (spans, straddling) = token_spans_from_bytes(&offsets, std::slice::from_ref(&(9..10)));
+        let (spans, straddling) =
+            token_spans_from_bytes(&offsets, std::slice::from_ref(&(9..10)), false);
         assert_eq!(spans, vec![3..5]);
         assert_eq!(straddling, 1);
     }
@@ -707,7 +714,7 @@ mod tests {
                 from = end + 1;
             }
             assert_eq!(
-                token_spans_from_bytes(&offsets, &ranges),
+                token_spans_from_bytes(&offsets, &ranges, false),
                 searched(&offsets, &ranges),
                 "{offsets:?} {ranges:?}"
             );

@@ -749,9 +749,9 @@ fn span_row(
         Cow::Borrowed(policy)
     };
     let ranges = trained_byte_ranges(&layouts, &policy);
-    let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges);
     // A marked render's tokens decode to the unmarked text, never verbatim.
     let verbatim = !settings.sanitize && tokenizer.decodes_verbatim();
+    let (spans, straddling) = token_spans_from_bytes(&encoded.offsets, &ranges, verbatim);
     let content_mismatches =
         unverified_contents(tokenizer, &text, &encoded, &layouts, &policy, verbatim)?;
     let stats = RowStats {

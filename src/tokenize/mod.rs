@@ -429,7 +429,8 @@ mod tests {
 
     /// What `decodes_verbatim` promises, against decoding: for random char ranges of texts in
     /// many scripts with added tokens among them, the tokens whose offsets overlap the range
-    /// decode to a text holding it. Qwen3 composes to NFC, so it never promises.
+    /// decode to a text holding it, and the offsets never go back. Qwen3 composes to NFC, so it
+    /// never promises.
     #[test]
     fn verbatim_decoding_holds_every_range() {
         let pieces = [
@@ -468,6 +469,11 @@ mod tests {
                     .map(|_| pieces[rng.below(pieces.len())])
                     .collect();
                 let e = t.encode_with_offsets(&text).unwrap();
+                // Offsets that never go back, which span masking takes on trust.
+                assert!(e
+                    .offsets
+                    .windows(2)
+                    .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
                 let bounds: Vec<usize> = text
                     .char_indices()
                     .map(|(i, _)| i)

@@ -631,8 +631,8 @@ impl FastBpe {
     /// Whether decoding any run of this engine's tokens gives back the very bytes of the text
     /// they were encoded from (their offsets' span): a byte-level model with no normalizer. Its
     /// tokens spell raw bytes, its added tokens their own text (the engine takes no added token
-    /// that strips whitespace), and its offsets tile the input, a char split between tokens
-    /// given whole to each of them.
+    /// that strips whitespace), and its offsets tile the input in order, a char split between
+    /// tokens given whole to each of them.
     pub fn decodes_verbatim(&self) -> bool {
         matches!(self.words, Words::ByteLevel(_)) && matches!(self.normalizer, NormalizerSpec::None)
     }
