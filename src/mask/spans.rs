@@ -564,9 +564,7 @@ fn locate_with(
         mismatch: bool,
     }
     let mut found: Vec<Found> = Vec::with_capacity(messages.len());
-    // Where each end-of-turn token of the full text ends, found once for every message.
-    let turn_ends: Vec<usize> =
-        turn_end.map_or_else(Vec::new, |t| text_search::ends_of(full, &t.text));
+    let turn_ends = TurnEnds::of(full, turn_end.map_or("", |t| &t.text));
     let mut cursor = 0;
     for (i, message) in messages.iter().enumerate() {
         let assistant = role_of(message) == "assistant";
@@ -592,7 +590,7 @@ fn locate_with(
         // within that render, never after it.
         if let (Some(p), Some(t)) = (probe.as_ref().filter(|p| p.shared < p.len), turn_end) {
             if let Some((turn_start, aligned)) =
-                align_on_turn_ends(full, &turn_ends, &p.tail, &t.text, part)
+                align_on_turn_ends(full, &turn_ends.ends, &p.tail, &t.text, part)
             {
                 if rendered < turn_start {
                     rendered = aligned;
@@ -680,25 +678,45 @@ fn locate_with(
     Ok(layouts)
 }
 
-/// The first end-of-turn token of `full[from..bound]`, read from `ends` (where each occurrence
-/// of `turn_end` in `full` ends, not overlapping) when no two occurrences can overlap (no
-/// prefix of the token is also its suffix, as with every special token's `<|...|>` spelling):
-/// then that list holds every occurrence. Searched otherwise.
+/// Where each end-of-turn token of a full text ends, not overlapping, found once for every
+/// message of the example.
+struct TurnEnds {
+    ends: Vec<usize>,
+    /// No two occurrences of the token can overlap (no prefix of it is also its suffix, as with
+    /// every special token's `<|...|>` spelling): `ends` then holds every occurrence.
+    complete: bool,
+}
+
+impl TurnEnds {
+    fn of(full: &str, turn_end: &str) -> TurnEnds {
+        let t = turn_end.as_bytes();
+        let len = t.len();
+        TurnEnds {
+            ends: text_search::ends_of(full, turn_end),
+            complete: len > 0 && !(1..len).any(|b| t[..b] == t[len - b..]),
+        }
+    }
+}
+
+/// The first end-of-turn token of `full[from..bound]`: read from `found` where it holds every
+/// occurrence, searched otherwise.
 fn first_turn_end(
     full: &str,
-    ends: &[usize],
+    found: &TurnEnds,
     turn_end: &str,
     from: usize,
     bound: usize,
 ) -> Option<Range<usize>> {
     let len = turn_end.len();
-    let t = turn_end.as_bytes();
-    let overlaps = (1..len).any(|b| t[..b] == t[len - b..]);
-    if overlaps || len == 0 {
+    if !found.complete {
         return text_search::find(&full[from..bound], turn_end).map(|p| from + p..from + p + len);
     }
-    let k = ends.partition_point(|&e| e < from + len);
-    ends.get(k).filter(|&&e| e <= bound).map(|&e| e - len..e)
+    let k = found.ends.partition_point(|&e| e < from + len);
+    found
+        .ends
+        .get(k)
+        .filter(|&&e| e <= bound)
+        .map(|&e| e - len..e)
 }
 
 /// Where message `i`'s turn starts in the full text, the end of the turn before it, and where a
@@ -779,7 +797,7 @@ mod tests {
                 let full: String = (0..len)
                     .map(|_| ['a', '<', '|', 'e', '>'][next(5)])
                     .collect();
-                let ends = text_search::ends_of(&full, turn_end);
+                let ends = TurnEnds::of(&full, turn_end);
                 let from = next(len + 1);
                 let bound = from + next(len + 1 - from);
                 let searched = full[from..bound]
