@@ -11,7 +11,8 @@ use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
     python_semantics, python_slice, python_str, python_str_format, python_str_methods,
-    python_tests_syntax, python_text_filters, python_text_wrap, python_urlize, python_value,
+    python_tests_syntax, python_text_filters, python_text_wrap, python_unpack, python_urlize,
+    python_value,
     strftime_now,
 };
 
@@ -101,6 +102,16 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
         env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
         env.add_function(python_macros::REFUSE_FUNCTION, python_macros::refuse);
+        env.add_function(python_macros::CALL_FUNCTION, python_macros::call_function);
+        env.add_function(
+            python_semantics::CYCLE_FUNCTION,
+            python_semantics::cycle_function,
+        );
+        env.add_filter(python_unpack::UNPACK_FILTER, python_unpack::unpack_filter);
+        env.add_filter(
+            python_unpack::UNPACK_EACH_FILTER,
+            python_unpack::unpack_each_filter,
+        );
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
         env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
         env.add_filter("map", python_generators::map_filter);
@@ -270,6 +281,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     let mut env = environment(false, syntax);
     env.add_filter(undef::VAR_FILTER, undef::var_filter);
     env.add_filter(undef::PARAM_FILTER, undef::param_filter);
+    env.add_filter(undef::CALLER_FILTER, undef::caller_filter);
     env.add_filter(undef::ATTR_FILTER, undef::attr_filter);
     env.add_filter(undef::ITEM_FILTER, undef::item_filter);
     env.add_function(undef::NO_ELSE_FUNCTION, undef::no_else);

@@ -29,6 +29,8 @@ use minijinja::{Error, ErrorKind};
 
 /// The filter every loop's iterable passes through.
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
+/// The function `loop.cycle(...)` becomes: `__sft_py_cycle(loop, items...)`.
+pub const CYCLE_FUNCTION: &str = "__sft_py_cycle";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
 /// The filter a `{% set ns._name = value %}` passes its value through (see
@@ -86,6 +88,22 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
         )),
         _ => Ok(value),
     }
+}
+
+/// [`CYCLE_FUNCTION`]: jinja2's `loop.cycle(...)`, the item at the loop's index modulo their
+/// count; with none, Python's `TypeError` (minijinja divides by zero).
+pub fn cycle_function(lp: Value, items: Rest<Value>) -> Result<Value, Error> {
+    if lp.is_undefined() {
+        return Err(Error::from(ErrorKind::UndefinedError));
+    }
+    if items.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "no items for cycling given",
+        ));
+    }
+    let index = lp.get_attr("index0")?.as_usize().unwrap_or(0);
+    Ok(items[index % items.len()].clone())
 }
 
 /// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is

@@ -27,6 +27,8 @@ pub const ITEM_FILTER: &str = "__sft_py_item";
 /// The filter a macro's parameter without a default passes through at the body's start:
 /// `__sft_py_param('name')`.
 pub const PARAM_FILTER: &str = "__sft_py_param";
+/// The filter `caller` passes through where a macro calls it: `caller|__sft_py_caller`.
+pub const CALLER_FILTER: &str = "__sft_py_caller";
 /// The function a `not` that jinja2 reads as a variable becomes: `__sft_py_not(x)`.
 pub const NOT_CALL_FUNCTION: &str = "__sft_py_not";
 /// The function an inline `if` without `else` gives when false: `__sft_py_noelse(line)`.
@@ -164,6 +166,15 @@ pub fn var_filter(value: Value, name: &str) -> Value {
 pub fn param_filter(value: Value, name: &str) -> Value {
     if value.is_undefined() {
         return HintedUndefined::value(format!("parameter '{name}' was not provided"));
+    }
+    value
+}
+
+/// [`CALLER_FILTER`]: the call block's `caller`, or where the macro was called without one,
+/// jinja2's undefined value for it.
+pub fn caller_filter(value: Value) -> Value {
+    if value.is_undefined() {
+        return HintedUndefined::value("No caller defined".to_string());
     }
     value
 }

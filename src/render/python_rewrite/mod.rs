@@ -13,10 +13,11 @@ use super::python_for_else;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
-    COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
+    COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
     PRIVATE_FIELD_FILTER, STR_FILTER,
 };
 use super::python_undefined;
+use super::python_unpack;
 
 /// What rewriting a template gave.
 pub enum Rewrite {
@@ -158,6 +159,11 @@ fn expr_start(source: &str, e: &ast::Expr) -> u32 {
     }
 }
 
+/// Whether `e` is the name `loop`.
+fn is_loop(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Var(v) if v.id == "loop")
+}
+
 struct Walker<'s> {
     source: &'s str,
     edits: Vec<Edit>,
@@ -259,7 +265,17 @@ impl Walker<'_> {
                     None => self.unfit = true,
                 }
                 self.expr(&f.iter);
-                self.wrap(&f.iter, format!("|{ITERABLE_FILTER}"));
+                // Python's unpacking of each item into several names (`python_unpack`); a
+                // recursive loop's inner calls would bypass it, so minijinja's stays there.
+                let unpack = match &f.target {
+                    ast::Expr::List(names) if !f.recursive => format!(
+                        "|{}({})",
+                        python_unpack::UNPACK_EACH_FILTER,
+                        names.items.len()
+                    ),
+                    _ => String::new(),
+                };
+                self.wrap(&f.iter, format!("|{ITERABLE_FILTER}{unpack}"));
                 if let Some(filter) = &f.filter_expr {
                     self.expr(filter);
                 }
@@ -279,6 +295,9 @@ impl Walker<'_> {
             }
             ast::Stmt::Set(s) => {
                 self.expr(&s.expr);
+                if let ast::Expr::List(names) = &s.target {
+                    self.unpack(&s.expr, names.items.len());
+                }
                 // transformers refuses `{% set ns._name = ... %}` on a namespace.
                 if let ast::Expr::GetAttr(a) = &s.target {
                     if a.name.starts_with('_') {
@@ -303,6 +322,7 @@ impl Walker<'_> {
             ast::Stmt::Block(b) => self.stmts(&b.body),
             ast::Stmt::Macro(m) => {
                 m.defaults.iter().for_each(|d| self.expr(d));
+                self.pack_params(m);
                 self.unpass_arguments(m);
                 self.stmts(&m.body);
             }
@@ -420,8 +440,10 @@ impl Walker<'_> {
     }
 
     fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
-        // `x.items()` calls the method either way: only the receiver is walked.
+        // `x.items()` calls the method either way: only the receiver is walked (`loop` of
+        // `loop.cycle(...)` is not, it becomes an argument of the call that replaces it).
         match &c.expr {
+            ast::Expr::GetAttr(a) if a.name == "cycle" && is_loop(&a.expr) => {}
             ast::Expr::GetAttr(a) => self.expr(&a.expr),
             // A called name stays a name (`{% call wrap() %}` needs one).
             ast::Expr::Var(_) => {}
@@ -430,6 +452,91 @@ impl Walker<'_> {
         self.args(&c.args);
         self.pass_arguments(c);
         self.refuse_call(c, call_block);
+        self.pack_call(c);
+    }
+
+    /// A call goes through `python_macros::CALL_FUNCTION`, which binds its arguments as jinja2
+    /// does (`f(1, 2)` becomes `__sft_py_call(f, 1, 2)`), where minijinja's binding would
+    /// differ: a call of a macro whose body names `varargs` or `kwargs`, a call of one of the
+    /// template's macros with a splat (whose arguments are not known ahead), and a call of
+    /// `caller`. `loop.cycle(...)` goes through `python_semantics::CYCLE_FUNCTION`.
+    fn pack_call(&mut self, c: &ast::Spanned<ast::Call>) {
+        let (function, receiver) = match &c.expr {
+            ast::Expr::Var(callee) => {
+                let splat = c
+                    .args
+                    .iter()
+                    .any(|a| !matches!(a, ast::CallArg::Pos(_) | ast::CallArg::Kwarg(..)));
+                let routed = match self.macros.get(callee.id) {
+                    Some(sig) => sig.packs() || splat,
+                    None => callee.id == "caller",
+                };
+                if !routed {
+                    return;
+                }
+                // The diagnostic render's `caller` where no call block gave one names itself
+                // as jinja2's does (`No caller defined`).
+                let receiver = if callee.id == "caller" && self.diagnostic {
+                    format!("caller|{}", python_undefined::CALLER_FILTER)
+                } else {
+                    callee.id.to_string()
+                };
+                (python_macros::CALL_FUNCTION, receiver)
+            }
+            ast::Expr::GetAttr(a) if a.name == "cycle" && is_loop(&a.expr) => {
+                (CYCLE_FUNCTION, "loop".to_string())
+            }
+            _ => return,
+        };
+        let name_end = c.expr.span().end_offset as usize;
+        let Some(open) = self
+            .source
+            .get(name_end..)
+            .and_then(|rest| rest.find('('))
+            .map(|at| name_end + at)
+        else {
+            return;
+        };
+        let separator = if c.args.is_empty() { "" } else { ", " };
+        self.replace(
+            self.start(&c.expr),
+            open as u32 + 1,
+            format!("{function}({receiver}{separator}"),
+        );
+    }
+
+    /// The value of `{% set a, b = value %}` passes through `python_unpack::UNPACK_FILTER`
+    /// (a tuple written without parentheses, `1, 2`, whole).
+    fn unpack(&mut self, value: &ast::Expr, names: usize) {
+        let suffix = format!("|{}({names})", python_unpack::UNPACK_FILTER);
+        match value {
+            ast::Expr::Tuple(t) if !t.items.is_empty() => {
+                let end = t.items.iter().map(|i| i.span().end_offset).max();
+                self.insert(self.start(&t.items[0]), "(".to_string());
+                self.insert(end.unwrap_or(value.span().end_offset), format!("){suffix}"));
+            }
+            _ => self.wrap(value, suffix),
+        }
+    }
+
+    /// The definition of a macro whose body names `varargs` or `kwargs` gains them as
+    /// parameters, filled by `python_macros::CALL_FUNCTION` and empty where a call does not go
+    /// through it (a call block's `caller`).
+    fn pack_params(&mut self, m: &ast::Spanned<ast::Macro>) {
+        let Some(sig) = self.macros.get(m.name).filter(|sig| sig.packs()) else {
+            return;
+        };
+        let Some(close) = python_macros::params_close(self.source, m) else {
+            return;
+        };
+        let before = self.source[..close].trim_end();
+        let separator = if before.ends_with('(') || before.ends_with(',') {
+            ""
+        } else {
+            ", "
+        };
+        let params = sig.packed_params().join(", ");
+        self.insert(close as u32, format!("{separator}{params}"));
     }
 
     /// A call of one of the template's macros that jinja2 refuses (a keyword argument the
@@ -505,7 +612,7 @@ impl Walker<'_> {
     /// The body of a macro whose calls pass arguments through `PASSED_FILTER` starts by
     /// turning each passed undefined value back into one, in a `set` tag with the whitespace
     /// control of the macro's opening tag.
-    fn unpass_arguments(&mut self, m: &ast::Macro) {
+    fn unpass_arguments(&mut self, m: &ast::Spanned<ast::Macro>) {
         if !self.macros.contains_key(m.name) {
             return;
         }
