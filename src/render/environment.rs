@@ -145,6 +145,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_function("namespace", python_semantics::namespace_function);
         env.add_filter("attr", python_semantics::attr_filter);
         env.add_filter("forceescape", python_text_filters::forceescape_filter);
+        env.add_filter("escape", python_text_filters::escape_filter);
+        env.add_filter("default", python_filters::default_filter);
+        env.add_filter("d", python_filters::default_filter);
+        env.add_filter("e", python_text_filters::escape_filter);
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
         env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);

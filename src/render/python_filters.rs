@@ -614,7 +614,11 @@ pub fn join_filter(
         .as_ref()
         .map(|j| StringInput::new(state, j))
         .transpose()?;
-    let attribute = attribute.as_ref().map(|a| a.as_str().map(str::to_string));
+    // An integer attribute is an index, as jinja2's attribute getter reads it (`attribute=0`).
+    let attribute = attribute.as_ref().map(|a| match a.as_i64() {
+        Some(index) if a.kind() == ValueKind::Number && a.is_integer() => Some(index.to_string()),
+        _ => a.as_str().map(str::to_string),
+    });
     let attribute = match attribute {
         Some(None) => {
             return Err(Error::new(
@@ -626,6 +630,41 @@ pub fn join_filter(
         None => None,
     };
     minijinja::filters::join(state, &items, joiner, attribute.as_deref(), kwargs)
+}
+
+/// jinja2's `default(value, default_value='', boolean=False)`: its arguments, given by position
+/// or by keyword.
+pub fn default_args(
+    default: Option<Value>,
+    boolean: Option<Value>,
+    kwargs: &Kwargs,
+) -> Result<(Value, bool), Error> {
+    let default = match kwargs.get::<Option<Value>>("default_value")? {
+        Some(v) if default.is_none() => v,
+        _ => default.unwrap_or_else(|| Value::from("")),
+    };
+    let boolean = match kwargs.get::<Option<Value>>("boolean")? {
+        Some(v) if boolean.is_none() => v.is_true(),
+        _ => boolean.is_some_and(|b| b.is_true()),
+    };
+    kwargs.assert_all_used()?;
+    Ok((default, boolean))
+}
+
+/// `default` (`d`): the value, or `default_value` where it is undefined (or false, with
+/// `boolean`).
+pub fn default_filter(
+    value: Value,
+    default: Option<Value>,
+    boolean: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let (default, boolean) = default_args(default, boolean, &kwargs)?;
+    Ok(if value.is_undefined() || (boolean && !value.is_true()) {
+        default
+    } else {
+        value
+    })
 }
 
 /// `upper`: of Python's `str()` of the value.

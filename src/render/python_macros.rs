@@ -59,6 +59,21 @@ pub struct Signature<'a> {
 
 impl<'a> Signature<'a> {
     fn of(source: &str, m: &ast::Spanned<ast::Macro<'a>>) -> Option<Self> {
+        // What the body names, read from its text: a word in a string or in the template's
+        // text counts too, which only leaves a call unchecked.
+        let body = opening_tag_end(source, m)
+            .and_then(|(at, _)| source.get(at..m.span().end_offset as usize))
+            .unwrap_or(source);
+        Self::with_body(m, body)
+    }
+
+    /// The signature of a call block's own macro (its `caller`).
+    pub fn of_call_block(source: &str, c: &ast::CallBlock<'a>) -> Option<Self> {
+        let body = source.get(c.call.span().end_offset as usize..c.macro_decl.span().end_offset as usize)?;
+        Self::with_body(&c.macro_decl, body)
+    }
+
+    fn with_body(m: &ast::Macro<'a>, body: &str) -> Option<Self> {
         let params = m
             .args
             .iter()
@@ -67,11 +82,6 @@ impl<'a> Signature<'a> {
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;
-        // What the body names of `caller`, `varargs` and `kwargs`, read from its text: a word
-        // in a string or in the template's text counts too, which only leaves a call unchecked.
-        let body = opening_tag_end(source, m)
-            .and_then(|(at, _)| source.get(at..m.span().end_offset as usize))
-            .unwrap_or(source);
         let names = |word: &str| {
             body.match_indices(word).any(|(at, _)| {
                 let before = body[..at].chars().next_back();

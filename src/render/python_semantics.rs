@@ -525,6 +525,15 @@ pub fn is_macro(value: &Value) -> bool {
         && value.to_string().starts_with("<macro ")
 }
 
+/// The `loop` variable of a loop (minijinja's loop object, which prints as `<loop 1/3>`).
+pub fn is_loop(value: &Value) -> bool {
+    value
+        .get_attr("depth0")
+        .is_ok_and(|d| d.kind() == ValueKind::Number)
+        && value.as_object().is_some()
+        && value.to_string().starts_with("<loop ")
+}
+
 /// [`python_type`], with the names of the objects a template can hold that are not data.
 pub fn python_type_name(value: &Value) -> &'static str {
     if value.is_tuple() {

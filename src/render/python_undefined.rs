@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use minijinja::value::{Enumerator, Object, ObjectRepr, Value, ValueKind};
+use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
 use super::python_semantics::{self, python_type_name, DICT_METHODS};
@@ -264,12 +264,18 @@ pub fn undefined_test(value: &Value) -> bool {
 
 /// jinja2's `default`: `default` (or `''`) where `value` is undefined, or false with
 /// `boolean`.
-pub fn default_filter(value: Value, default: Option<Value>, boolean: Option<bool>) -> Value {
-    let missing = is_undefined(&value) || (boolean.unwrap_or(false) && !value.is_true());
-    if missing {
-        return default.unwrap_or_else(|| Value::from(""));
-    }
-    value
+pub fn default_filter(
+    value: Value,
+    default: Option<Value>,
+    boolean: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let (default, boolean) = super::python_filters::default_args(default, boolean, &kwargs)?;
+    Ok(if is_undefined(&value) || (boolean && !value.is_true()) {
+        default
+    } else {
+        value
+    })
 }
 
 #[cfg(test)]

@@ -328,6 +328,7 @@ impl Walker<'_> {
             }
             ast::Stmt::CallBlock(c) => {
                 self.call(&c.call, true);
+                self.pack_caller_params(c);
                 self.stmts(&c.macro_decl.body);
             }
             ast::Stmt::Do(d) => self.call(&d.call, false),
@@ -450,6 +451,12 @@ impl Walker<'_> {
             other => self.expr(other),
         }
         self.args(&c.args);
+        // A recursive loop's `loop(items)` iterates its argument as Python does (`None` raises).
+        if let (ast::Expr::Var(v), [ast::CallArg::Pos(items)]) = (&c.expr, c.args.as_slice()) {
+            if v.id == "loop" {
+                self.wrap(items, format!("|{ITERABLE_FILTER}"));
+            }
+        }
         self.pass_arguments(c);
         self.refuse_call(c, call_block);
         self.pack_call(c);
@@ -503,6 +510,34 @@ impl Walker<'_> {
             open as u32 + 1,
             format!("{function}({receiver}{separator}"),
         );
+    }
+
+    /// A call block whose body names `varargs` or `kwargs` gains them as parameters of its
+    /// macro, as [`Walker::pack_params`] for a macro (its `caller(...)` calls go through
+    /// `python_macros::CALL_FUNCTION`).
+    fn pack_caller_params(&mut self, c: &ast::Spanned<ast::CallBlock>) {
+        let Some(sig) = Signature::of_call_block(self.source, c).filter(|sig| sig.packs()) else {
+            return;
+        };
+        let params = sig.packed_params().join(", ");
+        if !c.macro_decl.args.is_empty() {
+            if let Some(close) = python_macros::params_close(self.source, &c.macro_decl) {
+                self.insert(close as u32, format!(", {params}"));
+            }
+            return;
+        }
+        // No parameters: inside `call()`'s parentheses, or in new ones after `call`.
+        let start = c.span().start_offset as usize;
+        let Some(keyword) = self.source[start..].find("call").map(|at| start + at + 4) else {
+            return;
+        };
+        let rest = &self.source[keyword..];
+        let gap = rest.len() - rest.trim_start().len();
+        if rest.trim_start().starts_with('(') {
+            self.insert((keyword + gap + 1) as u32, params);
+        } else {
+            self.insert(keyword as u32, format!("({params})"));
+        }
     }
 
     /// The value of `{% set a, b = value %}` passes through `python_unpack::UNPACK_FILTER`
