@@ -526,7 +526,6 @@ pub fn sum_filter(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     refuse_not_iterable(&value)?;
-    let plain = attribute.is_none() && start.is_none() && kwargs.args().next().is_none();
     // A generator is walked once: its items are taken here and summed.
     let value = match python_generators::is_generator(&value) {
         true => Value::from(value.try_iter()?.collect::<Vec<_>>()),
@@ -548,18 +547,32 @@ pub fn sum_filter(
             return Err(Error::from(ErrorKind::UndefinedError));
         }
     }
+    let first = match &start {
+        Some(start) => Some(start.clone()),
+        None => kwargs.peek::<Option<Value>>("start")?,
+    };
     let summed = minijinja::filters::sum(state, value.clone(), attribute, start, kwargs);
     match summed {
-        Err(e) if plain && e.kind() == ErrorKind::InvalidOperation => {
-            let mut total = "int";
+        // Python's words for the first item it cannot add to the running total.
+        Err(e) if e.kind() == ErrorKind::InvalidOperation => {
+            let mut total = match first {
+                None => "int",
+                Some(s) if s.kind() == ValueKind::Number && !s.is_integer() => "float",
+                Some(s) if matches!(s.kind(), ValueKind::Number | ValueKind::Bool) => "int",
+                Some(_) => return Err(e),
+            };
             for item in value.try_iter()? {
-                match item.kind() {
-                    ValueKind::Number if !item.is_integer() => total = "float",
+                let added = match path.as_deref() {
+                    Some(path) => super::python_order::attribute_of(&item, path)?,
+                    None => item,
+                };
+                match added.kind() {
+                    ValueKind::Number if !added.is_integer() => total = "float",
                     ValueKind::Number | ValueKind::Bool | ValueKind::Undefined => {}
                     _ => {
                         return Err(type_error(format!(
                             "unsupported operand type(s) for +: '{total}' and '{}'",
-                            python_type_name(&item)
+                            python_type_name(&added)
                         )))
                     }
                 }
@@ -614,6 +627,10 @@ pub fn join_filter(
         .as_ref()
         .map(|j| StringInput::new(state, j))
         .transpose()?;
+    let attribute = match attribute {
+        Some(attribute) => Some(attribute),
+        None => kwargs.get::<Option<Value>>("attribute")?,
+    };
     // An integer attribute is an index, as jinja2's attribute getter reads it (`attribute=0`).
     let attribute = attribute.as_ref().map(|a| match a.as_i64() {
         Some(index) if a.kind() == ValueKind::Number && a.is_integer() => Some(index.to_string()),
