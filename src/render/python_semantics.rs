@@ -106,10 +106,38 @@ pub fn cycle_function(lp: Value, items: Rest<Value>) -> Result<Value, Error> {
     Ok(items[index % items.len()].clone())
 }
 
+/// The fields of a jinja2 macro that minijinja's lacks or spells otherwise.
+pub const MACRO_FIELDS: [&str; 3] = ["arguments", "catch_kwargs", "catch_varargs"];
+
+/// A field of [`MACRO_FIELDS`] of `macro`: its parameters as a tuple (without the `varargs` and
+/// `kwargs` that `python_macros` gives a macro catching arguments), or whether it catches them.
+fn macro_field(macro_value: &Value, name: &str) -> Value {
+    let declared: Vec<Value> = macro_value
+        .get_attr("arguments")
+        .ok()
+        .and_then(|a| a.try_iter().ok())
+        .map(|names| names.collect())
+        .unwrap_or_default();
+    let catches = |n: &str| declared.iter().any(|d| d.as_str() == Some(n));
+    match name {
+        "catch_kwargs" => Value::from(catches("kwargs")),
+        "catch_varargs" => Value::from(catches("varargs")),
+        _ => Value::from_object(minijinja::value::Tuple::from(
+            declared
+                .into_iter()
+                .filter(|d| !matches!(d.as_str(), Some("varargs" | "kwargs")))
+                .collect::<Vec<_>>(),
+        )),
+    }
+}
+
 /// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is
 /// the method; on anything else, minijinja's own lookup.
 pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
-    if is_dict(&value) {
+    if MACRO_FIELDS.contains(&name) && is_macro(&value) {
+        return Ok(macro_field(&value, name));
+    }
+    if is_dict(&value) && DICT_METHODS.contains(&name) {
         return Ok(Value::from_object(DictMethod {
             name: name.to_string(),
             owner: value,

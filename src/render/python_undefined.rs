@@ -183,7 +183,7 @@ pub fn caller_filter(value: Value) -> Value {
 /// undefined value naming the attribute.
 pub fn attr_filter(value: Value, name: &str) -> Result<Value, Error> {
     refuse_hinted(&value)?;
-    let found = if DICT_METHODS.contains(&name) {
+    let found = if DICT_METHODS.contains(&name) || python_semantics::MACRO_FIELDS.contains(&name) {
         python_semantics::getattr_filter(value.clone(), name)?
     } else {
         value.get_attr(name)?

@@ -55,6 +55,9 @@ pub fn py_str(value: &Value) -> String {
 
 /// `repr(value)` as Python writes it.
 pub fn py_repr(value: &Value) -> String {
+    if value.is_undefined() {
+        return "Undefined".to_string();
+    }
     let mut out = String::new();
     write_repr(&mut out, value, 0);
     out

@@ -13,7 +13,7 @@ use super::python_for_else;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics::{
-    COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
+    COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, MACRO_FIELDS, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
     PRIVATE_FIELD_FILTER, STR_FILTER,
 };
 use super::python_undefined;
@@ -697,7 +697,10 @@ impl Walker<'_> {
                 } else {
                     GETATTR_FILTER
                 };
-                if self.diagnostic || DICT_METHODS.contains(&a.name) {
+                if self.diagnostic
+                    || DICT_METHODS.contains(&a.name)
+                    || MACRO_FIELDS.contains(&a.name)
+                {
                     // `x.items` becomes `((x)|getattr('items'))`: the dot and the name are
                     // replaced by the filter call. Between the receiver's span and the dot there
                     // may be the closing parentheses of its groups (`(x).items`), which stay.
