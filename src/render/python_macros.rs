@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use minijinja::machinery::ast;
-use minijinja::value::{Kwargs, Object, ObjectRepr, Rest, Tuple, Value, ValueOrKwargs};
+use minijinja::value::{
+    Kwargs, Object, ObjectRepr, Rest, Tuple, Value, ValueKind, ValueOrKwargs,
+};
 use minijinja::{Error, ErrorKind, State};
 
 /// The filter an argument bound to a parameter with a default passes through.
@@ -252,8 +254,24 @@ pub fn call_function(state: &mut State, args: Rest<ValueOrKwargs>) -> Result<Val
     if let Some(hint) = super::python_undefined::hint_of(&callee) {
         return Err(super::python_undefined::refuse(hint));
     }
-    if callee.as_object().is_none() {
-        // Not a macro after all (a `caller` outside a call block): the engine's own call.
+    if !super::python_semantics::is_macro(&callee) {
+        // Not a macro after all (a name set to something else, a `caller` outside a call
+        // block): Python's `TypeError` for data, the engine's own call for anything else.
+        if matches!(
+            callee.kind(),
+            ValueKind::None
+                | ValueKind::Bool
+                | ValueKind::Number
+                | ValueKind::String
+                | ValueKind::Seq
+                | ValueKind::Map
+        ) {
+            let kind = super::python_semantics::python_type_name(&callee);
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("'{kind}' object is not callable"),
+            ));
+        }
         positional.extend(keywords.map(Value::from));
         return callee.call(state, &positional);
     }
