@@ -103,6 +103,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
         env.add_function(python_macros::REFUSE_FUNCTION, python_macros::refuse);
         env.add_function(python_macros::CALL_FUNCTION, python_macros::call_function);
+        env.add_filter(
+            python_semantics::BLOCK_TEXT_FILTER,
+            python_semantics::block_text_filter,
+        );
         env.add_function(
             python_semantics::CYCLE_FUNCTION,
             python_semantics::cycle_function,

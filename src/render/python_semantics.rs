@@ -29,6 +29,8 @@ use minijinja::{Error, ErrorKind};
 
 /// The filter every loop's iterable passes through.
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
+/// The filter a filter block's filter ends with: `{% filter f|__sft_py_block_text(first) %}`.
+pub const BLOCK_TEXT_FILTER: &str = "__sft_py_block_text";
 /// The function `loop.cycle(...)` becomes: `__sft_py_cycle(loop, items...)`.
 pub const CYCLE_FUNCTION: &str = "__sft_py_cycle";
 /// The filter that looks up a dict method's name as Python does.
@@ -88,6 +90,23 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
         )),
         _ => Ok(value),
     }
+}
+
+/// [`BLOCK_TEXT_FILTER`]: the text a filter block writes. jinja2 writes what the filter gives
+/// as an item of the output, which Python joins: a value that is not a string (`{% filter
+/// length %}`) raises there, naming the item's place where it is the output's first.
+pub fn block_text_filter(value: Value, first: bool) -> Result<Value, Error> {
+    if value.kind() == ValueKind::String {
+        return Ok(value);
+    }
+    let place = if first { "sequence item 0: " } else { "" };
+    Err(Error::new(
+        ErrorKind::InvalidOperation,
+        format!(
+            "{place}expected str instance, {} found",
+            python_type_name(&value)
+        ),
+    ))
 }
 
 /// [`CYCLE_FUNCTION`]: jinja2's `loop.cycle(...)`, the item at the loop's index modulo their

@@ -12,6 +12,7 @@ mod slices;
 use super::python_for_else;
 use super::python_macros::{self, Signature};
 use super::python_ops;
+use super::python_semantics;
 use super::python_semantics::{
     COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, MACRO_FIELDS, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
     PRIVATE_FIELD_FILTER, STR_FILTER,
@@ -248,7 +249,22 @@ impl Walker<'_> {
     }
 
     fn stmts(&mut self, stmts: &[ast::Stmt]) {
-        stmts.iter().for_each(|s| self.stmt(s));
+        for (i, stmt) in stmts.iter().enumerate() {
+            if let ast::Stmt::FilterBlock(f) = stmt {
+                // Nothing written before it in its output (a `set`, a macro's definition):
+                // its text is the output's first item.
+                let first = stmts[..i].iter().all(|s| match s {
+                    ast::Stmt::Set(_) | ast::Stmt::Macro(_) | ast::Stmt::Do(_) => true,
+                    ast::Stmt::EmitRaw(r) => r.raw.is_empty(),
+                    _ => false,
+                });
+                self.insert(
+                    f.filter_span.end_offset,
+                    format!("|{}({first})", python_semantics::BLOCK_TEXT_FILTER),
+                );
+            }
+            self.stmt(stmt);
+        }
     }
 
     fn stmt(&mut self, stmt: &ast::Stmt) {
