@@ -13,7 +13,7 @@ Regenerate (from the repo root) with the transformers 5.x environment of the cor
 
 Writes __test__/fixtures/jinja_fuzz/cases.json.gz (replayed by tests/jinja_fuzz_goldens.rs
 through the interpreter and the render plan). The generator is seeded: the same jinja2 and
-transformers give the same bytes.
+transformers give the same cases (the addresses of printed Python objects aside).
 
 The fixture holds `contexts` (the template variables: `messages` and the keyword arguments of the
 render, shared by many cases) and `cases`, each with its template `t`, the index `c` of its

@@ -12,9 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use minijinja::machinery::ast;
-use minijinja::value::{
-    Kwargs, Object, ObjectRepr, Rest, Tuple, Value, ValueKind, ValueOrKwargs,
-};
+use minijinja::value::{Kwargs, Object, ObjectRepr, Rest, Tuple, Value, ValueKind, ValueOrKwargs};
 use minijinja::{Error, ErrorKind, State};
 
 /// The filter an argument bound to a parameter with a default passes through.
@@ -71,7 +69,8 @@ impl<'a> Signature<'a> {
 
     /// The signature of a call block's own macro (its `caller`).
     pub fn of_call_block(source: &str, c: &ast::CallBlock<'a>) -> Option<Self> {
-        let body = source.get(c.call.span().end_offset as usize..c.macro_decl.span().end_offset as usize)?;
+        let body = source
+            .get(c.call.span().end_offset as usize..c.macro_decl.span().end_offset as usize)?;
         Self::with_body(&c.macro_decl, body)
     }
 
@@ -279,7 +278,11 @@ pub fn call_function(state: &mut State, args: Rest<ValueOrKwargs>) -> Result<Val
         .get_attr("arguments")
         .ok()
         .and_then(|a| a.try_iter().ok())
-        .map(|names| names.filter_map(|n| n.as_str().map(str::to_string)).collect())
+        .map(|names| {
+            names
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     let catches = |name: &str| declared.iter().any(|n| n == name);
     let (varargs, kwargs) = (catches("varargs"), catches("kwargs"));
@@ -299,7 +302,9 @@ pub fn call_function(state: &mut State, args: Rest<ValueOrKwargs>) -> Result<Val
     let mut passed: Vec<(String, Value)> = Vec::new();
     let mut caught: Vec<(Value, Value)> = Vec::new();
     for key in keywords.iter().flat_map(|k| k.args()) {
-        let value: Value = keywords.as_ref().map_or(Ok(Value::UNDEFINED), |k| k.peek(key))?;
+        let value: Value = keywords
+            .as_ref()
+            .map_or(Ok(Value::UNDEFINED), |k| k.peek(key))?;
         if unbound.contains(&key) || (key == "caller" && takes_caller) {
             passed.push((key.to_string(), value));
         } else {
@@ -349,7 +354,10 @@ pub fn refuse(message: String) -> Result<Value, minijinja::Error> {
 
 /// Where the opening tag of macro `m` ends in `source` (just after its `%}`), and the
 /// whitespace mark before that `%}` (`-`, `+` or none).
-pub fn opening_tag_end<'s>(source: &'s str, m: &ast::Spanned<ast::Macro>) -> Option<(usize, &'s str)> {
+pub fn opening_tag_end<'s>(
+    source: &'s str,
+    m: &ast::Spanned<ast::Macro>,
+) -> Option<(usize, &'s str)> {
     let close = params_close(source, m)?;
     let tail = source[close + 1..].trim_start();
     let (mark, tail) = match tail.strip_prefix(['-', '+']) {

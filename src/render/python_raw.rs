@@ -97,7 +97,10 @@ mod tests {
             Some("{%- raw +%}\n{% raw %}\n{% endraw %}{% raw +%}\nx{% endraw %}")
         );
         assert_eq!(kept_raw_newlines("{% raw -%}\n{% endraw %}"), None);
-        assert_eq!(kept_raw_newlines("{# {% raw %}\n #}{% raw %}x{% endraw %}"), None);
+        assert_eq!(
+            kept_raw_newlines("{# {% raw %}\n #}{% raw %}x{% endraw %}"),
+            None
+        );
         assert_eq!(kept_raw_newlines("{{ raw }}\n"), None);
     }
 }

@@ -25,7 +25,12 @@ pub const UNPACK_EACH_FILTER: &str = "__sft_py_unpack_each";
 /// minijinja's unpacking gives Python's values, its characters where it is a string; Python's
 /// message where Python refuses.
 fn unpackable(value: &Value, count: usize) -> Result<Value, String> {
-    let refused = || format!("cannot unpack non-iterable {} object", python_type_name(value));
+    let refused = || {
+        format!(
+            "cannot unpack non-iterable {} object",
+            python_type_name(value)
+        )
+    };
     let (items, own) = match value.kind() {
         ValueKind::String => (
             value

@@ -14,8 +14,8 @@ use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics;
 use super::python_semantics::{
-    COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, MACRO_FIELDS, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
-    PRIVATE_FIELD_FILTER, STR_FILTER,
+    COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER,
+    ITERABLE_FILTER, MACRO_FIELDS, PRIVATE_FIELD_FILTER, STR_FILTER,
 };
 use super::python_undefined;
 use super::python_unpack;
