@@ -13,7 +13,7 @@ use std::sync::Arc;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Tuple, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 
-use super::python_semantics::{is_macro, python_type_name};
+use super::python_semantics::{as_dict_view, is_macro, python_type_name};
 
 /// The filter the value of a `set` with several names passes through: `__sft_py_unpack(2)`.
 pub const UNPACK_FILTER: &str = "__sft_py_unpack";
@@ -31,6 +31,9 @@ fn unpackable(value: &Value, count: usize) -> Result<Value, String> {
             python_type_name(value)
         )
     };
+    if unpacks_as_is(value, count) {
+        return Ok(value.clone());
+    }
     let (items, own) = match value.kind() {
         ValueKind::String => (
             value
@@ -69,8 +72,19 @@ pub fn unpack_filter(value: Value, count: usize) -> Result<Value, Error> {
 
 /// [`UNPACK_EACH_FILTER`]: the items of `iterable`, each ready for minijinja to unpack into
 /// `count` names. An item Python would refuse becomes a [`Refused`] one, which raises when the
-/// loop reaches it, not before: a loop may stop earlier.
+/// loop reaches it, not before: a loop may stop earlier. A list or a dict whose items minijinja
+/// unpacks as they are (`d.items()`, pairs) is given back unchanged.
 pub fn unpack_each_filter(iterable: Value, count: usize) -> Result<Value, Error> {
+    let view = as_dict_view(&iterable);
+    // A dict's items are pairs.
+    if count == 2 && view.is_some_and(|v| v.type_name == "dict_items") {
+        return Ok(iterable);
+    }
+    let reiterable =
+        view.is_some() || matches!(iterable.kind(), ValueKind::Seq | ValueKind::Map);
+    if reiterable && iterable.try_iter()?.all(|item| unpacks_as_is(&item, count)) {
+        return Ok(iterable);
+    }
     Ok(iterable
         .try_iter()?
         .map(|item| {
@@ -78,6 +92,14 @@ pub fn unpack_each_filter(iterable: Value, count: usize) -> Result<Value, Error>
                 .unwrap_or_else(|message| Value::from_object(Refused { message }))
         })
         .collect())
+}
+
+/// Whether minijinja unpacks `item` into `count` names as Python does, as it is: a list, a
+/// tuple or a dict of that length.
+fn unpacks_as_is(item: &Value, count: usize) -> bool {
+    matches!(item.kind(), ValueKind::Seq | ValueKind::Map)
+        && item.as_object().is_some()
+        && item.len() == Some(count)
 }
 
 /// An item a loop cannot unpack, with Python's message. minijinja refuses to unpack it; the
