@@ -80,8 +80,7 @@ pub fn unpack_each_filter(iterable: Value, count: usize) -> Result<Value, Error>
     if count == 2 && view.is_some_and(|v| v.type_name == "dict_items") {
         return Ok(iterable);
     }
-    let reiterable =
-        view.is_some() || matches!(iterable.kind(), ValueKind::Seq | ValueKind::Map);
+    let reiterable = view.is_some() || matches!(iterable.kind(), ValueKind::Seq | ValueKind::Map);
     if reiterable && iterable.try_iter()?.all(|item| unpacks_as_is(&item, count)) {
         return Ok(iterable);
     }
@@ -117,5 +116,53 @@ impl Object for Refused {
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         super::python_undefined::refuse(&self.message);
         Enumerator::NonEnumerable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpacks_as_python_does() {
+        let chars = unpack_filter(Value::from("ab"), 2).unwrap();
+        assert_eq!(
+            chars.try_iter().unwrap().collect::<Vec<_>>(),
+            ["a", "b"].map(Value::from)
+        );
+        let pair = Value::from(vec![1, 2]);
+        assert_eq!(unpack_filter(pair.clone(), 2).unwrap(), pair);
+        let refused = |v: Value, n: usize| {
+            unpack_filter(v, n)
+                .unwrap_err()
+                .detail()
+                .map(str::to_string)
+        };
+        assert_eq!(
+            refused(Value::from("a"), 2).as_deref(),
+            Some("not enough values to unpack (expected 2, got 1)")
+        );
+        assert_eq!(
+            refused(Value::from(vec![1, 2, 3]), 2).as_deref(),
+            Some("too many values to unpack (expected 2)")
+        );
+        assert_eq!(
+            refused(Value::from(()), 2).as_deref(),
+            Some("cannot unpack non-iterable NoneType object")
+        );
+    }
+
+    #[test]
+    fn a_loop_keeps_pairs_and_defers_what_it_cannot_unpack() {
+        let pairs = Value::from(vec![vec![1, 2], vec![3, 4]]);
+        assert_eq!(unpack_each_filter(pairs.clone(), 2).unwrap(), pairs);
+        let mixed = Value::from(vec![Value::from(vec![1, 2]), Value::from(7)]);
+        let items: Vec<Value> = unpack_each_filter(mixed, 2)
+            .unwrap()
+            .try_iter()
+            .unwrap()
+            .collect();
+        assert_eq!(items[0], Value::from(vec![1, 2]));
+        assert!(items[1].downcast_object_ref::<Refused>().is_some());
     }
 }
