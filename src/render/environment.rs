@@ -195,6 +195,24 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         });
         add_one_argument_tests(&mut env);
         env.add_test("divisibleby", python_ops::divisibleby_test);
+        // jinja2's `filter` and `test`: `name in environment.filters`, which refuses a list or
+        // a dict (`unhashable type: 'dict'`) and is false for any other value that is not a
+        // string; the engine's own filters are not the template's.
+        for (name, filters) in [("filter", true), ("test", false)] {
+            env.add_test(name, move |state: &State, value: Value| {
+                let Some(name) = value.as_str().filter(|_| value.kind() == ValueKind::String)
+                else {
+                    return python_semantics::hashable_filter(value).map(|_| false);
+                };
+                Ok::<_, Error>(
+                    !name.starts_with("__sft_py")
+                        && match filters {
+                            true => minijinja::tests::is_filter(state, name),
+                            false => minijinja::tests::is_test(state, name),
+                        },
+                )
+            });
+        }
         add_markup_keeping_filters(&mut env);
     } else {
         // MLX Node's engine has no Markup: what `safe` and `escape` give is a plain string.
