@@ -7,6 +7,11 @@
 //! bound to a parameter with a default passes through [`PASSED_FILTER`], which turns an
 //! undefined value into a [`PassedUndefined`] marker; the macro's body starts by turning the
 //! marker back into an undefined value ([`UNPASS_FILTER`]).
+//!
+//! A macro whose body names `varargs` or `kwargs` catches what its parameters leave over, which
+//! minijinja's macros do not: its definition gains `varargs=()` and `kwargs={}` as parameters,
+//! and its calls (with those of `caller` and any call with a splat) go through
+//! [`CALL_FUNCTION`], which binds the arguments as jinja2 does and fills them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
