@@ -572,12 +572,13 @@ pub fn is_macro(value: &Value) -> bool {
         && value.to_string().starts_with("<macro ")
 }
 
-/// The `loop` variable of a loop (minijinja's loop object, which prints as `<loop 1/3>`).
+/// The `loop` variable of a loop (minijinja's loop object: a map of its eleven fields that
+/// prints as `<loop 1/3>`). A map of another length is told apart by its length alone.
 pub fn is_loop(value: &Value) -> bool {
-    value
-        .get_attr("depth0")
-        .is_ok_and(|d| d.kind() == ValueKind::Number)
-        && value.as_object().is_some()
+    value.len() == Some(11)
+        && value
+            .get_attr("depth0")
+            .is_ok_and(|d| d.kind() == ValueKind::Number)
         && value.to_string().starts_with("<loop ")
 }
 
