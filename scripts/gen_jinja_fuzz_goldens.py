@@ -13,7 +13,7 @@ Regenerate (from the repo root) with the transformers 5.x environment of the cor
 
 Writes __test__/fixtures/jinja_fuzz/cases.json.gz (replayed by tests/jinja_fuzz_goldens.rs
 through the interpreter and the render plan). The generator is seeded: the same jinja2 and
-transformers give the same bytes.
+transformers give the same cases (the addresses of printed Python objects aside).
 
 The fixture holds `contexts` (the template variables: `messages` and the keyword arguments of the
 render, shared by many cases) and `cases`, each with its template `t`, the index `c` of its
@@ -52,6 +52,9 @@ CASES = 24_000
 # dict.fromkeys), drawn after the others from a generator of their own, so that adding them
 # left the first CASES as they were.
 EXTENDED_CASES = 6_000
+# Cases of the construct grammar (`ConstructGen`), drawn last from a generator of their own for
+# the same reason.
+CONSTRUCT_CASES = 6_000
 CONTEXTS = 240
 I64 = 2**63
 
@@ -318,7 +321,11 @@ class Gen:
                      lambda: f"{e()} is iterable", lambda: f"({e()})|length"]
         if self.extended:
             forms = forms + self.extended_forms(kind, e)
-        return self.pick(forms)()
+        return self.pick(self.weighted(forms, kind, e))()
+
+    def weighted(self, forms, kind, e):
+        """The forms an expression of `kind` is drawn from (the construct grammar adds its own)."""
+        return forms
 
     def extended_forms(self, kind, e):
         """The extended grammar's forms of an expression of `kind`."""
@@ -493,6 +500,325 @@ class Gen:
         return head + body
 
 
+class ConstructGen(Gen):
+    """The construct grammar: the extended grammar, with most expressions and many statements drawn
+    from constructs the others reach rarely or not at all. Filters with keyword arguments and
+    their fill values, `map` and `select` with arguments, integer and float conversion of strings,
+    `%`-formatting with tuples and dicts, string, list and None coercions in `~`, `+` and `*`,
+    comparison chains, `in` across types, slices with negative and None steps, dict literals with
+    repeated keys, Unicode case mapping; macros with `varargs`, `kwargs` and `caller` arguments,
+    `call` blocks with parameters, recursive loops with `loop(...)` and `loop.depth`,
+    `loop.cycle`, `loop.changed`, the items around a filtered loop's item, `namespace` updates
+    inside loops, `set` with unpacking, `with`, `filter` blocks, `raw`, comments, and whitespace
+    control next to text of spaces."""
+
+    TEXTS = ["", "a", "Don't stop", "o'neil's x-ray", "ß", "ﬁne straße", "İI", "ǆ dž", "0x1A", " 42 ",
+             "-7", "3.5", "1e3", "1_000", "inf", "nan", "abc", "  a  b  ", "x,y,,z", "%", "ΣΑΣ",
+             "hello world foo bar", "<b>&amp;</b>", "é🙂", "\t tab", "a-b_c d.e"]
+
+    def __init__(self, rng):
+        super().__init__(rng, extended=True)
+
+    def text_lit(self):
+        return lit(self.pick(self.TEXTS))
+
+    def weighted(self, forms, kind, e):
+        own = self.construct_forms(kind, e)
+        if own and self.chance(0.65):
+            return own
+        return forms
+
+    def construct_forms(self, kind, e):
+        if kind == "str":
+            return [
+                lambda: f"({e('list')})|join(" + self.pick(["attribute='role'", "', ', attribute='content'",
+                                                             "attribute=0", "d=', '"]) + ")",
+                lambda: "(" + self.pick(self.PRINTED) + ")"
+                        + self.pick(["|string", "|string|length", " ~ ''", "|tojson", "|lower"]),
+                lambda: self.pick(["'%s and %s'", "'%5s|%-5s'", "'%r, %s'", "'%d%%'", "'%s'"])
+                        + f" % ({e()}, {e()})",
+                lambda: self.pick(["'%d'", "'%.2f'", "'%x'", "'%05.1f'", "'%+d'", "'%s'", "'%i'", "'%e'"])
+                        + f" % {e('num')}",
+                lambda: f"'%(a)s-%(b)r' % {{'a': {e()}, 'b': {e()}}}",
+                lambda: f"({e('str')})|format({e()})",
+                lambda: f"({e('str')})|truncate(" + self.pick(["3", "5, true", "5, false, '…'", "4, true, '', 0",
+                                                              "length=6, end='>'", "10, leeway=0",
+                                                              "2, killwords=true"]) + ")",
+                lambda: f"({e()})|default(" + self.pick(["'dflt', true", "'dflt', boolean=true",
+                                                          "boolean=true", "none", "default_value='v'"]) + ")",
+                lambda: f"({self.pick(self.NESTED)})|tojson" + self.pick(["", "(indent=1)", "(sort_keys=true)",
+                                                                          "(indent=2, sort_keys=true)"]),
+                lambda: f"{e('str')} ~ {e(self.pick(['num', 'bool', 'list', 'dict']))}",
+                lambda: f"{e(self.pick(['str', 'list']))} * {e('num')}",
+                lambda: f"{self.pick(['2', 'n', 'true', '-1', '0'])} * {e('str')}",
+                lambda: f"{e('str')} + {e(self.pick(['num', 'bool', 'list']))}",
+                lambda: f"({self.text_lit()})." + self.pick([
+                    "upper()", "lower()", "title()", "capitalize()", "swapcase()", "casefold()",
+                    "strip('a ')", "strip('.,x')", "lstrip('0x')", "rstrip(' 2')", "split(',', 1)|join('/')",
+                    "split(none, 1)|last", "rsplit(',', 1)[0]", "replace('a', 'A', 1)", "center(7, '-')",
+                    "zfill(5)", "title()|length", "upper()|length", "lower()|list|length"]),
+                lambda: f"({self.text_lit()})|" + self.pick(["upper", "lower", "title", "capitalize",
+                                                              "wordcount|string", "trim", "center(8)",
+                                                              "reverse", "striptags", "escape", "e",
+                                                              "indent(2, first=true)", "indent('> ')",
+                                                              "wordwrap(5)", "list|join('.')"]),
+                lambda: f"{e('str')}[" + self.pick(["::-2]", "none:none:-1]", "-1:0:-1]", "5:1]", "::none]",
+                                                     ":-1:2]", "-3::]", "1:none]", "::0]", "-100:100]"]),
+                lambda: f"({e('dict')}).get({e('str')}, {e()})",
+                lambda: f"({e('dict')}).get('" + self.pick(KEYS) + "', " + self.pick(["'none'", "0", "[]"]) + ")",
+                lambda: f"({self.pick(self.DICTS)})|" + self.pick(["tojson", "string", "list|join(',')",
+                                                                   "items|list|string", "dictsort|string",
+                                                                   "dictsort(by='value')|string"]),
+                lambda: f"({e()})|" + self.pick(["string", "pprint", "trim"]),
+            ]
+        if kind == "num":
+            return [
+                lambda: f"({e('list')})|sum(" + self.pick(["start=10", "attribute='a'", "attribute='a', start=1.5",
+                                                            "start=-1", "attribute='role'"]) + ")",
+                lambda: f"({e('list')})|" + self.pick(["min", "max"]) + "(" + self.pick([
+                    "attribute='a'", "case_sensitive=true", "attribute='role'", ""]) + ")",
+                lambda: f"({e('num')})|round(" + self.pick(["1, 'ceil'", "0, 'common'", "2, 'floor'",
+                                                             "method='ceil'", "precision=1", "-1", "1, 'up'"]) + ")",
+                lambda: f"({self.text_lit()})|int" + self.pick(["", "(base=16)", "(0, 16)", "(base=2)",
+                                                                 "(base=8)", "(-1)", "(default=5)", "(0, base=0)"]),
+                lambda: lit(self.pick(["0x1A", "0b101", "0o17", "012", "1_0", " 7 ", "+3", "-0x10", "4.7", "ff"]))
+                        + "|int" + self.pick(["", "(base=16)", "(0, 0)", "(base=2)", "(0, 8)"]),
+                lambda: f"({self.text_lit()})|float" + self.pick(["", "(1.5)", "(default=-1)"]),
+                lambda: f"({e(self.pick(['num', 'bool', 'str']))})|" + self.pick(["int", "float", "abs"]),
+                lambda: f"({e(self.pick(['dict', 'str', 'list']))})|length",
+                lambda: f"({self.pick(self.DICTS)})|length",
+                lambda: f"{e('num')} " + self.pick(["//", "%", "/", "**"]) + " " + self.pick(["0", "0.0", "-2", "3"]),
+                lambda: f"{e('bool')} + {e('num')}",
+                lambda: f"{e('num')} * {e('bool')}",
+            ]
+        if kind == "list":
+            return [
+                lambda: f"({e('dict')})|dictsort(" + self.pick(["by='value'", "by='value', reverse=true",
+                                                                 "true", "false, 'value'", "reverse=true",
+                                                                 "case_sensitive=true"]) + ")",
+                lambda: f"({e('list')})|sort(" + self.pick(["attribute='a,b'", "attribute='role,content'",
+                                                             "case_sensitive=true", "true, true",
+                                                             "attribute='0'", "reverse=true, attribute='a'"]) + ")",
+                lambda: f"({e('list')})|unique(" + self.pick(["case_sensitive=true", "attribute='role'",
+                                                               "true", ""]) + ")|list",
+                lambda: f"({e('list')})|" + self.pick(["batch(2, 'x')", "batch(3, none)", "slice(3, 0)",
+                                                        "slice(2, 'f')", "batch(1)", "slice(4)"]) + "|list",
+                lambda: f"({e('list')})|map(" + self.pick(["'round', 1", "'default', 'x'", "'replace', 'a', 'b'",
+                                                            "'int'", "'truncate', 3", "'abs'", "'string'",
+                                                            "'lower'", "'join', '-'", "'length'", "'tojson'",
+                                                            "attribute='a', default='?'", "'first'"]) + ")|list",
+                lambda: f"({e('list')})|" + self.pick(["select", "reject"]) + "(" + self.pick([
+                    "'gt', 1", "'in', [1, 2, 'a']", "'divisibleby', 2", "'equalto', 'a'", "'ne', none",
+                    "'sameas', true", "'string'", "'number'", "'defined'", "'lt', 3"]) + ")|list",
+                lambda: f"({e('list')})|selectattr(" + self.pick(["'a'", "'a', 'defined'", "'role', 'in', ['user']",
+                                                                   "'content', 'string'", "'a', 'gt', 0"]) + ")|list",
+                lambda: f"{e('list')} * " + self.pick(["2", "0", "-1", "n", "true"]),
+                lambda: f"{e('list')}[" + self.pick(["::-2]", "none:none:-1]", "-1:0:-1]", "5:1]", "::none]",
+                                                     ":-1:2]", "::0]", "-100:100]"]) + "",
+                lambda: f"({self.text_lit()})." + self.pick(["split()", "split(',')", "split(none, 1)",
+                                                              "split(',', -1)", "rsplit(none, 1)", "splitlines()",
+                                                              "split(' ', 0)", "partition('-')|list"]),
+                lambda: f"({self.pick(self.DICTS)})|" + self.pick(["list", "items|list", "dictsort"]),
+                lambda: f"({self.pick(self.DICTS)})." + self.pick(["keys()|list", "values()|list", "items()|list"]),
+                lambda: f"({self.pick(self.TREES)})|map(attribute='name')|list",
+            ]
+        if kind == "dict":
+            return [
+                lambda: self.pick(self.DICTS),
+                lambda: f"{{{e('str')}: {e()}, 'a': {e()}}}",
+                lambda: f"dict({e('dict')})",
+            ]
+        if kind == "bool":
+            return [
+                lambda: f"{e('num')} " + self.pick(["<", "<=", "=="]) + f" {e('num')} " + self.pick(["<", "<=", "!="])
+                        + f" {e('num')}",
+                lambda: f"{e()} == {e()} == {e()}",
+                lambda: self.pick(["1", "0", "n", "f"]) + f" < {e()} < " + self.pick(["5", "f", "'b'"]),
+                lambda: self.pick(["1", "'a'", "none", "true", "1.0", "'ab'", "['a']", "('a', )"]) + " "
+                        + self.pick(["in", "not in"]) + " "
+                        + self.pick(["'abc'", "[1, 2, 'a']", "{'a': 1, 1: 2}", "(1, 'a')", "s", "l", "d",
+                                     "strs", "messages", "[[ 'a' ]]", "range(3)", "x", "none"]),
+                lambda: f"{e()} is " + self.pick(["", "not "]) + self.pick([
+                    "sameas true", "sameas " + e(), "divisibleby 2", "divisibleby(0)", "escaped", "lower",
+                    "upper", "boolean", "float", "integer", "sequence", "callable", "defined", "none",
+                    "mapping", "number", "string", "filter", "test", "ge 1", "lt 'b'", "greaterthan 0",
+                    "lessthan 2", "in d", "in s", "eq none"]),
+                lambda: f"({self.text_lit()})." + self.pick(["startswith(('a', 'D'))", "endswith(('p', 'e'))",
+                                                              "startswith('o', 1)", "startswith(())",
+                                                              "endswith('', 3)", "isupper()", "islower()",
+                                                              "isspace()", "isalpha()", "isalnum()", "isnumeric()"]),
+                lambda: f"{e()} is " + self.pick(["defined", "undefined"]) + f" and {e()}",
+            ]
+        return [
+            lambda: f"{e()} ~ {e()}",
+            lambda: f"{e()} + {e()}",
+            lambda: f"{e()} * {e()}",
+            lambda: f"({e()})[" + self.pick(["0", "-1", "::-1", "none", "'a'", "1:"]) + "]",
+        ]
+
+    PRINTED = ["-0.0", "1e100", "1e16", "0.1 + 0.2", "2 ** 70", "-(2 ** 64)", "1.0", "10 ** 20 / 3", "1 / 3",
+               "7 // -2", "-7 % 3", "2.5e-5", "none", "true", "[1.0, none, true]", "(1, )", "{'a': -0.0}"]
+    NESTED = ["{'a': [1, none, 'é'], 'b': {'c': 1.5, 'd': -0.0}}", "[none, true, false, 1e21, 'x\\ny']",
+              "{'z': 1, 'a': {'y': [], 'b': {}}}", "['🙂', '\\u00e9', '<&>', \"'\"]", "d", "messages", "x",
+              "{'k': (1, 2), 'n': 2 ** 70}", "[0.1, 1e-07, 100.0, 1.5e300]"]
+    DICTS = ["{'b': 1, 'a': 2, 'b': 3}", "{'z': none, 'a': 1, 'M': 2}", "{1: 'one', 'a': 2}",
+             "{'a': 1, 'b': 'B', 'a': 'again'}", "{}", "{'x': {'a': 1}, 'y': [1, 2]}",
+             "{true: 'yes', 1: 'one'}", "{'B': 2, 'a': 1, 'b': 3, 'A': 0}", "{(1, 2): 'pair'}",
+             "{'role': 'user', 'content': 'hi'}", "{'a': 3, 'b': 1, 'c': 2}"]
+    TREES = ["[{'name': 'a', 'children': [{'name': 'b', 'children': [{'name': 'c'}]}, {'name': 'd'}]}]",
+             "[{'name': 'x', 'children': []}, {'name': 'y', 'children': [{'name': 'z', 'children': none}]}]",
+             "[{'name': 1, 'children': [{'name': 2, 'children': [{'name': 3, 'children': [{'name': 4}]}]}]}]",
+             "[{'name': 'p'}, {'name': 'q', 'children': 'rs'}]", "messages", "[]"]
+
+    def stmt(self, depth):
+        if depth < 3 and self.chance(0.35):
+            return self.construct_stmt(depth)
+        return super().stmt(depth)
+
+    def construct_stmt(self, depth):
+        kinds = ["recursive", "unpack", "with", "filter", "raw", "nsloop", "forpairs", "spaces", "comment",
+                 "raise", "loopmore"]
+        if self.macros:
+            kinds += ["callmacro", "callmacro"]
+        kind = self.pick(kinds)
+        if kind == "recursive":
+            inner = self.pick(["{{ it.name }}", "{{ loop.depth }}:{{ it.name }}", "{{ loop.depth0 }}{{ loop.index }}",
+                               "{{ it.name ~ (loop.last and '.' or ',') }}", "{{ loop.cycle('<', '>') }}",
+                               "{{ it }}"])
+            more = self.pick(["{% if it.children %}[{{ loop(it.children) }}]{% endif %}",
+                              "{{ loop(it.children or []) }}", "{% if it.children is iterable %}"
+                              "{{ loop(it.children)|trim }}{% endif %}", "({{ loop(it.children)|length }})",
+                              "{% if loop.depth < 2 %}{{ loop(it.children) }}{% endif %}"])
+            cond = self.pick(["", "", " if it.name != 'd'", " if it is mapping"])
+            return f"{{% for it in {self.pick(self.TREES)}{cond} recursive %}}{inner}{more}{{% endfor %}}"
+        if kind == "unpack":
+            source = self.pick(["1, 2", "[1, 2]", "(s, n)", "'ab'", "d.items()|first", "[1, 2, 3]", "x",
+                                "s.split(',', 1)", "s.partition(' ')[::2]", "none", "(messages|first).items()|first"])
+            self.scope["a"] = "raw"
+            self.scope["b"] = "raw"
+            return f"{{% set a, b = {source} %}}{{{{ a }}}}/{{{{ b }}}}"
+        if kind == "with":
+            saved = dict(self.scope)
+            binding = self.pick([f"v = {self.expr('str')}", f"v = {self.expr('list')}, w = v",
+                                 f"v = {self.expr()}, w = {self.expr('num')}"])
+            self.scope["v"] = "raw"
+            self.scope["w"] = "raw"
+            body = self.block(depth + 1)
+            self.scope = saved
+            tail = self.pick(["", "{{ v is defined }}"])
+            return f"{{% with {binding} %}}{body}{{% endwith %}}{tail}"
+        if kind == "filter":
+            f = self.pick(["upper", "trim", "replace('a', 'b')", "indent(2)", "title", "center(20)",
+                           "truncate(8)", "wordcount", "lower|replace(' ', '_')", "list|join(',')", "length",
+                           "e", "striptags", "format(1)", "reverse"])
+            return f"{{% filter {f} %}}{self.body_outside_loop(depth)}{{% endfilter %}}"
+        if kind == "raw":
+            return self.pick(["{% raw %}{{ x }}{% if %}{% endraw %}", "{%- raw -%}  {{ a }}  {%- endraw %}",
+                              "  {% raw %}\n{# c #}\n{% endraw %}\n", "{% raw %}{% endfor %}{%+ endraw %}"])
+        if kind == "nsloop":
+            self.scope["ns.acc"] = "raw"
+            init = self.pick(["namespace(acc=[], n=0)", "namespace(acc='', n=0, seen=none)",
+                              "namespace(acc=none, n=n)", "namespace(d={'k': 0}, acc=0, n=0)"])
+            update = self.pick(["{% set ns.acc = ns.acc + [it] %}", "{% set ns.acc = ns.acc ~ it %}",
+                                "{% if loop.first %}{% set ns.acc = it %}{% endif %}",
+                                "{% set ns.acc = ns.acc or it %}", "{% set ns.n = ns.n + loop.index %}",
+                                "{% if it is string %}{% set ns.seen = it %}{% endif %}",
+                                "{% set ns.acc = [ns.acc, it]|max %}"])
+            inner = self.pick(["", "{% for j in range(2) %}{% set ns.n = ns.n + j %}{% endfor %}",
+                               "{% if ns.n > 2 %}{% break %}{% endif %}", "{{ ns.n }}"])
+            show = self.pick(["{{ ns.acc }}|{{ ns.n }}", "{{ ns.acc|tojson }}", "{{ ns.seen }}{{ ns.missing }}",
+                              "{{ ns }}", "{{ ns.n }}", "{{ ns.d }}"])
+            return (f"{{% set ns = {init} %}}{{% for it in {self.expr('list')} %}}{update}{inner}"
+                    f"{{% endfor %}}{show}")
+        if kind == "forpairs":
+            saved = dict(self.scope)
+            self.scope["k"] = "raw"
+            self.scope["val"] = "raw"
+            source = self.pick(["d|dictsort(by='value')", "[[1, 2], [3, 4]]", "[(1, 2), 'ab', 'cde']",
+                                "messages|map('dictsort')|map('first')", "zip", "d.items()|list|reverse",
+                                f"{self.pick(self.DICTS)}.items()", "[[1], [2, 3]]", "strs"])
+            self.in_loop += 1
+            body = self.block(depth + 1)
+            self.in_loop -= 1
+            self.scope = saved
+            return f"{{% for k, val in {source} %}}{body}{{% endfor %}}"
+        if kind == "spaces":
+            return self.pick([
+                f"  {{%+ if {self.expr('bool')} %}}x{{% endif %}}",
+                f"   {{%- if {self.expr('bool')} -%}}   \n  y {{%- endif %}}  \n",
+                "  \n  {%- set q = 1 -%}  \n  z",
+                f"\t{{% for i in range(2) %}}\n{{{{ i }}}}  {{%+ endfor %}}\n",
+                f"  {{{{- {self.expr('str')} -}}}}  ",
+                "{% if true -%}\n   \n{%- endif %}",
+                f"\n  {{%+ set q = 2 %}}  {{{{ q }}}}",
+                "   {%- raw %} r {% endraw -%}   ",
+                "  {%+ if flag -%}  a  {%- else +%}  b  {%+ endif %}  ",
+            ])
+        if kind == "comment":
+            return self.pick(["  {# note #}\n", "{#- x -#}  \n", "  {#- y #}  ", "text {# {{ x }} #}\n",
+                              "\n  {# c -#}\n  ", "{# a\nb #}\n"])
+        if kind == "raise":
+            return (f"{{% if {self.expr('bool')} %}}{{{{ raise_exception("
+                    + self.pick(["'bad: ' ~ s", "'role ' ~ (messages|first).role ~ ' is not allowed'",
+                                 f"{self.expr('str')}", "'n=%d' % n", "'é🙂\n' ~ x"]) + ") }}{% endif %}")
+        if kind == "loopmore":
+            saved = dict(self.scope)
+            self.scope["it"] = "raw"
+            cond = self.pick(["", " if it", " if it is string", " if loop is undefined"])
+            body = self.pick(["{{ loop.cycle('a', 'b', 'c') }}", "{{ loop.changed(it) }}",
+                              "{{ loop.changed(it is string, 1) }}", "{{ loop.previtem }}|{{ loop.nextitem }}",
+                              "{{ loop.previtem is defined }}{{ loop.nextitem is none }}",
+                              "{{ loop.revindex }}/{{ loop.length }}{{ loop.last }}",
+                              "{{ loop.depth }}{{ loop.depth0 }}", "{{ loop.cycle(*strs) }}",
+                              "{{ loop.cycle() }}", "{{ loop.index0 ~ loop }}"])
+            self.in_loop += 1
+            body += self.block(depth + 1, 1) if self.chance(0.4) else ""
+            self.in_loop -= 1
+            self.scope = saved
+            return f"{{% for it in {self.expr('list')}{cond} %}}{body}{{% endfor %}}"
+        if kind == "callmacro":
+            name = self.pick(self.macros)
+            if name == "each":
+                params = self.pick(["(item, i)", "(item)", "()", "(item, i, extra='e')"])
+                body = self.pick(["{{ i }}={{ item }};", "{{ item|string|upper }}", "[{{ caller is defined }}]",
+                                  "{{ extra }}{{ i }}", "{{ varargs }}"])
+                return f"{{% call{params} each({self.expr('list')}) %}}{body}{{% endcall %}}"
+            args = self.pick(["", "1", "1, 2, 3", "k=1", "1, k='v', j=none", "*strs", "a=s",
+                              "1, **{'k': 2}", f"{self.expr()}, {self.expr()}, q={self.expr()}"])
+            if name == "v":
+                return f"{{{{ v({args}) }}}}"
+            return f"{{% call {name}({args}) %}}{self.body_outside_loop(depth)}{{% endcall %}}"
+        raise AssertionError(kind)
+
+    def template(self):
+        head = ""
+        if self.chance(0.35):
+            self.macros.append("v")
+            head += self.pick([
+                "{% macro v(a) %}{{ a }}|{{ varargs|length }}|{{ kwargs|dictsort }}{% endmacro %}",
+                "{% macro v() %}{{ varargs|join(',') }};{{ kwargs|tojson }}{% endmacro %}",
+                "{% macro v(a=0, b=1) %}{{ a }}{{ b }}{{ varargs }}{% endmacro %}",
+                "{% macro v(a, k=2) %}{{ a ~ k }}{{ kwargs }}{% endmacro %}",
+                "{% macro v() %}{{ v.name }}{{ v.arguments|length }}{{ v.catch_kwargs }}{{ varargs|length }}"
+                "{% endmacro %}",
+            ])
+        if self.chance(0.25):
+            self.macros.append("each")
+            head += self.pick([
+                "{% macro each(xs) %}{% for x in xs %}{{ caller(x, loop.index) }}{% endfor %}{% endmacro %}",
+                "{% macro each(xs, sep=',') %}{% for x in xs %}{{ caller(x, i=loop.index0) }}"
+                "{{ sep if not loop.last }}{% endfor %}{% endmacro %}",
+                "{% macro each(xs) %}{{ caller(xs) }}|{{ caller() }}{% endmacro %}",
+            ])
+        if self.chance(0.2):
+            self.macros.append("wrapk")
+            head += self.pick([
+                "{% macro wrapk(a='') %}<{{ caller() }}{{ a }}{{ kwargs|length }}>{% endmacro %}",
+                "{% macro wrapk() %}{{ caller()|upper }}{{ varargs|length }}{% endmacro %}",
+            ])
+        return head + super().template()
+
+
 # ---------------------------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------------------------
@@ -520,11 +846,11 @@ def render(template, ctx, add_generation_prompt):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def draw(rng, contexts, count, extended, seen, skipped):
-    """`count` cases of the grammar (`extended`: with its extended forms)."""
+def draw(rng, contexts, count, grammar, seen, skipped):
+    """`count` cases of a grammar (`grammar(rng)` makes a generator of one template)."""
     cases = []
     while len(cases) < count:
-        source = Gen(rng, extended).template()
+        source = grammar(rng).template()
         if source in seen or len(source) > 600:
             skipped["repeated or long"] += 1
             continue
@@ -550,8 +876,9 @@ def main():
     contexts = [context(rng) for _ in range(CONTEXTS)]
     skipped = collections.Counter()
     seen = set()
-    cases = draw(rng, contexts, CASES, False, seen, skipped)
-    cases += draw(random.Random(SEED + 1), contexts, EXTENDED_CASES, True, seen, skipped)
+    cases = draw(rng, contexts, CASES, lambda r: Gen(r), seen, skipped)
+    cases += draw(random.Random(SEED + 1), contexts, EXTENDED_CASES, lambda r: Gen(r, True), seen, skipped)
+    cases += draw(random.Random(SEED + 2), contexts, CONSTRUCT_CASES, ConstructGen, seen, skipped)
     doc = {
         "transformers": transformers.__version__,
         "jinja2": jinja2.__version__,

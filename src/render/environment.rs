@@ -11,8 +11,8 @@ use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
     python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
     python_semantics, python_slice, python_str, python_str_format, python_str_methods,
-    python_tests_syntax, python_text_filters, python_text_wrap, python_urlize, python_value,
-    strftime_now,
+    python_tests_syntax, python_text_filters, python_text_wrap, python_unpack, python_urlize,
+    python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -101,6 +101,20 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter(python_ops::ARITH_FILTER, python_ops::arith_filter);
         env.add_filter(python_macros::PASSED_FILTER, python_macros::passed_filter);
         env.add_function(python_macros::REFUSE_FUNCTION, python_macros::refuse);
+        env.add_function(python_macros::CALL_FUNCTION, python_macros::call_function);
+        env.add_filter(
+            python_semantics::BLOCK_TEXT_FILTER,
+            python_semantics::block_text_filter,
+        );
+        env.add_function(
+            python_semantics::CYCLE_FUNCTION,
+            python_semantics::cycle_function,
+        );
+        env.add_filter(python_unpack::UNPACK_FILTER, python_unpack::unpack_filter);
+        env.add_filter(
+            python_unpack::UNPACK_EACH_FILTER,
+            python_unpack::unpack_each_filter,
+        );
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
         env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
         env.add_filter("map", python_generators::map_filter);
@@ -134,6 +148,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_function("namespace", python_semantics::namespace_function);
         env.add_filter("attr", python_semantics::attr_filter);
         env.add_filter("forceescape", python_text_filters::forceescape_filter);
+        env.add_filter("escape", python_text_filters::escape_filter);
+        env.add_filter("default", python_filters::default_filter);
+        env.add_filter("d", python_filters::default_filter);
+        env.add_filter("e", python_text_filters::escape_filter);
         env.add_filter("xmlattr", python_text_filters::xmlattr_filter);
         env.add_filter("urlencode", python_text_filters::urlencode_filter);
         env.add_filter("filesizeformat", python_text_filters::filesizeformat_filter);
@@ -177,6 +195,24 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         });
         add_one_argument_tests(&mut env);
         env.add_test("divisibleby", python_ops::divisibleby_test);
+        // jinja2's `filter` and `test`: `name in environment.filters`, which refuses a list or
+        // a dict (`unhashable type: 'dict'`) and is false for any other value that is not a
+        // string; the engine's own filters are not the template's.
+        for (name, filters) in [("filter", true), ("test", false)] {
+            env.add_test(name, move |state: &State, value: Value| {
+                let Some(name) = value.as_str().filter(|_| value.kind() == ValueKind::String)
+                else {
+                    return python_semantics::hashable_filter(value).map(|_| false);
+                };
+                Ok::<_, Error>(
+                    !name.starts_with("__sft_py")
+                        && match filters {
+                            true => minijinja::tests::is_filter(state, name),
+                            false => minijinja::tests::is_test(state, name),
+                        },
+                )
+            });
+        }
         add_markup_keeping_filters(&mut env);
     } else {
         // MLX Node's engine has no Markup: what `safe` and `escape` give is a plain string.
@@ -270,6 +306,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     let mut env = environment(false, syntax);
     env.add_filter(undef::VAR_FILTER, undef::var_filter);
     env.add_filter(undef::PARAM_FILTER, undef::param_filter);
+    env.add_filter(undef::CALLER_FILTER, undef::caller_filter);
     env.add_filter(undef::ATTR_FILTER, undef::attr_filter);
     env.add_filter(undef::ITEM_FILTER, undef::item_filter);
     env.add_function(undef::NO_ELSE_FUNCTION, undef::no_else);

@@ -44,6 +44,7 @@ mod python_markup;
 pub mod python_ops;
 pub mod python_order;
 pub mod python_range;
+mod python_raw;
 pub mod python_rewrite;
 pub mod python_semantics;
 mod python_signature;
@@ -58,6 +59,7 @@ mod python_tests_syntax;
 mod python_text_filters;
 mod python_text_wrap;
 pub mod python_undefined;
+mod python_unpack;
 mod python_urlize;
 pub mod python_value;
 #[cfg(test)]
@@ -206,11 +208,15 @@ impl ChatTemplate {
             .keep_trailing_newline(false)
             .build()
             .map_err(|e| SftError::new(ErrorCode::Internal, format!("syntax config: {e}")))?;
-        // jinja2's reading where minijinja's differs: string literals hold the values jinja2
-        // reads from them (`python_strings`), and a test followed by arithmetic (`x is string +
+        // jinja2's reading where minijinja's differs: the newline after `{% raw %}` stays
+        // (`python_raw`), string literals hold the values jinja2 reads from them
+        // (`python_strings`), and a test followed by arithmetic (`x is string +
         // y`), which minijinja does not parse, gets jinja2's reading (`python_tests_syntax`).
         let mut read = std::borrow::Cow::Borrowed(source);
         if !mlx {
+            if let Some(text) = python_raw::kept_raw_newlines(&read) {
+                read = text.into();
+            }
             if let Some(text) = python_strings::pythonized(&read, &syntax) {
                 read = text.into();
             }

@@ -526,7 +526,6 @@ pub fn sum_filter(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     refuse_not_iterable(&value)?;
-    let plain = attribute.is_none() && start.is_none() && kwargs.args().next().is_none();
     // A generator is walked once: its items are taken here and summed.
     let value = match python_generators::is_generator(&value) {
         true => Value::from(value.try_iter()?.collect::<Vec<_>>()),
@@ -548,18 +547,32 @@ pub fn sum_filter(
             return Err(Error::from(ErrorKind::UndefinedError));
         }
     }
+    let first = match &start {
+        Some(start) => Some(start.clone()),
+        None => kwargs.peek::<Option<Value>>("start")?,
+    };
     let summed = minijinja::filters::sum(state, value.clone(), attribute, start, kwargs);
     match summed {
-        Err(e) if plain && e.kind() == ErrorKind::InvalidOperation => {
-            let mut total = "int";
+        // Python's words for the first item it cannot add to the running total.
+        Err(e) if e.kind() == ErrorKind::InvalidOperation => {
+            let mut total = match first {
+                None => "int",
+                Some(s) if s.kind() == ValueKind::Number && !s.is_integer() => "float",
+                Some(s) if matches!(s.kind(), ValueKind::Number | ValueKind::Bool) => "int",
+                Some(_) => return Err(e),
+            };
             for item in value.try_iter()? {
-                match item.kind() {
-                    ValueKind::Number if !item.is_integer() => total = "float",
+                let added = match path.as_deref() {
+                    Some(path) => super::python_order::attribute_of(&item, path)?,
+                    None => item,
+                };
+                match added.kind() {
+                    ValueKind::Number if !added.is_integer() => total = "float",
                     ValueKind::Number | ValueKind::Bool | ValueKind::Undefined => {}
                     _ => {
                         return Err(type_error(format!(
                             "unsupported operand type(s) for +: '{total}' and '{}'",
-                            python_type_name(&item)
+                            python_type_name(&added)
                         )))
                     }
                 }
@@ -614,7 +627,15 @@ pub fn join_filter(
         .as_ref()
         .map(|j| StringInput::new(state, j))
         .transpose()?;
-    let attribute = attribute.as_ref().map(|a| a.as_str().map(str::to_string));
+    let attribute = match attribute {
+        Some(attribute) => Some(attribute),
+        None => kwargs.get::<Option<Value>>("attribute")?,
+    };
+    // An integer attribute is an index, as jinja2's attribute getter reads it (`attribute=0`).
+    let attribute = attribute.as_ref().map(|a| match a.as_i64() {
+        Some(index) if a.kind() == ValueKind::Number && a.is_integer() => Some(index.to_string()),
+        _ => a.as_str().map(str::to_string),
+    });
     let attribute = match attribute {
         Some(None) => {
             return Err(Error::new(
@@ -626,6 +647,41 @@ pub fn join_filter(
         None => None,
     };
     minijinja::filters::join(state, &items, joiner, attribute.as_deref(), kwargs)
+}
+
+/// jinja2's `default(value, default_value='', boolean=False)`: its arguments, given by position
+/// or by keyword.
+pub fn default_args(
+    default: Option<Value>,
+    boolean: Option<Value>,
+    kwargs: &Kwargs,
+) -> Result<(Value, bool), Error> {
+    let default = match kwargs.get::<Option<Value>>("default_value")? {
+        Some(v) if default.is_none() => v,
+        _ => default.unwrap_or_else(|| Value::from("")),
+    };
+    let boolean = match kwargs.get::<Option<Value>>("boolean")? {
+        Some(v) if boolean.is_none() => v.is_true(),
+        _ => boolean.is_some_and(|b| b.is_true()),
+    };
+    kwargs.assert_all_used()?;
+    Ok((default, boolean))
+}
+
+/// `default` (`d`): the value, or `default_value` where it is undefined (or false, with
+/// `boolean`).
+pub fn default_filter(
+    value: Value,
+    default: Option<Value>,
+    boolean: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let (default, boolean) = default_args(default, boolean, &kwargs)?;
+    Ok(if value.is_undefined() || (boolean && !value.is_true()) {
+        default
+    } else {
+        value
+    })
 }
 
 /// `upper`: of Python's `str()` of the value.

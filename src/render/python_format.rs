@@ -131,10 +131,10 @@ fn format_with(template: &str, operand: &Operand, escape: bool) -> Result<String
                     "list indices must be integers or slices, not str".into(),
                 ));
             }
+            // A key whose value is undefined is there (`%(b)r` of it is `Undefined`).
             let found = map
-                .get_item(&Value::from(key.as_str()))
-                .ok()
-                .filter(|v| !v.is_undefined());
+                .as_object()
+                .and_then(|o| o.get_value(&Value::from(key.as_str())));
             // Python's `KeyError`, whose text is the key's `repr`.
             keyed = Some(found.ok_or_else(|| {
                 Error::new(

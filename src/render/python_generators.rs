@@ -235,13 +235,52 @@ fn selected(
         (None, args)
     };
     let (test, rest) = split_name(rest)?;
-    let items = match (attr, invert) {
-        (Some(attr), false) => filters::selectattr(state, value, attr, test, rest),
-        (Some(attr), true) => filters::rejectattr(state, value, attr, test, rest),
-        (None, false) => filters::select(state, value, test, rest),
-        (None, true) => filters::reject(state, value, test, rest),
-    }?;
-    Ok(Generator::wrap("select_or_reject", items))
+    let given = (value.clone(), rest.0.clone());
+    let items = match (attr.clone(), invert) {
+        (Some(attr), false) => filters::selectattr(state, value, attr, test.clone(), rest),
+        (Some(attr), true) => filters::rejectattr(state, value, attr, test.clone(), rest),
+        (None, false) => filters::select(state, value, test.clone(), rest),
+        (None, true) => filters::reject(state, value, test.clone(), rest),
+    };
+    if let (Err(_), Some(attr), Some(test)) = (&items, &attr, &test) {
+        name_missing_attribute(state, &given.0, attr, test, given.1);
+    }
+    Ok(Generator::wrap("select_or_reject", items?))
+}
+
+/// Where `selectattr` or `rejectattr` failed: records the text jinja2 gives the failure (see
+/// `python_undefined`) where it is the test refusing an item's missing attribute (`'str object'
+/// has no attribute 'a'` for `selectattr('a', 'gt', 0)` of a string), the first item the test
+/// refuses being the one Python stops at.
+fn name_missing_attribute(
+    state: &mut State,
+    items: &Value,
+    attr: &str,
+    test: &str,
+    args: Vec<ValueOrKwargsArg>,
+) {
+    let Ok(items) = items.try_iter() else {
+        return;
+    };
+    let mut tested = vec![Value::UNDEFINED];
+    tested.extend(args.into_iter().map(ValueOrKwargsArg::into_value));
+    for item in items {
+        let Ok(found) = super::python_order::attribute_of(&item, attr) else {
+            return;
+        };
+        let hint = python_undefined::hint_of(&found).map(str::to_string);
+        tested[0] = if hint.is_some() {
+            Value::UNDEFINED
+        } else {
+            found
+        };
+        if state.perform_test(test, &tested).is_err() {
+            if let Some(hint) = hint {
+                python_undefined::refuse(&hint);
+            }
+            return;
+        }
+    }
 }
 
 pub type ValueOrKwargsArg = minijinja::value::ValueOrKwargs;

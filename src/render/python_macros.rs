@@ -7,12 +7,18 @@
 //! bound to a parameter with a default passes through [`PASSED_FILTER`], which turns an
 //! undefined value into a [`PassedUndefined`] marker; the macro's body starts by turning the
 //! marker back into an undefined value ([`UNPASS_FILTER`]).
+//!
+//! A macro whose body names `varargs` or `kwargs` catches what its parameters leave over, which
+//! minijinja's macros do not: its definition gains `varargs=()` and `kwargs={}` as parameters,
+//! and its calls (with those of `caller` and any call with a splat) go through
+//! [`CALL_FUNCTION`], which binds the arguments as jinja2 does and fills them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use minijinja::machinery::ast;
-use minijinja::value::{Object, ObjectRepr, Value};
+use minijinja::value::{Kwargs, Object, ObjectRepr, Rest, Tuple, Value, ValueKind, ValueOrKwargs};
+use minijinja::{Error, ErrorKind, State};
 
 /// The filter an argument bound to a parameter with a default passes through.
 pub const PASSED_FILTER: &str = "__sft_py_passed";
@@ -58,6 +64,22 @@ pub struct Signature<'a> {
 
 impl<'a> Signature<'a> {
     fn of(source: &str, m: &ast::Spanned<ast::Macro<'a>>) -> Option<Self> {
+        // What the body names, read from its text: a word in a string or in the template's
+        // text counts too, which only leaves a call unchecked.
+        let body = opening_tag_end(source, m)
+            .and_then(|(at, _)| source.get(at..m.span().end_offset as usize))
+            .unwrap_or(source);
+        Self::with_body(m, body)
+    }
+
+    /// The signature of a call block's own macro (its `caller`).
+    pub fn of_call_block(source: &str, c: &ast::CallBlock<'a>) -> Option<Self> {
+        let body = source
+            .get(c.call.span().end_offset as usize..c.macro_decl.span().end_offset as usize)?;
+        Self::with_body(&c.macro_decl, body)
+    }
+
+    fn with_body(m: &ast::Macro<'a>, body: &str) -> Option<Self> {
         let params = m
             .args
             .iter()
@@ -66,11 +88,6 @@ impl<'a> Signature<'a> {
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;
-        // What the body names of `caller`, `varargs` and `kwargs`, read from its text: a word
-        // in a string or in the template's text counts too, which only leaves a call unchecked.
-        let body = opening_tag_end(source, m)
-            .and_then(|(at, _)| source.get(at..m.span().end_offset as usize))
-            .unwrap_or(source);
         let names = |word: &str| {
             body.match_indices(word).any(|(at, _)| {
                 let before = body[..at].chars().next_back();
@@ -132,6 +149,24 @@ impl<'a> Signature<'a> {
             ));
         }
         None
+    }
+
+    /// Whether the body names `varargs` or `kwargs`: calls then go through [`CALL_FUNCTION`].
+    pub fn packs(&self) -> bool {
+        self.uses[1] || self.uses[2]
+    }
+
+    /// The parameters the macro's definition gains for the arguments [`CALL_FUNCTION`] packs,
+    /// with the values jinja2 gives them when nothing is left over.
+    pub fn packed_params(&self) -> Vec<&'static str> {
+        let mut params = Vec::new();
+        if self.uses[1] {
+            params.push("varargs=()");
+        }
+        if self.uses[2] {
+            params.push("kwargs={}");
+        }
+        params
     }
 
     /// The parameters with a default.
@@ -200,6 +235,114 @@ fn collect<'a>(
     }
 }
 
+/// The function a call of a macro goes through where minijinja's binding of the arguments would
+/// differ from jinja2's (see `python_rewrite`): `__sft_py_call(f, args...)`.
+pub const CALL_FUNCTION: &str = "__sft_py_call";
+
+/// [`CALL_FUNCTION`]: calls `callee` as jinja2 calls a macro. The positional arguments beyond
+/// its parameters go to its `varargs` parameter as a tuple, the keyword arguments that name none
+/// of the parameters left after them to its `kwargs` parameter as a dict, in call order (a call
+/// block's `caller` among them where the body never calls it). Where the macro does not catch
+/// them, jinja2's `TypeError`, keyword arguments checked first.
+pub fn call_function(state: &mut State, args: Rest<ValueOrKwargs>) -> Result<Value, Error> {
+    let mut args = args.0.into_iter().map(ValueOrKwargs::into_value);
+    let callee = args.next().unwrap_or_default();
+    let mut positional: Vec<Value> = args.collect();
+    let keywords = match positional.last().map(|v| Kwargs::try_from(v.clone())) {
+        Some(Ok(kwargs)) => {
+            positional.pop();
+            Some(kwargs)
+        }
+        _ => None,
+    };
+    if let Some(hint) = super::python_undefined::hint_of(&callee) {
+        return Err(super::python_undefined::refuse(hint));
+    }
+    if !super::python_semantics::is_macro(&callee) {
+        // Not a macro after all (a name set to something else, a `caller` outside a call
+        // block): Python's `TypeError` for data, the engine's own call for anything else.
+        if matches!(
+            callee.kind(),
+            ValueKind::None
+                | ValueKind::Bool
+                | ValueKind::Number
+                | ValueKind::String
+                | ValueKind::Seq
+                | ValueKind::Map
+        ) {
+            let kind = super::python_semantics::python_type_name(&callee);
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("'{kind}' object is not callable"),
+            ));
+        }
+        positional.extend(keywords.map(Value::from));
+        return callee.call(state, &positional);
+    }
+    let declared: Vec<String> = callee
+        .get_attr("arguments")
+        .ok()
+        .and_then(|a| a.try_iter().ok())
+        .map(|names| {
+            names
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let catches = |name: &str| declared.iter().any(|n| n == name);
+    let (varargs, kwargs) = (catches("varargs"), catches("kwargs"));
+    let params: Vec<&str> = declared
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != "varargs" && *n != "kwargs")
+        .collect();
+    let takes_caller = callee.get_attr("caller").is_ok_and(|c| c.is_true());
+    // A call block's own macro is anonymous in jinja2: `macro None takes ...`.
+    let name = match callee.get_attr("name").ok().filter(|n| !n.is_undefined()) {
+        Some(n) if n.as_str() != Some("caller") => format!("'{n}'"),
+        _ => "None".to_string(),
+    };
+    let type_error = |message: String| Err(Error::new(ErrorKind::InvalidOperation, message));
+    let unbound = &params[positional.len().min(params.len())..];
+    let mut passed: Vec<(String, Value)> = Vec::new();
+    let mut caught: Vec<(Value, Value)> = Vec::new();
+    for key in keywords.iter().flat_map(|k| k.args()) {
+        let value: Value = keywords
+            .as_ref()
+            .map_or(Ok(Value::UNDEFINED), |k| k.peek(key))?;
+        if unbound.contains(&key) || (key == "caller" && takes_caller) {
+            passed.push((key.to_string(), value));
+        } else {
+            caught.push((Value::from(key), value));
+        }
+    }
+    if !kwargs {
+        if caught.iter().any(|(k, _)| k.as_str() == Some("caller")) {
+            return type_error(format!(
+                "macro {name} was invoked with two values for the special caller argument. This is most likely a bug."
+            ));
+        }
+        if let Some((key, _)) = caught.first() {
+            return type_error(format!("macro {name} takes no keyword argument '{key}'"));
+        }
+    }
+    let extra = positional.split_off(positional.len().min(params.len()));
+    if !extra.is_empty() && !varargs {
+        return type_error(format!(
+            "macro {name} takes not more than {} argument(s)",
+            params.len()
+        ));
+    }
+    if varargs {
+        passed.push(("varargs".into(), Value::from_object(Tuple::from(extra))));
+    }
+    if kwargs {
+        passed.push(("kwargs".into(), Value::from_pairs(caught)));
+    }
+    positional.push(Value::from(Kwargs::from_iter(passed)));
+    callee.call(state, &positional)
+}
+
 /// The `raise` a call jinja2 refuses gets as its last keyword argument, so that it raises
 /// after the call's arguments are evaluated, as jinja2 does: `__sft_py_refused=raise('...')`.
 pub const REFUSED_CALL_ARGUMENT: &str = "__sft_py_refused";
@@ -216,22 +359,40 @@ pub fn refuse(message: String) -> Result<Value, minijinja::Error> {
 
 /// Where the opening tag of macro `m` ends in `source` (just after its `%}`), and the
 /// whitespace mark before that `%}` (`-`, `+` or none).
-pub fn opening_tag_end<'s>(source: &'s str, m: &ast::Macro) -> Option<(usize, &'s str)> {
-    let after_params = m
-        .args
-        .iter()
-        .chain(&m.defaults)
-        .map(|e| e.span().end_offset as usize)
-        .max()?;
-    let rest = source.get(after_params..)?;
-    let close = rest.find(')')?;
-    let tail = rest[close + 1..].trim_start();
+pub fn opening_tag_end<'s>(
+    source: &'s str,
+    m: &ast::Spanned<ast::Macro>,
+) -> Option<(usize, &'s str)> {
+    let close = params_close(source, m)?;
+    let tail = source[close + 1..].trim_start();
     let (mark, tail) = match tail.strip_prefix(['-', '+']) {
         Some(t) => (&tail[..1], t),
         None => ("", tail),
     };
     tail.starts_with("%}")
         .then(|| (source.len() - tail.len() + 2, mark))
+}
+
+/// Where the `)` that closes the parameters of macro `m` is in `source`.
+pub fn params_close(source: &str, m: &ast::Spanned<ast::Macro>) -> Option<usize> {
+    let after_params = match m
+        .args
+        .iter()
+        .chain(&m.defaults)
+        .map(|e| e.span().end_offset as usize)
+        .max()
+    {
+        Some(end) => end,
+        None => {
+            // No parameters: the `(` after `macro` and the name.
+            let start = m.span().start_offset as usize;
+            let tag = source.get(start..)?;
+            let named = tag.find("macro")? + "macro".len();
+            let name = named + tag[named..].find(m.name)? + m.name.len();
+            start + name + tag[name..].find('(')? + 1
+        }
+    };
+    Some(after_params + source.get(after_params..)?.find(')')?)
 }
 
 #[cfg(test)]

@@ -29,6 +29,10 @@ use minijinja::{Error, ErrorKind};
 
 /// The filter every loop's iterable passes through.
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
+/// The filter a filter block's filter ends with: `{% filter f|__sft_py_block_text(first) %}`.
+pub const BLOCK_TEXT_FILTER: &str = "__sft_py_block_text";
+/// The function `loop.cycle(...)` becomes: `__sft_py_cycle(loop, items...)`.
+pub const CYCLE_FUNCTION: &str = "__sft_py_cycle";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
 /// The filter a `{% set ns._name = value %}` passes its value through (see
@@ -88,10 +92,71 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
     }
 }
 
+/// [`BLOCK_TEXT_FILTER`]: the text a filter block writes. jinja2 writes what the filter gives
+/// as an item of the output, which Python joins: a value that is not a string (`{% filter
+/// length %}`) raises there, naming the item's place where it is the output's first.
+pub fn block_text_filter(value: Value, first: bool) -> Result<Value, Error> {
+    if value.kind() == ValueKind::String {
+        return Ok(value);
+    }
+    let place = if first { "sequence item 0: " } else { "" };
+    Err(Error::new(
+        ErrorKind::InvalidOperation,
+        format!(
+            "{place}expected str instance, {} found",
+            python_type_name(&value)
+        ),
+    ))
+}
+
+/// [`CYCLE_FUNCTION`]: jinja2's `loop.cycle(...)`, the item at the loop's index modulo their
+/// count; with none, Python's `TypeError` (minijinja divides by zero).
+pub fn cycle_function(lp: Value, items: Rest<Value>) -> Result<Value, Error> {
+    if lp.is_undefined() {
+        return Err(Error::from(ErrorKind::UndefinedError));
+    }
+    if items.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "no items for cycling given",
+        ));
+    }
+    let index = lp.get_attr("index0")?.as_usize().unwrap_or(0);
+    Ok(items[index % items.len()].clone())
+}
+
+/// The fields of a jinja2 macro that minijinja's lacks or spells otherwise.
+pub const MACRO_FIELDS: [&str; 3] = ["arguments", "catch_kwargs", "catch_varargs"];
+
+/// A field of [`MACRO_FIELDS`] of `macro`: its parameters as a tuple (without the `varargs` and
+/// `kwargs` that `python_macros` gives a macro catching arguments), or whether it catches them.
+fn macro_field(macro_value: &Value, name: &str) -> Value {
+    let declared: Vec<Value> = macro_value
+        .get_attr("arguments")
+        .ok()
+        .and_then(|a| a.try_iter().ok())
+        .map(|names| names.collect())
+        .unwrap_or_default();
+    let catches = |n: &str| declared.iter().any(|d| d.as_str() == Some(n));
+    match name {
+        "catch_kwargs" => Value::from(catches("kwargs")),
+        "catch_varargs" => Value::from(catches("varargs")),
+        _ => Value::from_object(minijinja::value::Tuple::from(
+            declared
+                .into_iter()
+                .filter(|d| !matches!(d.as_str(), Some("varargs" | "kwargs")))
+                .collect::<Vec<_>>(),
+        )),
+    }
+}
+
 /// [`GETATTR_FILTER`]: `value.name` as jinja2 looks it up: on a dict, a dict method's name is
 /// the method; on anything else, minijinja's own lookup.
 pub fn getattr_filter(value: Value, name: &str) -> Result<Value, Error> {
-    if is_dict(&value) {
+    if MACRO_FIELDS.contains(&name) && is_macro(&value) {
+        return Ok(macro_field(&value, name));
+    }
+    if is_dict(&value) && DICT_METHODS.contains(&name) {
         return Ok(Value::from_object(DictMethod {
             name: name.to_string(),
             owner: value,
@@ -505,6 +570,16 @@ pub fn is_macro(value: &Value) -> bool {
             .get_attr("arguments")
             .is_ok_and(|a| a.kind() == ValueKind::Seq)
         && value.to_string().starts_with("<macro ")
+}
+
+/// The `loop` variable of a loop (minijinja's loop object: a map of its eleven fields that
+/// prints as `<loop 1/3>`). A map of another length is told apart by its length alone.
+pub fn is_loop(value: &Value) -> bool {
+    value.len() == Some(11)
+        && value
+            .get_attr("depth0")
+            .is_ok_and(|d| d.kind() == ValueKind::Number)
+        && value.to_string().starts_with("<loop ")
 }
 
 /// [`python_type`], with the names of the objects a template can hold that are not data.

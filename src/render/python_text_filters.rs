@@ -8,7 +8,7 @@ use minijinja::{Error, ErrorKind};
 
 use super::html_unescape::html_unescape;
 use super::python_filters::as_float;
-use super::python_markup::{escape, escape_into, markup};
+use super::python_markup::{escape, escape_into, is_markup, markup};
 use super::python_semantics::{self, python_type_name, type_error};
 use super::python_signature::Signature;
 use super::python_str::python_split_whitespace;
@@ -17,6 +17,15 @@ use super::python_value::{py_float, py_repr, py_str};
 
 /// `forceescape`: markupsafe's `escape` of `str(value)`, a Markup string (see `python_markup`).
 pub fn forceescape_filter(value: Value) -> Result<Value, Error> {
+    Ok(markup(escape(&py_str(&value))))
+}
+
+/// `escape` (`e`): markupsafe's `escape`, a Markup string unchanged and anything else
+/// `str(value)` escaped (minijinja's also escapes `/` and writes `'` otherwise).
+pub fn escape_filter(value: Value) -> Result<Value, Error> {
+    if is_markup(&value) {
+        return Ok(value);
+    }
     Ok(markup(escape(&py_str(&value))))
 }
 

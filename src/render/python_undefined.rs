@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use minijinja::value::{Enumerator, Object, ObjectRepr, Value, ValueKind};
+use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Value, ValueKind};
 use minijinja::{Error, ErrorKind, State};
 
 use super::python_semantics::{self, python_type_name, DICT_METHODS};
@@ -27,6 +27,8 @@ pub const ITEM_FILTER: &str = "__sft_py_item";
 /// The filter a macro's parameter without a default passes through at the body's start:
 /// `__sft_py_param('name')`.
 pub const PARAM_FILTER: &str = "__sft_py_param";
+/// The filter `caller` passes through where a macro calls it: `caller|__sft_py_caller`.
+pub const CALLER_FILTER: &str = "__sft_py_caller";
 /// The function a `not` that jinja2 reads as a variable becomes: `__sft_py_not(x)`.
 pub const NOT_CALL_FUNCTION: &str = "__sft_py_not";
 /// The function an inline `if` without `else` gives when false: `__sft_py_noelse(line)`.
@@ -168,11 +170,20 @@ pub fn param_filter(value: Value, name: &str) -> Value {
     value
 }
 
+/// [`CALLER_FILTER`]: the call block's `caller`, or where the macro was called without one,
+/// jinja2's undefined value for it.
+pub fn caller_filter(value: Value) -> Value {
+    if value.is_undefined() {
+        return HintedUndefined::value("No caller defined".to_string());
+    }
+    value
+}
+
 /// [`ATTR_FILTER`]: `value.name` as jinja2 looks it up (dict methods first), or a hinted
 /// undefined value naming the attribute.
 pub fn attr_filter(value: Value, name: &str) -> Result<Value, Error> {
     refuse_hinted(&value)?;
-    let found = if DICT_METHODS.contains(&name) {
+    let found = if DICT_METHODS.contains(&name) || python_semantics::MACRO_FIELDS.contains(&name) {
         python_semantics::getattr_filter(value.clone(), name)?
     } else {
         value.get_attr(name)?
@@ -253,12 +264,18 @@ pub fn undefined_test(value: &Value) -> bool {
 
 /// jinja2's `default`: `default` (or `''`) where `value` is undefined, or false with
 /// `boolean`.
-pub fn default_filter(value: Value, default: Option<Value>, boolean: Option<bool>) -> Value {
-    let missing = is_undefined(&value) || (boolean.unwrap_or(false) && !value.is_true());
-    if missing {
-        return default.unwrap_or_else(|| Value::from(""));
-    }
-    value
+pub fn default_filter(
+    value: Value,
+    default: Option<Value>,
+    boolean: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let (default, boolean) = super::python_filters::default_args(default, boolean, &kwargs)?;
+    Ok(if is_undefined(&value) || (boolean && !value.is_true()) {
+        default
+    } else {
+        value
+    })
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use minijinja::value::{Tuple, Value, ValueKind};
 use crate::render::json_dumps::python_float_repr;
 use crate::render::python_generators::is_generator;
 use crate::render::python_range::as_range;
-use crate::render::python_semantics::{as_dict_view, is_macro, is_namespace, python_type_name};
+use crate::render::python_semantics::{
+    as_dict_view, is_loop, is_macro, is_namespace, python_type_name,
+};
 
 /// Deeper structures are printed by minijinja rather than risking the stack.
 const MAX_DEPTH: usize = 256;
@@ -53,6 +55,9 @@ pub fn py_str(value: &Value) -> String {
 
 /// `repr(value)` as Python writes it.
 pub fn py_repr(value: &Value) -> String {
+    if value.is_undefined() {
+        return "Undefined".to_string();
+    }
     let mut out = String::new();
     write_repr(&mut out, value, 0);
     out
@@ -153,10 +158,22 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
                 .ok()
                 .filter(|n| n.kind() == ValueKind::String)
             {
-                Some(name) => write_str_repr(out, name.as_str().unwrap_or_default()),
-                None => out.push_str("anonymous"),
+                // A call block's macro, minijinja's `caller`, is anonymous in jinja2.
+                Some(name) if name.as_str() != Some("caller") => {
+                    write_str_repr(out, name.as_str().unwrap_or_default())
+                }
+                _ => out.push_str("anonymous"),
             }
             out.push('>');
+        }
+        // jinja2's `repr` of the `loop` variable.
+        ValueKind::Map if is_loop(value) => {
+            let field = |name: &str| value.get_attr(name).unwrap_or_default().to_string();
+            out.push_str(&format!(
+                "<LoopContext {}/{}>",
+                field("index"),
+                field("length")
+            ));
         }
         // jinja2's namespace prints its fields (in key order here: minijinja keeps them so).
         ValueKind::Map if is_namespace(value) => {

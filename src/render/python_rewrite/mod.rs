@@ -12,11 +12,13 @@ mod slices;
 use super::python_for_else;
 use super::python_macros::{self, Signature};
 use super::python_ops;
+use super::python_semantics;
 use super::python_semantics::{
-    COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
-    PRIVATE_FIELD_FILTER, STR_FILTER,
+    COMPARE_FILTER, CYCLE_FUNCTION, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER,
+    ITERABLE_FILTER, MACRO_FIELDS, PRIVATE_FIELD_FILTER, STR_FILTER,
 };
 use super::python_undefined;
+use super::python_unpack;
 
 /// What rewriting a template gave.
 pub enum Rewrite {
@@ -158,6 +160,11 @@ fn expr_start(source: &str, e: &ast::Expr) -> u32 {
     }
 }
 
+/// Whether `e` is the name `loop`.
+fn is_loop(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Var(v) if v.id == "loop")
+}
+
 struct Walker<'s> {
     source: &'s str,
     edits: Vec<Edit>,
@@ -242,7 +249,22 @@ impl Walker<'_> {
     }
 
     fn stmts(&mut self, stmts: &[ast::Stmt]) {
-        stmts.iter().for_each(|s| self.stmt(s));
+        for (i, stmt) in stmts.iter().enumerate() {
+            if let ast::Stmt::FilterBlock(f) = stmt {
+                // Nothing written before it in its output (a `set`, a macro's definition):
+                // its text is the output's first item.
+                let first = stmts[..i].iter().all(|s| match s {
+                    ast::Stmt::Set(_) | ast::Stmt::Macro(_) | ast::Stmt::Do(_) => true,
+                    ast::Stmt::EmitRaw(r) => r.raw.is_empty(),
+                    _ => false,
+                });
+                self.insert(
+                    f.filter_span.end_offset,
+                    format!("|{}({first})", python_semantics::BLOCK_TEXT_FILTER),
+                );
+            }
+            self.stmt(stmt);
+        }
     }
 
     fn stmt(&mut self, stmt: &ast::Stmt) {
@@ -259,7 +281,17 @@ impl Walker<'_> {
                     None => self.unfit = true,
                 }
                 self.expr(&f.iter);
-                self.wrap(&f.iter, format!("|{ITERABLE_FILTER}"));
+                // Python's unpacking of each item into several names (`python_unpack`); a
+                // recursive loop's inner calls would bypass it, so minijinja's stays there.
+                let unpack = match &f.target {
+                    ast::Expr::List(names) if !f.recursive => format!(
+                        "|{}({})",
+                        python_unpack::UNPACK_EACH_FILTER,
+                        names.items.len()
+                    ),
+                    _ => String::new(),
+                };
+                self.wrap(&f.iter, format!("|{ITERABLE_FILTER}{unpack}"));
                 if let Some(filter) = &f.filter_expr {
                     self.expr(filter);
                 }
@@ -279,6 +311,9 @@ impl Walker<'_> {
             }
             ast::Stmt::Set(s) => {
                 self.expr(&s.expr);
+                if let ast::Expr::List(names) = &s.target {
+                    self.unpack(&s.expr, names.items.len());
+                }
                 // transformers refuses `{% set ns._name = ... %}` on a namespace.
                 if let ast::Expr::GetAttr(a) = &s.target {
                     if a.name.starts_with('_') {
@@ -303,11 +338,13 @@ impl Walker<'_> {
             ast::Stmt::Block(b) => self.stmts(&b.body),
             ast::Stmt::Macro(m) => {
                 m.defaults.iter().for_each(|d| self.expr(d));
+                self.pack_params(m);
                 self.unpass_arguments(m);
                 self.stmts(&m.body);
             }
             ast::Stmt::CallBlock(c) => {
                 self.call(&c.call, true);
+                self.pack_caller_params(c);
                 self.stmts(&c.macro_decl.body);
             }
             ast::Stmt::Do(d) => self.call(&d.call, false),
@@ -420,16 +457,137 @@ impl Walker<'_> {
     }
 
     fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
-        // `x.items()` calls the method either way: only the receiver is walked.
+        // `x.items()` calls the method either way: only the receiver is walked (`loop` of
+        // `loop.cycle(...)` is not, it becomes an argument of the call that replaces it).
         match &c.expr {
+            ast::Expr::GetAttr(a) if a.name == "cycle" && is_loop(&a.expr) => {}
             ast::Expr::GetAttr(a) => self.expr(&a.expr),
             // A called name stays a name (`{% call wrap() %}` needs one).
             ast::Expr::Var(_) => {}
             other => self.expr(other),
         }
         self.args(&c.args);
+        // A recursive loop's `loop(items)` iterates its argument as Python does (`None` raises).
+        if let (ast::Expr::Var(v), [ast::CallArg::Pos(items)]) = (&c.expr, c.args.as_slice()) {
+            if v.id == "loop" {
+                self.wrap(items, format!("|{ITERABLE_FILTER}"));
+            }
+        }
         self.pass_arguments(c);
         self.refuse_call(c, call_block);
+        self.pack_call(c);
+    }
+
+    /// A call goes through `python_macros::CALL_FUNCTION`, which binds its arguments as jinja2
+    /// does (`f(1, 2)` becomes `__sft_py_call(f, 1, 2)`), where minijinja's binding would
+    /// differ: a call of a macro whose body names `varargs` or `kwargs`, a call of one of the
+    /// template's macros with a splat (whose arguments are not known ahead), and a call of
+    /// `caller`. `loop.cycle(...)` goes through `python_semantics::CYCLE_FUNCTION`.
+    fn pack_call(&mut self, c: &ast::Spanned<ast::Call>) {
+        let (function, receiver) = match &c.expr {
+            ast::Expr::Var(callee) => {
+                let splat = c
+                    .args
+                    .iter()
+                    .any(|a| !matches!(a, ast::CallArg::Pos(_) | ast::CallArg::Kwarg(..)));
+                let routed = match self.macros.get(callee.id) {
+                    Some(sig) => sig.packs() || splat,
+                    None => callee.id == "caller",
+                };
+                if !routed {
+                    return;
+                }
+                // The diagnostic render's `caller` where no call block gave one names itself
+                // as jinja2's does (`No caller defined`).
+                let receiver = if callee.id == "caller" && self.diagnostic {
+                    format!("caller|{}", python_undefined::CALLER_FILTER)
+                } else {
+                    callee.id.to_string()
+                };
+                (python_macros::CALL_FUNCTION, receiver)
+            }
+            ast::Expr::GetAttr(a) if a.name == "cycle" && is_loop(&a.expr) => {
+                (CYCLE_FUNCTION, "loop".to_string())
+            }
+            _ => return,
+        };
+        let name_end = c.expr.span().end_offset as usize;
+        let Some(open) = self
+            .source
+            .get(name_end..)
+            .and_then(|rest| rest.find('('))
+            .map(|at| name_end + at)
+        else {
+            return;
+        };
+        let separator = if c.args.is_empty() { "" } else { ", " };
+        self.replace(
+            self.start(&c.expr),
+            open as u32 + 1,
+            format!("{function}({receiver}{separator}"),
+        );
+    }
+
+    /// A call block whose body names `varargs` or `kwargs` gains them as parameters of its
+    /// macro, as [`Walker::pack_params`] for a macro (its `caller(...)` calls go through
+    /// `python_macros::CALL_FUNCTION`).
+    fn pack_caller_params(&mut self, c: &ast::Spanned<ast::CallBlock>) {
+        let Some(sig) = Signature::of_call_block(self.source, c).filter(|sig| sig.packs()) else {
+            return;
+        };
+        let params = sig.packed_params().join(", ");
+        if !c.macro_decl.args.is_empty() {
+            if let Some(close) = python_macros::params_close(self.source, &c.macro_decl) {
+                self.insert(close as u32, format!(", {params}"));
+            }
+            return;
+        }
+        // No parameters: inside `call()`'s parentheses, or in new ones after `call`.
+        let start = c.span().start_offset as usize;
+        let Some(keyword) = self.source[start..].find("call").map(|at| start + at + 4) else {
+            return;
+        };
+        let rest = &self.source[keyword..];
+        let gap = rest.len() - rest.trim_start().len();
+        if rest.trim_start().starts_with('(') {
+            self.insert((keyword + gap + 1) as u32, params);
+        } else {
+            self.insert(keyword as u32, format!("({params})"));
+        }
+    }
+
+    /// The value of `{% set a, b = value %}` passes through `python_unpack::UNPACK_FILTER`
+    /// (a tuple written without parentheses, `1, 2`, whole).
+    fn unpack(&mut self, value: &ast::Expr, names: usize) {
+        let suffix = format!("|{}({names})", python_unpack::UNPACK_FILTER);
+        match value {
+            ast::Expr::Tuple(t) if !t.items.is_empty() => {
+                let end = t.items.iter().map(|i| i.span().end_offset).max();
+                self.insert(self.start(&t.items[0]), "(".to_string());
+                self.insert(end.unwrap_or(value.span().end_offset), format!("){suffix}"));
+            }
+            _ => self.wrap(value, suffix),
+        }
+    }
+
+    /// The definition of a macro whose body names `varargs` or `kwargs` gains them as
+    /// parameters, filled by `python_macros::CALL_FUNCTION` and empty where a call does not go
+    /// through it (a call block's `caller`).
+    fn pack_params(&mut self, m: &ast::Spanned<ast::Macro>) {
+        let Some(sig) = self.macros.get(m.name).filter(|sig| sig.packs()) else {
+            return;
+        };
+        let Some(close) = python_macros::params_close(self.source, m) else {
+            return;
+        };
+        let before = self.source[..close].trim_end();
+        let separator = if before.ends_with('(') || before.ends_with(',') {
+            ""
+        } else {
+            ", "
+        };
+        let params = sig.packed_params().join(", ");
+        self.insert(close as u32, format!("{separator}{params}"));
     }
 
     /// A call of one of the template's macros that jinja2 refuses (a keyword argument the
@@ -505,7 +663,7 @@ impl Walker<'_> {
     /// The body of a macro whose calls pass arguments through `PASSED_FILTER` starts by
     /// turning each passed undefined value back into one, in a `set` tag with the whitespace
     /// control of the macro's opening tag.
-    fn unpass_arguments(&mut self, m: &ast::Macro) {
+    fn unpass_arguments(&mut self, m: &ast::Spanned<ast::Macro>) {
         if !self.macros.contains_key(m.name) {
             return;
         }
@@ -555,7 +713,10 @@ impl Walker<'_> {
                 } else {
                     GETATTR_FILTER
                 };
-                if self.diagnostic || DICT_METHODS.contains(&a.name) {
+                if self.diagnostic
+                    || DICT_METHODS.contains(&a.name)
+                    || MACRO_FIELDS.contains(&a.name)
+                {
                     // `x.items` becomes `((x)|getattr('items'))`: the dot and the name are
                     // replaced by the filter call. Between the receiver's span and the dot there
                     // may be the closing parentheses of its groups (`(x).items`), which stay.
