@@ -44,7 +44,10 @@ async function worker(mode, file, count) {
 
 /** Instructions of one child run under callgrind. */
 function counted(mode, file, count) {
-  const args = ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, __filename, '--worker', mode, '--data', file, '--count', String(count), '--tokenizer', qwen3]
+  // `--no-opt`: a first epoch runs the batches loop unoptimized (V8 optimizes it only after
+  // several epochs), and a concurrent optimizing compile would land in one child's count and
+  // not the other's.
+  const args = ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, '--no-opt', __filename, '--worker', mode, '--data', file, '--count', String(count), '--tokenizer', qwen3]
   for (const [key, value] of Object.entries(loadOptions)) args.push(key === 'renderAs' ? '--render-as' : '--renderer', value)
   return new Promise((resolve, reject) => {
     execFile('valgrind', args, { env: { ...process.env, RAYON_NUM_THREADS: '1' }, maxBuffer: 1 << 24 }, (error, _stdout, stderr) => {

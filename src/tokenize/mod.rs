@@ -457,7 +457,7 @@ mod tests {
             "Ωμέγα",
             "বাংলা",
         ];
-        let mut rng = crate::test_support::Rng(0x5eed_0f_0ff5e7);
+        let mut rng = crate::test_support::Rng(0x5eed_0f0f_f5e7);
         for family in ["gptoss", "llama3_1", "deepseek_v3", "qwen3"] {
             let t = crate::test_support::load_family(family);
             assert_eq!(t.decodes_verbatim(), family != "qwen3", "{family}");
