@@ -16,7 +16,8 @@
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
 //! alignment tables unless offsets are asked for (or NFC actually changes the text), whole
 //! words looked up before merging, pair ranks and words in flat tables of one memory access a
-//! lookup (`tables`), long SentencePiece words cut into independent chunks, and no allocation
+//! lookup (`tables`), long words cut where no merge can cross into parts encoded alone
+//! (`boundaries` for byte-level BPE, `chars` for SentencePiece-style BPE), and no allocation
 //! per pre-token.
 //!
 //! Offsets are byte offsets into the input. A token that covers only some bytes of a
