@@ -1,8 +1,9 @@
 //! Places inside a byte-level word where no merge can ever join the symbols on either side, so
 //! that the word's parts can be encoded one by one (each through the vocabulary, the piece cache
 //! and the merge loop) with the same ids and offsets as the word merged whole. Scripts written
-//! without spaces make a clause one pre-token: merged whole, it rarely is in the piece cache and
-//! takes many merges; cut at such places, its parts are short and most are cached.
+//! without spaces make a clause one pre-token, often longer than the piece cache holds and then
+//! merged every time it is met; cut at such places, its parts are short and many are cached.
+//! `model` cuts only the words the piece cache cannot hold.
 //!
 //! Why it is exact. Take two neighbouring chars `a` and `b` of a word, the boundary between them
 //! at byte `p`, each of which starts as one symbol: an ASCII char (always one byte symbol) or a
@@ -36,8 +37,8 @@
 //! such a symbol never ends at a boundary between two whole chars. Ids given to two tokens would
 //! make a symbol's spelling unknown from its id; a model that has any cuts no word.
 
-/// Bits in the filter per recorded pair: about one boundary in thirty that no merge crosses is
-/// left uncut.
+/// Bits in the filter per recorded pair, before rounding up to a power of two: at most about
+/// one boundary in thirty that no merge crosses is left uncut.
 const BITS_PER_PAIR: usize = 32;
 
 /// Which boundaries between two chars a byte-level model's merges may cross.
