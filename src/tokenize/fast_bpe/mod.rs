@@ -16,7 +16,8 @@
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
 //! alignment tables unless offsets are asked for (or NFC actually changes the text), whole
 //! words looked up before merging, pair ranks and words in flat tables of one memory access a
-//! lookup (`tables`), long SentencePiece words cut into independent chunks, and no allocation
+//! lookup (`tables`), long words cut where no merge can cross into parts encoded alone
+//! (`boundaries` for byte-level BPE, `chars` for SentencePiece-style BPE), and no allocation
 //! per pre-token.
 //!
 //! Offsets are byte offsets into the input. A token that covers only some bytes of a
@@ -26,11 +27,14 @@
 //! prepended "▁" to the first char of its piece.
 
 mod added;
+mod boundaries;
 mod byte_key;
 mod bytes;
 mod char_class;
 mod chars;
 mod config;
+#[cfg(test)]
+mod cut_tests;
 mod decode;
 mod gpt4_split;
 mod model;
@@ -181,7 +185,7 @@ impl FastBpe {
                 &byte_vocab,
                 spec.ignore_merges,
             )
-            .with_whole_chars(&pairs, &byte_vocab)
+            .with_whole_chars(&pairs, &byte_vocab, distinct_ids(&spec.vocab))
         } else {
             // A merged symbol is known by its id alone: two spellings of one id would make the
             // chunking of `chars` (which reasons on spellings) unsound.
@@ -641,6 +645,12 @@ impl FastBpe {
     pub fn vocab_size(&self) -> usize {
         self.vocab_size
     }
+}
+
+/// Whether every id of `vocab` names one token.
+fn distinct_ids(vocab: &[(String, u32)]) -> bool {
+    let mut seen = FxHashSet::default();
+    vocab.iter().all(|(_, id)| seen.insert(*id))
 }
 
 fn char_start(text: &str, mut i: usize) -> usize {

@@ -11,6 +11,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use super::boundaries::Boundaries;
 use super::chars::{CharSymbols, Initials};
 use super::piece_cache::{Cached, PieceCache, WORD_LIMIT};
 use super::tables::{PairTable, WordTable};
@@ -25,6 +26,11 @@ static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// heap on the short pre-tokens that make up almost all text (measured in instructions on
 /// English, Chinese and Japanese text: 24 beats 12 and 48).
 const SCAN_LIMIT: usize = 24;
+
+/// Words of at least this many bytes are cut into parts (`boundaries`): those the piece cache
+/// does not hold. A shorter word is merged whole once and then found in the cache; cutting it
+/// as well costs more than it saves on most vocabularies (measured in instructions).
+const CUT_FROM: usize = WORD_LIMIT + 1;
 
 const NO_MERGE: u32 = u32::MAX;
 
@@ -53,13 +59,16 @@ pub(super) struct BpeModel {
     byte_pairs: Box<[(u32, u32)]>,
     /// Byte-level models: the multi-byte chars a word may start as one token (`whole_chars`).
     whole_chars: WholeChars,
+    /// Byte-level models: where a word's parts may be encoded alone (`boundaries`).
+    boundaries: Boundaries,
 }
 
+/// A symbol of a word being merged: its id and the bytes it covers.
 #[derive(Clone, Copy)]
-struct Symbol {
-    id: u32,
-    start: u32,
-    len: u32,
+pub(super) struct Symbol {
+    pub(super) id: u32,
+    pub(super) start: u32,
+    pub(super) len: u32,
 }
 
 /// Buffers reused across the words of one encode call.
@@ -76,6 +85,11 @@ pub(super) struct Scratch {
     /// The spans and tokens of the word being encoded, for the piece cache.
     word_spans: Vec<(usize, usize)>,
     word_tokens: Vec<(u32, u32)>,
+    /// A word cut into parts: its first symbols, and the spans and tokens of the part being
+    /// encoded.
+    word_symbols: Vec<Symbol>,
+    part_spans: Vec<(usize, usize)>,
+    part_tokens: Vec<(u32, u32)>,
 }
 
 impl BpeModel {
@@ -95,6 +109,7 @@ impl BpeModel {
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             byte_pairs: Box::default(),
             whole_chars: WholeChars::default(),
+            boundaries: Boundaries::default(),
         };
         if let Alphabet::Bytes(byte_ids) = &model.alphabet {
             model.byte_pairs = (0..1usize << 16)
@@ -121,12 +136,15 @@ impl BpeModel {
         model
     }
 
-    /// A byte-level model that starts the chars `WholeChars` allows as one token. `pairs`: the
-    /// merges as `new` got them (left and right ids, in rank order), `vocab` its entries.
+    /// A byte-level model that starts the chars `WholeChars` allows as one token, and cuts long
+    /// words where `Boundaries` finds no merge can cross. `pairs`: the merges as `new` got them
+    /// (left and right ids, in rank order), `vocab` its entries, `distinct_ids` whether every id
+    /// of the whole vocabulary names one token.
     pub(super) fn with_whole_chars(
         mut self,
         pairs: &[(u32, u32)],
         vocab: &[(Vec<u8>, u32)],
+        distinct_ids: bool,
     ) -> Self {
         let Alphabet::Bytes(byte_ids) = &self.alphabet else {
             return self;
@@ -141,6 +159,12 @@ impl BpeModel {
             byte_ids,
         );
         self.whole_chars = whole;
+        self.boundaries = Boundaries::new(
+            pairs
+                .iter()
+                .filter_map(|(l, r)| Some((*spelling.get(l)?, *spelling.get(r)?))),
+            distinct_ids,
+        );
         self
     }
 
@@ -161,26 +185,8 @@ impl BpeModel {
             return self.encode_uncached(word, scratch, ids, spans);
         }
         // The thread's cache is small and hot: it is asked before anything else.
-        match scratch.pieces.get(self.serial, bytes) {
-            Some(Cached::One(id)) => {
-                ids.push(id);
-                if let Some(spans) = spans {
-                    spans.push((0, bytes.len()));
-                }
-                return;
-            }
-            Some(Cached::Many(tokens)) => {
-                ids.extend(tokens.iter().map(|&(id, _)| id));
-                if let Some(spans) = spans {
-                    let mut at = 0;
-                    spans.extend(tokens.iter().map(|&(_, len)| {
-                        at += len as usize;
-                        (at - len as usize, at)
-                    }));
-                }
-                return;
-            }
-            None => {}
+        if let Some(cached) = scratch.pieces.get(self.serial, bytes) {
+            return push_cached(cached, 0, bytes.len(), ids, spans);
         }
         let first = ids.len();
         let mut found = std::mem::take(&mut scratch.word_spans);
@@ -263,7 +269,16 @@ impl BpeModel {
         scratch.symbols.clear();
         match text {
             Some(text) if !self.whole_chars.is_empty() && !word.is_ascii() => {
-                self.char_symbols(text, byte_ids, &mut scratch.symbols)
+                if word.len() >= CUT_FROM && !self.boundaries.is_empty() {
+                    let (symbols, cuts) = (&mut scratch.symbols, &mut scratch.cuts);
+                    self.char_symbols::<true>(text, byte_ids, symbols, cuts);
+                    if cuts.len() > 2 {
+                        return self.encode_parts(word, scratch, ids, spans);
+                    }
+                } else {
+                    let (symbols, cuts) = (&mut scratch.symbols, &mut scratch.cuts);
+                    self.char_symbols::<false>(text, byte_ids, symbols, cuts);
+                }
             }
             _ => scratch
                 .symbols
@@ -273,13 +288,123 @@ impl BpeModel {
                     len: 1,
                 })),
         }
-        self.merge_chunk(word, 0, word.len() as u32, scratch, ids, spans);
+        // With `ignore_merges`, `exact_word` has looked the word up in the whole vocabulary.
+        let look_up = self.exact_words.is_none();
+        self.merge_chunk(word, 0, word.len() as u32, look_up, scratch, ids, spans);
+    }
+
+    /// Encodes a word `char_symbols` cut, `scratch.symbols` its first symbols and `scratch.cuts`
+    /// where its parts start, part after part: a part of one or two symbols at once (its one
+    /// possible merge costs less than a lookup), a longer one from the piece cache or the merge
+    /// loop.
+    fn encode_parts(
+        &self,
+        word: &[u8],
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        mut spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        let mut symbols = std::mem::take(&mut scratch.word_symbols);
+        std::mem::swap(&mut symbols, &mut scratch.symbols);
+        let cuts = std::mem::take(&mut scratch.cuts);
+        let mut found = std::mem::take(&mut scratch.part_spans);
+        let mut tokens = std::mem::take(&mut scratch.part_tokens);
+        for part in cuts.windows(2) {
+            let ((from, start), (to, end)) = (part[0], part[1]);
+            let bytes = &word[start..end];
+            match &symbols[from..to] {
+                [one] => {
+                    ids.push(one.id);
+                    if let Some(spans) = spans.as_deref_mut() {
+                        spans.push((start, end));
+                    }
+                    continue;
+                }
+                [left, right] => {
+                    match self.merge_of(left.id, right.id) {
+                        (NO_MERGE, _) => {
+                            push_symbols(&symbols[from..to], ids, spans.as_deref_mut())
+                        }
+                        (_, id) => {
+                            ids.push(id);
+                            if let Some(spans) = spans.as_deref_mut() {
+                                spans.push((start, end));
+                            }
+                        }
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            // The cache holds what the engine gives for a word, which for a vocabulary entry
+            // under `ignore_merges` is that entry, not its merges.
+            let cached = self
+                .exact_words
+                .as_ref()
+                .is_none_or(|exact| exact.get(bytes).is_none());
+            if cached {
+                if let Some(hit) = scratch.pieces.get(self.serial, bytes) {
+                    push_cached(hit, start, bytes.len(), ids, spans.as_deref_mut());
+                    continue;
+                }
+            }
+            scratch.symbols.clear();
+            scratch
+                .symbols
+                .extend(symbols[from..to].iter().map(|s| Symbol {
+                    start: s.start - start as u32,
+                    ..*s
+                }));
+            let first = ids.len();
+            found.clear();
+            self.merge_chunk(
+                bytes,
+                0,
+                bytes.len() as u32,
+                true,
+                scratch,
+                ids,
+                Some(&mut found),
+            );
+            if cached {
+                tokens.clear();
+                tokens.extend(
+                    ids[first..]
+                        .iter()
+                        .zip(&found)
+                        .map(|(&id, &(s, e))| (id, (e - s) as u32)),
+                );
+                scratch.pieces.put(bytes, &tokens);
+            }
+            if let Some(spans) = spans.as_deref_mut() {
+                spans.extend(found.iter().map(|&(s, e)| (start + s, start + e)));
+            }
+        }
+        scratch.word_symbols = symbols;
+        scratch.cuts = cuts;
+        scratch.part_spans = found;
+        scratch.part_tokens = tokens;
     }
 
     /// The first symbols of `text`: a byte each, but one token for each char `whole_chars`
-    /// allows next to its neighbours (the bytes before and after it).
-    fn char_symbols(&self, text: &str, byte_ids: &[u32; 256], symbols: &mut Vec<Symbol>) {
+    /// allows next to its neighbours (the bytes before and after it). With `CUT`, `cuts` gets
+    /// where the parts of `text` start, as (symbol index, byte position), from `(0, 0)` to
+    /// `(symbols.len(), text.len())`: at each boundary between two chars that start as one
+    /// symbol each (ASCII chars always do) which `boundaries` finds no merge can cross.
+    fn char_symbols<const CUT: bool>(
+        &self,
+        text: &str,
+        byte_ids: &[u32; 256],
+        symbols: &mut Vec<Symbol>,
+        cuts: &mut Vec<(usize, usize)>,
+    ) {
         let bytes = text.as_bytes();
+        if CUT {
+            cuts.clear();
+            cuts.push((0, 0));
+        }
+        // The previous char, when it started as one symbol.
+        let mut previous = None;
         for (i, c) in text.char_indices() {
             let len = c.len_utf8();
             let whole =
@@ -299,6 +424,13 @@ impl BpeModel {
                         };
                         before && after
                     });
+            if CUT {
+                let single = len == 1 || whole.is_some();
+                if single && previous.is_some_and(|p| !self.boundaries.crossable(p, c)) {
+                    cuts.push((symbols.len(), i));
+                }
+                previous = single.then_some(c);
+            }
             match whole {
                 Some((id, _)) => symbols.push(Symbol {
                     id,
@@ -314,6 +446,27 @@ impl BpeModel {
                 }
             }
         }
+        if CUT {
+            cuts.push((symbols.len(), bytes.len()));
+        }
+    }
+
+    /// How many parts `encode_bytes` cuts `word` into (1 when it merges it whole).
+    #[cfg(test)]
+    pub(super) fn parts(&self, word: &str) -> usize {
+        let Alphabet::Bytes(byte_ids) = &self.alphabet else {
+            return 1;
+        };
+        if self.whole_chars.is_empty()
+            || word.is_ascii()
+            || word.len() < CUT_FROM
+            || self.boundaries.is_empty()
+        {
+            return 1;
+        }
+        let (mut symbols, mut cuts) = (Vec::new(), Vec::new());
+        self.char_symbols::<true>(word, byte_ids, &mut symbols, &mut cuts);
+        cuts.len() - 1
     }
 
     /// Char-level BPE of `word`, chunk by chunk (see `chars`).
@@ -348,6 +501,7 @@ impl BpeModel {
                 &word.as_bytes()[text_from..text_to],
                 begin,
                 at - begin,
+                true,
                 scratch,
                 ids,
                 spans.as_deref_mut(),
@@ -358,12 +512,15 @@ impl BpeModel {
     }
 
     /// Merges `scratch.symbols`, the symbols of `bytes`, which span `len` bytes from `base` in
-    /// the word's symbol offsets, and appends the result.
+    /// the word's symbol offsets, and appends the result. `look_up`: whether to look `bytes` up
+    /// in `whole_words` first.
+    #[allow(clippy::too_many_arguments)]
     fn merge_chunk(
         &self,
         bytes: &[u8],
         base: u32,
         len: u32,
+        look_up: bool,
         scratch: &mut Scratch,
         ids: &mut Vec<u32>,
         spans: Option<&mut Vec<(usize, usize)>>,
@@ -371,10 +528,8 @@ impl BpeModel {
         let whole = match scratch.symbols.len() {
             0 => return,
             1 => Some(scratch.symbols[0].id),
-            // A byte-level word is its own chunk, and `exact_word` has looked it up in the
-            // whole vocabulary already.
-            _ if self.exact_words.is_some() && matches!(self.alphabet, Alphabet::Bytes(_)) => None,
-            _ => self.whole_words.get(bytes),
+            _ if look_up => self.whole_words.get(bytes),
+            _ => None,
         };
         if let Some(id) = whole {
             ids.push(id);
@@ -388,15 +543,7 @@ impl BpeModel {
         } else {
             self.merge_by_heap(scratch);
         }
-        ids.extend(scratch.symbols.iter().map(|s| s.id));
-        if let Some(spans) = spans {
-            spans.extend(
-                scratch
-                    .symbols
-                    .iter()
-                    .map(|s| (s.start as usize, (s.start + s.len) as usize)),
-            );
-        }
+        push_symbols(&scratch.symbols, ids, spans);
     }
 
     /// `bytes` are the chunk's bytes, which for a byte-level model are its first symbols.
@@ -496,5 +643,47 @@ impl BpeModel {
         }
         scratch.heap = heap.into_vec();
         symbols.retain(|s| s.len > 0);
+    }
+}
+
+/// Appends the ids of `symbols` and, when asked, their spans.
+#[inline(always)]
+fn push_symbols(symbols: &[Symbol], ids: &mut Vec<u32>, spans: Option<&mut Vec<(usize, usize)>>) {
+    ids.extend(symbols.iter().map(|s| s.id));
+    if let Some(spans) = spans {
+        spans.extend(
+            symbols
+                .iter()
+                .map(|s| (s.start as usize, (s.start + s.len) as usize)),
+        );
+    }
+}
+
+/// Appends a piece the cache held, `len` bytes from `at` in the word.
+#[inline(always)]
+fn push_cached(
+    cached: Cached<'_>,
+    at: usize,
+    len: usize,
+    ids: &mut Vec<u32>,
+    spans: Option<&mut Vec<(usize, usize)>>,
+) {
+    match cached {
+        Cached::One(id) => {
+            ids.push(id);
+            if let Some(spans) = spans {
+                spans.push((at, at + len));
+            }
+        }
+        Cached::Many(tokens) => {
+            ids.extend(tokens.iter().map(|&(id, _)| id));
+            if let Some(spans) = spans {
+                let mut at = at;
+                spans.extend(tokens.iter().map(|&(_, len)| {
+                    at += len as usize;
+                    (at - len as usize, at)
+                }));
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use tokenizers::Tokenizer;
 
 use super::FastBpe;
 
-const SUPPORTED: [&str; 6] = [
+pub(super) const SUPPORTED: [&str; 6] = [
     "qwen3",
     "llama3_1",
     "deepseek_v3",
@@ -510,8 +510,8 @@ fn matches_hf_on_multilingual_strings() {
 }
 
 /// Text made of the vocabulary's own entries outside the Latin scripts, run into each other
-/// with and without spaces: the case where cutting a pre-token into parts (`model::parts`)
-/// must see every place a merge can cross, since neighbouring words often merge across their
+/// with and without spaces: the case where cutting a pre-token into parts (`boundaries`) must
+/// see every place a merge can cross, since neighbouring words often merge across their
 /// edge.
 #[test]
 fn matches_hf_on_runs_of_vocabulary_words() {
