@@ -649,13 +649,16 @@ pub fn join_filter(
     minijinja::filters::join(state, &items, joiner, attribute.as_deref(), kwargs)
 }
 
-/// jinja2's `default(value, default_value='', boolean=False)`: its arguments, given by position
-/// or by keyword.
-pub fn default_args(
+/// jinja2's `default(value, default_value='', boolean=False)`, its arguments given by position
+/// or by keyword: `value`, or the default where `undefined` says it is (or where it is false,
+/// with `boolean`); the caller says what counts as undefined.
+pub fn default_of(
+    value: Value,
+    undefined: bool,
     default: Option<Value>,
     boolean: Option<Value>,
     kwargs: &Kwargs,
-) -> Result<(Value, bool), Error> {
+) -> Result<Value, Error> {
     let default = match kwargs.get::<Option<Value>>("default_value")? {
         Some(v) if default.is_none() => v,
         _ => default.unwrap_or_else(|| Value::from("")),
@@ -665,7 +668,11 @@ pub fn default_args(
         _ => boolean.is_some_and(|b| b.is_true()),
     };
     kwargs.assert_all_used()?;
-    Ok((default, boolean))
+    Ok(if undefined || (boolean && !value.is_true()) {
+        default
+    } else {
+        value
+    })
 }
 
 /// `default` (`d`): the value, or `default_value` where it is undefined (or false, with
@@ -676,12 +683,8 @@ pub fn default_filter(
     boolean: Option<Value>,
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
-    let (default, boolean) = default_args(default, boolean, &kwargs)?;
-    Ok(if value.is_undefined() || (boolean && !value.is_true()) {
-        default
-    } else {
-        value
-    })
+    let undefined = value.is_undefined();
+    default_of(value, undefined, default, boolean, &kwargs)
 }
 
 /// `upper`: of Python's `str()` of the value.

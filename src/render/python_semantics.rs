@@ -80,16 +80,19 @@ pub fn iterable_filter(value: Value) -> Result<Value, Error> {
         ValueKind::Map if is_macro(&value) => Err(super::python_filters::not_iterable(&value)),
         // Its characters as a list: Python's loop over a string knows its length
         // (`loop.last`, `loop.length`, `loop.revindex`), minijinja's does not.
-        ValueKind::String => Ok(Value::from(
-            value
-                .as_str()
-                .unwrap_or_default()
-                .chars()
-                .map(|c| Value::from(c.to_string()))
-                .collect::<Vec<_>>(),
-        )),
+        ValueKind::String => Ok(Value::from(characters(&value))),
         _ => Ok(value),
     }
+}
+
+/// A string's characters, each a string, as Python iterates it.
+pub(crate) fn characters(value: &Value) -> Vec<Value> {
+    value
+        .as_str()
+        .unwrap_or_default()
+        .chars()
+        .map(|c| Value::from(c.to_string()))
+        .collect()
 }
 
 /// [`BLOCK_TEXT_FILTER`]: the text a filter block writes. jinja2 writes what the filter gives

@@ -270,12 +270,8 @@ pub fn default_filter(
     boolean: Option<Value>,
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
-    let (default, boolean) = super::python_filters::default_args(default, boolean, &kwargs)?;
-    Ok(if is_undefined(&value) || (boolean && !value.is_true()) {
-        default
-    } else {
-        value
-    })
+    let undefined = is_undefined(&value);
+    super::python_filters::default_of(value, undefined, default, boolean, &kwargs)
 }
 
 #[cfg(test)]

@@ -35,15 +35,7 @@ fn unpackable(value: &Value, count: usize) -> Result<Value, String> {
         return Ok(value.clone());
     }
     let (items, own) = match value.kind() {
-        ValueKind::String => (
-            value
-                .as_str()
-                .unwrap_or_default()
-                .chars()
-                .map(|c| Value::from(c.to_string()))
-                .collect::<Vec<_>>(),
-            false,
-        ),
+        ValueKind::String => (super::python_semantics::characters(value), false),
         ValueKind::None | ValueKind::Number | ValueKind::Bool | ValueKind::Plain => {
             return Err(refused())
         }

@@ -5,7 +5,7 @@
 
 use tokenizers::Tokenizer;
 
-use super::tests::{check, load, model_json, Rng, SUPPORTED};
+use super::tests::{check, decoded_vocabulary, load, model_json, Rng, SUPPORTED};
 
 const LONG_RUNS: usize = 3_000;
 
@@ -21,12 +21,7 @@ fn letters_and_words(hf: &Tokenizer) -> (Vec<char>, Vec<String>) {
     ];
     let inside = |c: char| ranges.iter().any(|&(a, b)| (a..=b).contains(&(c as u32)));
     let (mut letters, mut words) = (Vec::new(), Vec::new());
-    let mut ids: Vec<u32> = hf.get_vocab(false).into_values().collect();
-    ids.sort_unstable();
-    for id in ids {
-        let Ok(text) = hf.decode(&[id], false) else {
-            continue;
-        };
+    for text in decoded_vocabulary(hf) {
         let mut chars = text.chars();
         match (chars.next(), chars.next()) {
             (Some(c), None) if inside(c) => letters.push(c),
@@ -96,11 +91,7 @@ fn vocabulary_entries_inside_words_are_merged() {
         json["model"]["ignore_merges"] = false.into();
         let merged_only = Tokenizer::from_bytes(json.to_string().as_bytes()).unwrap();
         let (letters, _) = letters_and_words(&hf);
-        let mut ids: Vec<u32> = hf.get_vocab(false).into_values().collect();
-        ids.sort_unstable();
-        let entries: Vec<String> = ids
-            .into_iter()
-            .filter_map(|id| hf.decode(&[id], false).ok())
+        let entries: Vec<String> = decoded_vocabulary(&hf)
             .filter(|w| w.chars().count() >= 2 && w.chars().all(|c| c as u32 >= 0x2E80))
             .filter(|w| {
                 merged_only

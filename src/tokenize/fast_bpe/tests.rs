@@ -473,15 +473,18 @@ fn multilingual_string(rng: &mut Rng, letters: &[Vec<char>]) -> String {
     s
 }
 
+/// The text of every token of `hf`'s vocabulary that decodes, by id.
+pub(super) fn decoded_vocabulary(hf: &Tokenizer) -> impl Iterator<Item = String> + '_ {
+    let mut ids: Vec<u32> = hf.get_vocab(false).into_values().collect();
+    ids.sort_unstable();
+    ids.into_iter()
+        .filter_map(|id| hf.decode(&[id], false).ok())
+}
+
 /// The letters of each of `SCRIPTS` that `hf` has as a token of their own.
 fn single_token_letters(hf: &Tokenizer) -> Vec<Vec<char>> {
     let mut letters = vec![Vec::new(); SCRIPTS.len()];
-    let mut ids: Vec<u32> = hf.get_vocab(false).into_values().collect();
-    ids.sort_unstable();
-    for id in ids {
-        let Ok(text) = hf.decode(&[id], false) else {
-            continue;
-        };
+    for text in decoded_vocabulary(hf) {
         let mut chars = text.chars();
         if let (Some(c), None) = (chars.next(), chars.next()) {
             if let Some(k) = SCRIPTS
