@@ -82,14 +82,25 @@ pub(super) struct Scratch {
     initials: Initials,
     cuts: Vec<(usize, usize)>,
     pieces: PieceCache,
-    /// The spans and tokens of the word being encoded, for the piece cache.
+    /// The spans of the word being encoded, and the tokens the piece cache is given for it.
     word_spans: Vec<(usize, usize)>,
     word_tokens: Vec<(u32, u32)>,
-    /// A word cut into parts: its first symbols, and the spans and tokens of the part being
-    /// encoded.
+    /// A word cut into parts: its first symbols, and the spans of the part being encoded.
     word_symbols: Vec<Symbol>,
     part_spans: Vec<(usize, usize)>,
-    part_tokens: Vec<(u32, u32)>,
+}
+
+/// Gives the piece cache `bytes`' tokens: `ids`, each as long as its span in `found`.
+fn remember(scratch: &mut Scratch, bytes: &[u8], ids: &[u32], found: &[(usize, usize)]) {
+    let mut tokens = std::mem::take(&mut scratch.word_tokens);
+    tokens.clear();
+    tokens.extend(
+        ids.iter()
+            .zip(found)
+            .map(|(&id, &(start, end))| (id, (end - start) as u32)),
+    );
+    scratch.pieces.put(bytes, &tokens);
+    scratch.word_tokens = tokens;
 }
 
 impl BpeModel {
@@ -192,20 +203,11 @@ impl BpeModel {
         let mut found = std::mem::take(&mut scratch.word_spans);
         found.clear();
         self.encode_uncached(word, scratch, ids, Some(&mut found));
-        let mut tokens = std::mem::take(&mut scratch.word_tokens);
-        tokens.clear();
-        tokens.extend(
-            ids[first..]
-                .iter()
-                .zip(&found)
-                .map(|(&id, &(start, end))| (id, (end - start) as u32)),
-        );
-        scratch.pieces.put(bytes, &tokens);
+        remember(scratch, bytes, &ids[first..], &found);
         if let Some(spans) = spans {
             spans.extend_from_slice(&found);
         }
         scratch.word_spans = found;
-        scratch.word_tokens = tokens;
     }
 
     fn encode_uncached(
@@ -308,7 +310,6 @@ impl BpeModel {
         std::mem::swap(&mut symbols, &mut scratch.symbols);
         let cuts = std::mem::take(&mut scratch.cuts);
         let mut found = std::mem::take(&mut scratch.part_spans);
-        let mut tokens = std::mem::take(&mut scratch.part_tokens);
         for part in cuts.windows(2) {
             let ((from, start), (to, end)) = (part[0], part[1]);
             let bytes = &word[start..end];
@@ -367,14 +368,7 @@ impl BpeModel {
                 Some(&mut found),
             );
             if cached {
-                tokens.clear();
-                tokens.extend(
-                    ids[first..]
-                        .iter()
-                        .zip(&found)
-                        .map(|(&id, &(s, e))| (id, (e - s) as u32)),
-                );
-                scratch.pieces.put(bytes, &tokens);
+                remember(scratch, bytes, &ids[first..], &found);
             }
             if let Some(spans) = spans.as_deref_mut() {
                 spans.extend(found.iter().map(|&(s, e)| (start + s, start + e)));
@@ -383,7 +377,6 @@ impl BpeModel {
         scratch.word_symbols = symbols;
         scratch.cuts = cuts;
         scratch.part_spans = found;
-        scratch.part_tokens = tokens;
     }
 
     /// The first symbols of `text`: a byte each, but one token for each char `whole_chars`
