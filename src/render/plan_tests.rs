@@ -420,6 +420,7 @@ fn plan_throughput() {
         bytes as f64 / 1e6 / secs,
         secs * 1e6 / (renders.len() * rounds) as f64
     );
+    eprintln!("traces: {:?}", t.trace_stats());
 }
 
 #[test]

@@ -14,7 +14,9 @@ mod builtins;
 mod compile;
 mod eval;
 mod ir;
+mod replay;
 mod trace;
+mod trace_expr;
 mod value;
 
 use std::collections::HashMap;

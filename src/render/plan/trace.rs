@@ -25,55 +25,13 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
+use super::replay::Program;
+use super::trace_expr::{answer, strip_text, Guard, SExpr};
+pub use super::trace_expr::{Piece, Side, Test};
 use super::value::{Bail, Res, V};
 use crate::example::json_value::{self, write_len, write_str, write_tagged};
 use crate::render::memo::{write_options, Clock};
-use crate::render::python_str::{python_lstrip, python_rstrip, python_strip};
 use crate::render::RenderOptions;
-
-/// How a symbolic string was made from the contents.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SExpr {
-    /// Slot `i` of the example: field `i % 3` of [`SLOT_FIELDS`] of message `i / 3`.
-    Slot(u32),
-    /// Python's `strip`, `lstrip` or `rstrip`: of whitespace, or of the given chars.
-    Strip(Arc<SExpr>, Side, Option<Arc<str>>),
-    /// Part `k` of `split(sep)` (the guards fix how many parts there are).
-    Part(Arc<SExpr>, Arc<str>, u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Both,
-    Left,
-    Right,
-}
-
-/// A fact about the contents that a render's course depended on.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Test {
-    NonEmpty,
-    Contains(Arc<str>),
-    StartsWith(Arc<str>),
-    EndsWith(Arc<str>),
-    Equals(Arc<str>),
-    /// How many parts `split(sep)` gives.
-    Parts(Arc<str>),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Guard {
-    pub of: Arc<SExpr>,
-    pub test: Test,
-    pub answer: u64,
-}
-
-/// A piece of a render's text: literal, or a hole.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Piece {
-    Lit(Arc<str>),
-    Hole(Arc<SExpr>),
-}
 
 /// A string made from the contents during a recording: its text, and its pieces.
 #[derive(Debug)]
@@ -145,29 +103,12 @@ pub fn concat<'a>(a: &V<'a>, b: &V<'a>) -> Res<V<'a>> {
 /// `s.strip()` and friends of a symbolic string.
 pub fn strip<'a>(s: &SymStr, side: Side, chars: Option<&str>) -> Res<V<'a>> {
     let expr = s.single()?.clone();
-    let text = strip_text(&s.text, side, chars);
+    let set: Option<Vec<char>> = chars.map(|c| c.chars().collect());
+    let text = strip_text(&s.text, side, set.as_deref());
     Ok(SymStr::of(
         SExpr::Strip(expr, side, chars.map(Arc::from)),
         text,
     ))
-}
-
-fn strip_text<'t>(text: &'t str, side: Side, chars: Option<&str>) -> &'t str {
-    match chars {
-        None => match side {
-            Side::Both => python_strip(text),
-            Side::Left => python_lstrip(text),
-            Side::Right => python_rstrip(text),
-        },
-        Some(chars) => {
-            let set: Vec<char> = chars.chars().collect();
-            match side {
-                Side::Both => text.trim_matches(&set[..]),
-                Side::Left => text.trim_start_matches(&set[..]),
-                Side::Right => text.trim_end_matches(&set[..]),
-            }
-        }
-    }
 }
 
 /// `s.split(sep)` of a symbolic string: its parts, their number a guard.
@@ -191,18 +132,6 @@ pub fn test(s: &SymStr, test: Test) -> Res<bool> {
     let answer = answer(&s.text, &test);
     record(&expr, test, answer)?;
     Ok(answer != 0)
-}
-
-fn answer(text: &str, test: &Test) -> u64 {
-    let yes = |b: bool| u64::from(b);
-    match test {
-        Test::NonEmpty => yes(!text.is_empty()),
-        Test::Contains(x) => yes(text.contains(&**x)),
-        Test::StartsWith(x) => yes(text.starts_with(&**x)),
-        Test::EndsWith(x) => yes(text.ends_with(&**x)),
-        Test::Equals(x) => yes(text == &**x),
-        Test::Parts(sep) => text.split(&**sep).count() as u64,
-    }
 }
 
 /// What the recording render on this thread has learned, and which JSON nodes hold the
@@ -308,10 +237,7 @@ fn recording<T>(messages: &[Json], f: impl FnOnce() -> T) -> (T, Vec<Guard>) {
 /// A kept render of one shape.
 #[derive(Debug)]
 pub struct Trace {
-    guards: Vec<Guard>,
-    pieces: Vec<Piece>,
-    /// The length of the literal pieces.
-    literal_len: usize,
+    program: Program,
     /// Replays still to check against a plain render.
     checks_left: AtomicU32,
 }
@@ -492,17 +418,8 @@ impl Traces {
                 self.retire(&key);
             }
             Some((_, pieces)) => {
-                let literal_len = pieces
-                    .iter()
-                    .map(|p| match p {
-                        Piece::Lit(s) => s.len(),
-                        Piece::Hole(_) => 0,
-                    })
-                    .sum();
                 let trace = Arc::new(Trace {
-                    guards,
-                    pieces,
-                    literal_len,
+                    program: Program::new(&guards, &pieces),
                     checks_left: AtomicU32::new(CHECKED_REPLAYS),
                 });
                 // The trace must give back what it was made from.
@@ -560,39 +477,8 @@ fn make_room(shapes: &mut FxHashMap<Box<[u8]>, Shape>) {
 impl Trace {
     /// The trace's text for `slots`, where they meet its guards.
     fn replay(&self, slots: &[Option<&str>]) -> Option<String> {
-        for guard in &self.guards {
-            let text = eval(&guard.of, slots)?;
-            if answer(&text, &guard.test) != guard.answer {
-                return None;
-            }
-        }
-        let contents: usize = slots.iter().flatten().map(|s| s.len()).sum();
-        let mut out = String::with_capacity(self.literal_len + contents);
-        for piece in &self.pieces {
-            match piece {
-                Piece::Lit(s) => out.push_str(s),
-                Piece::Hole(e) => out.push_str(&eval(e, slots)?),
-            }
-        }
-        Some(out)
+        self.program.replay(slots)
     }
-}
-
-/// The text of `expr` over `slots`.
-fn eval<'s>(expr: &SExpr, slots: &[Option<&'s str>]) -> Option<std::borrow::Cow<'s, str>> {
-    use std::borrow::Cow;
-    Some(match expr {
-        SExpr::Slot(i) => Cow::Borrowed((*slots.get(*i as usize)?)?),
-        SExpr::Strip(inner, side, chars) => match eval(inner, slots)? {
-            Cow::Borrowed(s) => Cow::Borrowed(strip_text(s, *side, chars.as_deref())),
-            Cow::Owned(s) => Cow::Owned(strip_text(&s, *side, chars.as_deref()).to_string()),
-        },
-        SExpr::Part(inner, sep, k) => {
-            let whole = eval(inner, slots)?;
-            let part = whole.split(&**sep).nth(*k as usize)?;
-            Cow::Owned(part.to_string())
-        }
-    })
 }
 
 /// Everything a render reads but the contents: each message with its [`SLOT_FIELDS`] strings
