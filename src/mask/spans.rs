@@ -281,10 +281,39 @@ impl PrefixRenders<'_> {
         if scratch.len() <= i {
             scratch.extend_from_slice(&self.messages[scratch.len()..=i]);
         }
-        let emptied = with_empty_content(&scratch[i]);
-        let message = std::mem::replace(&mut scratch[i], emptied);
-        let text = self.render(&scratch[..=i], Part::Emptied);
-        scratch[i] = message;
+        let text = match &mut scratch[i] {
+            // The content swapped for an empty string in its place (or added last where the
+            // message has none) and put back after: nothing else of the message is copied.
+            Json::Object(map) => {
+                let had = map
+                    .get_mut("content")
+                    .map(|c| std::mem::replace(c, Json::String(String::new())));
+                if had.is_none() {
+                    map.insert("content".to_string(), Json::String(String::new()));
+                }
+                let text = self.render(&scratch[..=i], Part::Emptied);
+                if let Json::Object(map) = &mut scratch[i] {
+                    match had {
+                        Some(content) => {
+                            if let Some(slot) = map.get_mut("content") {
+                                *slot = content;
+                            }
+                        }
+                        None => {
+                            map.shift_remove("content");
+                        }
+                    }
+                }
+                text
+            }
+            _ => {
+                let emptied = with_empty_content(&scratch[i]);
+                let message = std::mem::replace(&mut scratch[i], emptied);
+                let text = self.render(&scratch[..=i], Part::Emptied);
+                scratch[i] = message;
+                text
+            }
+        };
         self.scratch = Some(scratch);
         text
     }

@@ -72,8 +72,25 @@ const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
 /// The control strings MLX Node deletes from message contents.
 const DELETED: [&str; 3] = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"];
 
+/// What every string of [`DELETED`] starts with.
+const CONTROL_OPEN: &str = "<|";
+
+/// Whether `text` holds one of [`DELETED`]: one vectorised search for their common start, which
+/// plain text seldom holds, rather than a search per string.
+fn holds_control_string(text: &str) -> bool {
+    static OPEN: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    let bytes = text.as_bytes();
+    OPEN.get_or_init(|| memchr::memmem::Finder::new(CONTROL_OPEN))
+        .find_iter(bytes)
+        .any(|at| {
+            DELETED
+                .iter()
+                .any(|d| bytes[at..].starts_with(d.as_bytes()))
+        })
+}
+
 fn without_control_strings(text: &str) -> Cow<'_, str> {
-    if !DELETED.iter().any(|d| text.contains(d)) {
+    if !holds_control_string(text) {
         return Cow::Borrowed(text);
     }
     // One pass per string, in this order, as MLX Node deletes them: a control string that two
@@ -199,7 +216,7 @@ fn already_sanitized(message: &Json) -> bool {
             Json::Array(parts) => parts.iter().all(|part| {
                 part.get("text")
                     .and_then(Json::as_str)
-                    .is_none_or(|text| !DELETED.iter().any(|d| text.contains(d)))
+                    .is_none_or(|text| !holds_control_string(text))
             }),
             Json::Null => false,
             _ => true,
@@ -265,6 +282,22 @@ mod tests {
         let own = "{%- if preserve_thinking or loop.index0 > ns.last_query_index %}";
         assert_eq!(gate_opened(own), own);
         assert_eq!(gate_opened("{{ x }}"), "{{ x }}");
+    }
+
+    #[test]
+    fn control_strings_are_found_by_their_common_start() {
+        assert!(DELETED.iter().all(|d| d.starts_with(CONTROL_OPEN)));
+        for (text, holds) in [
+            ("plain", false),
+            ("<|", false),
+            ("a <| b <|im_end", false),
+            ("<|<|im_end|>", true),
+            ("x<|endoftext|>", true),
+            ("é<|im_start|>", true),
+        ] {
+            assert_eq!(holds_control_string(text), holds, "{text:?}");
+            assert_eq!(holds, DELETED.iter().any(|d| text.contains(d)), "{text:?}");
+        }
     }
 
     #[test]
