@@ -9,7 +9,7 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
-    python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
+    python_iterables, python_loop_filter, python_macros, python_markup, python_ops, python_order, python_range,
     python_semantics, python_slice, python_str, python_str_format, python_str_methods,
     python_tests_syntax, python_text_filters, python_text_wrap, python_unpack, python_urlize,
     python_value, strftime_now,
@@ -111,6 +111,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             python_semantics::cycle_function,
         );
         env.add_filter(python_unpack::UNPACK_FILTER, python_unpack::unpack_filter);
+        env.add_filter(
+            python_loop_filter::KEEP_FILTER,
+            python_loop_filter::keep_filter,
+        );
         env.add_filter(
             python_unpack::UNPACK_EACH_FILTER,
             python_unpack::unpack_each_filter,

@@ -39,6 +39,7 @@ mod python_format;
 mod python_format_spec;
 pub mod python_generators;
 mod python_iterables;
+mod python_loop_filter;
 pub mod python_macros;
 mod python_markup;
 pub mod python_ops;

@@ -1,6 +1,7 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
-//! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals.
+//! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
+//! a recursive loop's filter.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -152,5 +153,14 @@ fn strings_iterate_by_characters_and_undefined_holds_nothing() {
     assert_eq!(
         ok("{% for c in s %}{{ c }}{{ loop.length }}{{ loop.last }}{% endfor %}|{{ 'a' in u }}|{{ 'a' not in u }}|{{ x == true }}|{{ true == 1 }}|{{ 1.0 == true }}|{{ x == none }}", json!({"s": "aé", "x": {"k": 1}})),
         "a2Falseé2True|False|True|False|True|True|False"
+    );
+}
+
+#[test]
+fn a_recursive_loops_filter_applies_at_every_level() {
+    let tree = json!([{"name": "a", "children": [{"name": "b", "children": [{"name": "c"}, {"name": "d"}]}, {"name": "d"}]}]);
+    assert_eq!(
+        ok("{% set skip = 'd' %}{% for it in tree if it.name != skip recursive %}{{ loop.depth0 }}{{ it.name }}{{ loop.length }}{% if it.children %}({{ loop(it.children) }}){% endif %}{% endfor %}|{% for k, v in [('a', [('b', []), ('d', [])])] if k != 'd' recursive %}{{ k }}{{ loop(v) }}{% endfor %}", json!({"tree": tree})),
+        "0a1(1b1(2c1))|ab"
     );
 }

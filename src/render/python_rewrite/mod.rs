@@ -10,6 +10,7 @@ mod chains;
 mod slices;
 
 use super::python_for_else;
+use super::python_loop_filter;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics;
@@ -69,6 +70,7 @@ fn rewrite_with(source: &str, syntax: SyntaxConfig, diagnostic: bool, chains: bo
         diagnostic,
         chains,
         unfit: false,
+        loops: Vec::new(),
     };
     walker.stmt(&tree);
     if walker.unfit {
@@ -176,6 +178,10 @@ struct Walker<'s> {
     chains: bool,
     /// A construct whose Python semantics the edits cannot give: the rewrite fails.
     unfit: bool,
+    /// The loops (and macro bodies, where `loop` is not theirs) around the walk, innermost
+    /// last: for a recursive loop with a filter, the `loop(...)` suffix that filters its
+    /// inner levels too (see `python_loop_filter`).
+    loops: Vec<Option<String>>,
 }
 
 impl Walker<'_> {
@@ -295,7 +301,14 @@ impl Walker<'_> {
                 if let Some(filter) = &f.filter_expr {
                     self.expr(filter);
                 }
+                let keep = f
+                    .filter_expr
+                    .as_ref()
+                    .filter(|_| f.recursive)
+                    .and_then(|filter| self.keep_suffix(&f.target, filter));
+                self.loops.push(keep);
                 self.stmts(&f.body);
+                self.loops.pop();
                 self.stmts(&f.else_body);
             }
             ast::Stmt::IfCond(c) => {
@@ -340,12 +353,16 @@ impl Walker<'_> {
                 m.defaults.iter().for_each(|d| self.expr(d));
                 self.pack_params(m);
                 self.unpass_arguments(m);
+                self.loops.push(None);
                 self.stmts(&m.body);
+                self.loops.pop();
             }
             ast::Stmt::CallBlock(c) => {
                 self.call(&c.call, true);
                 self.pack_caller_params(c);
+                self.loops.push(None);
                 self.stmts(&c.macro_decl.body);
+                self.loops.pop();
             }
             ast::Stmt::Do(d) => self.call(&d.call, false),
             _ => {}
@@ -395,6 +412,28 @@ impl Walker<'_> {
         let close_at = before.len() - 2;
         self.insert(open_at as u32, format!("{{% with {open_mark}%}}"));
         self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
+    }
+
+    /// The suffix that passes a `loop(...)` argument of a recursive loop with `target` and
+    /// `filter` through `python_loop_filter::KEEP_FILTER`: the filter's text with its own
+    /// edits (made before the loop's body is walked). `None` where the target nests.
+    fn keep_suffix(&self, target: &ast::Expr, filter: &ast::Expr) -> Option<String> {
+        let names = self
+            .source
+            .get(self.start(target) as usize..target.span().end_offset as usize)
+            .and_then(python_loop_filter::target_names)?;
+        let (start, end) = (
+            self.start(filter) as usize,
+            filter.span().end_offset as usize,
+        );
+        let inside = self.edits.iter().filter(|e| e.start >= start && e.end <= end);
+        let condition = applied(self.source, start, end, inside)?;
+        Some(format!(
+            "|{}({}, {})",
+            python_loop_filter::KEEP_FILTER,
+            python_loop_filter::quoted(&names),
+            python_loop_filter::quoted(&condition)
+        ))
     }
 
     /// `a < b` becomes `((a)|compare('<', b))`, and likewise `<=`, `>`, `>=`, `in` and
@@ -471,6 +510,10 @@ impl Walker<'_> {
         if let (ast::Expr::Var(v), [ast::CallArg::Pos(items)]) = (&c.expr, c.args.as_slice()) {
             if v.id == "loop" {
                 self.wrap(items, format!("|{ITERABLE_FILTER}"));
+                if let Some(Some(keep)) = self.loops.last() {
+                    let keep = keep.clone();
+                    self.wrap(items, keep);
+                }
             }
         }
         self.pass_arguments(c);
