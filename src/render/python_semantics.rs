@@ -10,8 +10,8 @@
 //! - a list or a dict as the key of a dict literal raises `unhashable type` ([`HASHABLE_FILTER`]);
 //! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
 //!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
-//! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
-//!   `{% with %}`;
+//! - what a `{% set x %}` block's or a `{% filter %}` block's body sets stays inside it: the
+//!   body is wrapped in `{% with %}`;
 //! - arithmetic refuses what Python refuses, with Python's words (see `python_ops`);
 //! - an argument passed to a macro keeps an undefined value instead of taking the parameter's
 //!   default (see `python_macros`);

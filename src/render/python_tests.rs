@@ -1,7 +1,7 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
 //! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
-//! a recursive loop's filter.
+//! a recursive loop's filter, a filter block's scope.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -162,5 +162,13 @@ fn a_recursive_loops_filter_applies_at_every_level() {
     assert_eq!(
         ok("{% set skip = 'd' %}{% for it in tree if it.name != skip recursive %}{{ loop.depth0 }}{{ it.name }}{{ loop.length }}{% if it.children %}({{ loop(it.children) }}){% endif %}{% endfor %}|{% for k, v in [('a', [('b', []), ('d', [])])] if k != 'd' recursive %}{{ k }}{{ loop(v) }}{% endfor %}", json!({"tree": tree})),
         "0a1(1b1(2c1))|ab"
+    );
+}
+
+#[test]
+fn what_a_filter_block_sets_stays_inside_it() {
+    assert_eq!(
+        ok("{% set x = 'a' %}{% filter upper %}{% set x = 'b' %}{% set y = 'c' %}{{ x }}{{ y }}{% endfilter %}{{ x }}{{ y is defined }}|{% set ns = namespace(n=0) %}{% filter upper -%} {% set ns.n = 2 %}x {%- endfilter %}{{ ns.n }}", json!({})),
+        "BCaFalse|X2"
     );
 }

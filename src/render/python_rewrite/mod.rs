@@ -347,7 +347,12 @@ impl Walker<'_> {
                 self.stmts(&s.body);
             }
             ast::Stmt::AutoEscape(a) => self.stmts(&a.body),
-            ast::Stmt::FilterBlock(f) => self.stmts(&f.body),
+            // jinja2 runs a filter block's body in a scope of its own, as a set block's.
+            ast::Stmt::FilterBlock(f) => {
+                let end = f.span().end_offset;
+                self.scope_of_its_own(&f.body, f.filter_span.end_offset, end, "endfilter");
+                self.stmts(&f.body);
+            }
             ast::Stmt::Block(b) => self.stmts(&b.body),
             ast::Stmt::Macro(m) => {
                 m.defaults.iter().for_each(|d| self.expr(d));
@@ -371,26 +376,33 @@ impl Walker<'_> {
 
     /// jinja2 runs a `{% set x %}` block's body in a scope of its own (what it sets is not seen
     /// after it), where minijinja runs it in the enclosing one: the body is wrapped in
-    /// `{% with %}...{% endwith %}`, each tag with the whitespace control of the tag it follows
-    /// or precedes.
+    /// `{% with %}...{% endwith %}`.
     fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
-        // A `continue` or `break` may not leave a `with` block (minijinja loses track of its
-        // frames): such a body keeps minijinja's scope.
-        if python_for_else::leaves_early(&s.body) {
-            return;
-        }
         let head_end = match &s.filter {
             Some(filter) => filter.span().end_offset,
             None => s.target.span().end_offset,
-        } as usize;
-        let end = s.span().end_offset as usize;
+        };
+        self.scope_of_its_own(&s.body, head_end, s.span().end_offset, "endset");
+    }
+
+    /// The body of a block (`body`, the opening tag's content ending at `head_end`, the block
+    /// ending at `end` with its closing tag, `keyword`) wrapped in `{% with %}...{% endwith %}`,
+    /// each tag with the whitespace control of the tag it follows or precedes, so that what the
+    /// body sets is not seen after it.
+    fn scope_of_its_own(&mut self, body: &[ast::Stmt], head_end: u32, end: u32, keyword: &str) {
+        // A `continue` or `break` may not leave a `with` block (minijinja loses track of its
+        // frames): such a body keeps minijinja's scope.
+        if python_for_else::leaves_early(body) {
+            return;
+        }
+        let (head_end, end) = (head_end as usize, end as usize);
         let (Some(head), Some(tail)) = (
             self.source.get(head_end..end),
-            self.source.get(..end.saturating_sub("endset".len())),
+            self.source.get(..end.saturating_sub(keyword.len())),
         ) else {
             return;
         };
-        // `  -%}` after the target or filter: the opening tag's end.
+        // `  -%}` after the opening tag's content: the opening tag's end.
         let after = head.trim_start();
         let (open_mark, after) = match after.strip_prefix(['-', '+']) {
             Some(rest) => (&after[..1], rest),
@@ -400,13 +412,13 @@ impl Walker<'_> {
             return;
         }
         let open_at = end - after.len() + 2;
-        // `{%-  ` before `endset`: the closing tag's start.
+        // `{%-  ` before the closing keyword: the closing tag's start.
         let before = tail.trim_end();
         let (close_mark, before) = match before.strip_suffix(['-', '+']) {
             Some(rest) => (&before[before.len() - 1..], rest),
             None => ("", before),
         };
-        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some("endset") {
+        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some(keyword) {
             return;
         }
         let close_at = before.len() - 2;
