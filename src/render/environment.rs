@@ -602,6 +602,12 @@ fn jinja2_method(
                 format!("index expected at most 3 arguments, got {}", args.len())
             }))
         }
+        // Python hashes the key of `dict.get` and refuses a list or a dict (minijinja looks it
+        // up and finds nothing).
+        (None, "get", [key, ..]) if python_semantics::python_type_name(value) == "dict" => {
+            python_semantics::hashable_filter(key.clone())?;
+            python_method(state, value, method, args)
+        }
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
         (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),
         // Split on runs of Python's whitespace (the information separators too).

@@ -172,3 +172,13 @@ fn what_a_filter_block_sets_stays_inside_it() {
         "BCaFalse|X2"
     );
 }
+
+#[test]
+fn dict_get_hashes_its_key() {
+    assert!(fails("{{ {'a': 1}.get([1], 2) }}", json!({})).contains("unhashable type: 'list'"));
+    assert!(fails("{{ d.get(d) }}", json!({"d": {"a": 1}})).contains("unhashable type: 'dict'"));
+    assert_eq!(
+        ok("{{ d.get('a') }}{{ d.get('b', 3) }}{{ d.get(none) }}", json!({"d": {"a": 1}})),
+        "13None"
+    );
+}
