@@ -206,7 +206,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             env.add_test(name, move |state: &State, value: Value| {
                 let Some(name) = value.as_str().filter(|_| value.kind() == ValueKind::String)
                 else {
-                    return python_semantics::hashable_filter(value).map(|_| false);
+                    return python_semantics::hashable(&value).map(|_| false);
                 };
                 Ok::<_, Error>(
                     !name.starts_with("__sft_py")
@@ -605,7 +605,7 @@ fn jinja2_method(
         // Python hashes the key of `dict.get` and refuses a list or a dict (minijinja looks it
         // up and finds nothing).
         (None, "get", [key, ..]) if python_semantics::python_type_name(value) == "dict" => {
-            python_semantics::hashable_filter(key.clone())?;
+            python_semantics::hashable(key)?;
             python_method(state, value, method, args)
         }
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).

@@ -182,3 +182,13 @@ fn dict_get_hashes_its_key() {
         "13None"
     );
 }
+
+#[test]
+fn a_dict_literal_hashes_its_keys_once_all_are_evaluated() {
+    assert!(fails("{{ {[1]: 1, {}: 1 % 0} }}", json!({})).contains("integer modulo by zero"));
+    assert!(fails("{{ {x: 1, [x]: 2} }}", json!({"x": "k"})).contains("unhashable type: 'list'"));
+    assert_eq!(
+        ok("{{ {x: 1}.get(x) }}{{ {x: 1}['k'] }}{{ {x: 1}|length }}{{ {x: 1}.items()|list }}{{ {x: 1} is mapping }}{% for k in {x: 2} %}{{ k }}{% endfor %}", json!({"x": "k"})),
+        "111[('k', 1)]Truek"
+    );
+}

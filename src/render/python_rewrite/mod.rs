@@ -920,8 +920,10 @@ impl Walker<'_> {
             ast::Expr::Map(m) => {
                 m.keys.iter().for_each(|x| self.expr(x));
                 m.values.iter().for_each(|x| self.expr(x));
-                for key in m.keys.iter().filter(|k| !matches!(k, ast::Expr::Const(_))) {
-                    self.wrap(key, format!("|{HASHABLE_FILTER}"));
+                // After every key and value is evaluated, as Python builds a dict.
+                if m.keys.iter().any(|k| !matches!(k, ast::Expr::Const(_))) {
+                    self.insert(self.start(e), "(".to_string());
+                    self.wrap(e, format!("|{HASHABLE_FILTER})"));
                 }
             }
             ast::Expr::Var(v)
