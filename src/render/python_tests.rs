@@ -129,6 +129,15 @@ fn chained_comparisons_answer_pair_by_pair() {
         .contains("'>=' not supported between instances of 'dict' and 'int'"));
     assert!(fails("{{ 1 < x.a in 'abc' }}", x)
         .contains("'in <string>' requires string as left operand, not int"));
+    // Middle operands that call a method, list and dict literals.
+    assert!(fails("{{ 1 < [1, 2, 3] < 5 == 'a'.split(',') }}", json!({}))
+        .contains("'<' not supported between instances of 'int' and 'list'"));
+    assert!(fails("{{ 0 < {'items': 1} < 'b' is defined }}", json!({}))
+        .contains("'<' not supported between instances of 'int' and 'dict'"));
+    assert_eq!(
+        ok("{{ 'a' < 'a,b'.split(',')|first == 'b' }}{{ 'a' < 'b,a'.split(',')|first == 'b' }}{{ 0 < range(3)|length > 1 }}{{ 1 > 2 < [1] }}", json!({})),
+        "FalseTrueTrueFalse"
+    );
     // A loop filter's target is not bound in the `else` block.
     assert_eq!(
         ok(
