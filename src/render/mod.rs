@@ -32,6 +32,7 @@ pub mod mlx_node;
 pub mod plan;
 #[cfg(test)]
 mod plan_tests;
+mod python_bigint;
 mod python_complex;
 pub mod python_filters;
 mod python_for_else;

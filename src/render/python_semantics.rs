@@ -519,6 +519,9 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
     }
     let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
     let ordering: Option<Ordering> = match (left.kind(), right.kind()) {
+        _ if super::python_bigint::is_big(left) || super::python_bigint::is_big(right) => {
+            super::python_bigint::ordering(left, right)
+        }
         _ if number(left) && number(right) => {
             let as_int = python_int;
             match (as_int(left), as_int(right)) {
@@ -617,6 +620,9 @@ pub fn python_type_name(value: &Value) -> &'static str {
     }
     if super::python_complex::is_complex(value) {
         return "complex";
+    }
+    if super::python_bigint::is_big(value) {
+        return "int";
     }
     if value.kind() == ValueKind::Map && is_macro(value) {
         return "Macro";

@@ -1,7 +1,7 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
 //! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
-//! a recursive loop's filter, a filter block's scope.
+//! a recursive loop's filter, a filter block's scope, integers beyond 128 bits.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -200,4 +200,14 @@ fn a_dict_literal_hashes_its_keys_once_all_are_evaluated() {
         ok("{{ {x: 1}.get(x) }}{{ {x: 1}['k'] }}{{ {x: 1}|length }}{{ {x: 1}.items()|list }}{{ {x: 1} is mapping }}{% for k in {x: 2} %}{{ k }}{% endfor %}", json!({"x": "k"})),
         "111[('k', 1)]Truek"
     );
+}
+
+#[test]
+fn integers_grow_beyond_128_bits() {
+    assert_eq!(
+        ok("{{ (10 ** 30) ** 2 }}|{{ ((10 ** 30) ** 2)|float }}|{{ 2 / (10 ** 30) ** 2 }}|{{ (10 ** 30) * (10 ** 30) - 1 }}|{{ ((10 ** 30) ** 2) // 7 }}|{{ (10 ** 30) ** 2 > 5 }}|{{ ((10 ** 30) ** 2) ~ 'x' }}|{{ ((10 ** 30) ** 2)|string|length }}|{{ (10 ** 30) ** 2 - (10 ** 30) ** 2 }}|{{ (2 ** 70) * 2 ** 70 }}|{{ ((2 ** 100) ** 2) * 0.5 }}", json!({})),
+        "1000000000000000000000000000000000000000000000000000000000000|1e+60|2e-60|999999999999999999999999999999999999999999999999999999999999|142857142857142857142857142857142857142857142857142857142857|True|1000000000000000000000000000000000000000000000000000000000000x|61|0|1393796574908163946345982392040522594123776|8.034690221294951e+59"
+    );
+    assert!(fails("{{ (10 ** 30) ** 2 + 'a' }}", json!({}))
+        .contains("unsupported operand type(s) for +: 'int' and 'str'"));
 }
