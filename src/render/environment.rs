@@ -57,6 +57,9 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("tojson", tojson_filter);
     }
     env.add_filter("trim", trim_filter);
+    if !mlx {
+        env.add_filter("pprint", python_value::pprint_filter);
+    }
     env.add_filter("string", string_filter);
     env.add_filter(generation::MARK_FILTER, generation::mark_filter);
     env.add_function("raise_exception", raise_exception);

@@ -1,7 +1,7 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
 //! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
-//! a recursive loop's filter, a filter block's scope, integers beyond 128 bits.
+//! a recursive loop's filter, a filter block's scope, integers beyond 128 bits, `pprint`.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -210,4 +210,12 @@ fn integers_grow_beyond_128_bits() {
     );
     assert!(fails("{{ (10 ** 30) ** 2 + 'a' }}", json!({}))
         .contains("unsupported operand type(s) for +: 'int' and 'str'"));
+}
+
+#[test]
+fn pprint_is_pythons_pformat() {
+    assert_eq!(
+        ok("{{ z|pprint }}|{{ ['x', 'y']|pprint }}|{{ {'b': 1, 'a': [{'d': 1, 'c': (1, 'a')}]}|pprint }}|{{ 'x'|pprint }}|{{ 1.0|pprint }}|{{ none|pprint }}|{{ (1,)|pprint }}", json!({})),
+        "Undefined|['x', 'y']|{'a': [{'c': (1, 'a'), 'd': 1}], 'b': 1}|'x'|1.0|None|(1,)"
+    );
 }
