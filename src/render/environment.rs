@@ -9,10 +9,10 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
-    python_iterables, python_loop_filter, python_macros, python_markup, python_ops, python_order, python_range,
-    python_semantics, python_slice, python_str, python_str_format, python_str_methods,
-    python_tests_syntax, python_text_filters, python_text_wrap, python_unpack, python_urlize,
-    python_value, strftime_now,
+    python_iterables, python_loop_filter, python_macros, python_markup, python_ops, python_order,
+    python_range, python_semantics, python_slice, python_str, python_str_format,
+    python_str_methods, python_tests_syntax, python_text_filters, python_text_wrap, python_unpack,
+    python_urlize, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.

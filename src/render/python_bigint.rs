@@ -142,7 +142,11 @@ fn integer_arith(a: BigInt, op: &str, b: BigInt) -> Result<Value, Error> {
 fn true_div(a: &BigInt, b: &BigInt) -> Result<f64, Error> {
     let (n, d) = (a.magnitude(), b.magnitude());
     if n.is_zero() {
-        return Ok(if a.is_negative() != b.is_negative() { -0.0 } else { 0.0 });
+        return Ok(if a.is_negative() != b.is_negative() {
+            -0.0
+        } else {
+            0.0
+        });
     }
     // A quotient of at least 55 bits: 53 kept, a guard bit, one more; the remainder says
     // whether anything lies past them.
@@ -169,7 +173,11 @@ fn true_div(a: &BigInt, b: &BigInt) -> Result<f64, Error> {
             "integer division result too large for a float",
         ));
     }
-    Ok(if a.is_negative() != b.is_negative() { -magnitude } else { magnitude })
+    Ok(if a.is_negative() != b.is_negative() {
+        -magnitude
+    } else {
+        magnitude
+    })
 }
 
 /// Python's `a < b` (and the other orderings, by the sign of the result) where an operand is
@@ -203,7 +211,9 @@ mod tests {
         let square = arith(&big, "**", &Value::from(2), true).unwrap().unwrap();
         assert_eq!(square.to_string(), format!("1{}", "0".repeat(60)));
         // Python: -(10**60) // 7, -(10**60) % 7, 10**60 - 10**60 + 1, 2 / 10**60
-        let negative = arith(&Value::from(0), "-", &square, false).unwrap().unwrap();
+        let negative = arith(&Value::from(0), "-", &square, false)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             calc(negative.clone(), "//", Value::from(7)),
             "-142857142857142857142857142857142857142857142857142857142858"
@@ -221,7 +231,10 @@ mod tests {
         let third = value_of(BigInt::from(10).pow(60) / BigInt::from(3));
         assert_eq!(divided(third, Value::from(7)), 4.761904761904762e+58);
         let two_200 = BigInt::from(2).pow(200) + 1;
-        assert_eq!(divided(value_of(two_200), Value::from(3)), 5.356460147529967e+59);
+        assert_eq!(
+            divided(value_of(two_200), Value::from(3)),
+            5.356460147529967e+59
+        );
         let ten_40 = -BigInt::from(10).pow(40);
         let three_90 = BigInt::from(3).pow(90);
         assert_eq!(

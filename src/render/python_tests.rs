@@ -130,8 +130,10 @@ fn chained_comparisons_answer_pair_by_pair() {
     assert!(fails("{{ 1 < x.a in 'abc' }}", x)
         .contains("'in <string>' requires string as left operand, not int"));
     // Middle operands that call a method, list and dict literals.
-    assert!(fails("{{ 1 < [1, 2, 3] < 5 == 'a'.split(',') }}", json!({}))
-        .contains("'<' not supported between instances of 'int' and 'list'"));
+    assert!(
+        fails("{{ 1 < [1, 2, 3] < 5 == 'a'.split(',') }}", json!({}))
+            .contains("'<' not supported between instances of 'int' and 'list'")
+    );
     assert!(fails("{{ 0 < {'items': 1} < 'b' is defined }}", json!({}))
         .contains("'<' not supported between instances of 'int' and 'dict'"));
     assert_eq!(
@@ -187,7 +189,10 @@ fn dict_get_hashes_its_key() {
     assert!(fails("{{ {'a': 1}.get([1], 2) }}", json!({})).contains("unhashable type: 'list'"));
     assert!(fails("{{ d.get(d) }}", json!({"d": {"a": 1}})).contains("unhashable type: 'dict'"));
     assert_eq!(
-        ok("{{ d.get('a') }}{{ d.get('b', 3) }}{{ d.get(none) }}", json!({"d": {"a": 1}})),
+        ok(
+            "{{ d.get('a') }}{{ d.get('b', 3) }}{{ d.get(none) }}",
+            json!({"d": {"a": 1}})
+        ),
         "13None"
     );
 }

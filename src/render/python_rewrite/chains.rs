@@ -170,8 +170,19 @@ fn written_start(source: &str, start: u32, end: u32) -> u32 {
 /// The methods whose call changes what they are called on, or the loop's state, so that a call
 /// written twice differs from one.
 const EFFECTFUL_METHODS: [&str; 13] = [
-    "append", "extend", "insert", "remove", "pop", "popitem", "clear", "update", "setdefault",
-    "sort", "reverse", "changed", "cycle",
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "setdefault",
+    "sort",
+    "reverse",
+    "changed",
+    "cycle",
 ];
 
 /// Whether evaluating `e` has no effect beyond its value (no macro call, no method that changes

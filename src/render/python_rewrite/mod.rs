@@ -438,7 +438,10 @@ impl Walker<'_> {
             self.start(filter) as usize,
             filter.span().end_offset as usize,
         );
-        let inside = self.edits.iter().filter(|e| e.start >= start && e.end <= end);
+        let inside = self
+            .edits
+            .iter()
+            .filter(|e| e.start >= start && e.end <= end);
         let condition = applied(self.source, start, end, inside)?;
         Some(format!(
             "|{}({}, {})",
