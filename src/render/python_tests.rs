@@ -1,7 +1,8 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
 //! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
-//! a recursive loop's filter, a filter block's scope, integers beyond 128 bits, `pprint`.
+//! a recursive loop's filter, a filter block's scope, integers beyond 128 bits, `pprint`,
+//! `varargs`.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -222,5 +223,13 @@ fn pprint_is_pythons_pformat() {
     assert_eq!(
         ok("{{ z|pprint }}|{{ ['x', 'y']|pprint }}|{{ {'b': 1, 'a': [{'d': 1, 'c': (1, 'a')}]}|pprint }}|{{ 'x'|pprint }}|{{ 1.0|pprint }}|{{ none|pprint }}|{{ (1,)|pprint }}", json!({})),
         "Undefined|['x', 'y']|{'a': [{'c': (1, 'a'), 'd': 1}], 'b': 1}|'x'|1.0|None|(1,)"
+    );
+}
+
+#[test]
+fn an_undefined_last_argument_is_one_of_varargs() {
+    assert_eq!(
+        ok("{% macro v() %}{{ varargs|length }}{{ varargs }}{% endmacro %}{{ v(1, z) }}|{{ v(z, 1) }}|{% macro each(xs) %}{{ caller(xs) }}|{{ caller() }}{% endmacro %}{% call() each(z) %}{{ varargs }}{% endcall %}", json!({})),
+        "2(1, Undefined)|2(Undefined, 1)|(Undefined,)|()"
     );
 }
