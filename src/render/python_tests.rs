@@ -2,7 +2,7 @@
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
 //! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
 //! a recursive loop's filter, a filter block's scope, integers beyond 128 bits, `pprint`,
-//! `varargs`.
+//! `varargs`, loop controls inside `with` blocks.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -231,5 +231,13 @@ fn an_undefined_last_argument_is_one_of_varargs() {
     assert_eq!(
         ok("{% macro v() %}{{ varargs|length }}{{ varargs }}{% endmacro %}{{ v(1, z) }}|{{ v(z, 1) }}|{% macro each(xs) %}{{ caller(xs) }}|{{ caller() }}{% endmacro %}{% call() each(z) %}{{ varargs }}{% endcall %}", json!({})),
         "2(1, Undefined)|2(Undefined, 1)|(Undefined,)|()"
+    );
+}
+
+#[test]
+fn a_with_block_may_hold_a_loop_control() {
+    assert_eq!(
+        ok("{% set v = 'out' %}{% for i in [1, 2, 3] %}{% with v = i, w = v %}{% if i == 2 %}{% continue %}{% endif %}[{{ v }}{{ w }}]{% endwith %}{{ v }}{% endfor %}|{% for i in [1, 2] -%} {%- with -%} {% if i == 1 %}{% break %}{% endif %}x{%- endwith %}{% endfor %}|{% for i in [1, 2] %}{% with a = (i * 2) %}{% if i == 1 %}{% continue %}{% endif %}{{ a }}{% endwith %}{{ a is defined }}{% endfor %}", json!({})),
+        "[1out]out[3out]out||4False"
     );
 }

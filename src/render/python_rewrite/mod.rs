@@ -7,6 +7,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
 mod chains;
+mod scopes;
 mod slices;
 
 use super::python_for_else;
@@ -70,6 +71,7 @@ fn rewrite_with(source: &str, syntax: SyntaxConfig, diagnostic: bool, chains: bo
         diagnostic,
         chains,
         unfit: false,
+        withs: 0,
         loops: Vec::new(),
     };
     walker.stmt(&tree);
@@ -178,6 +180,8 @@ struct Walker<'s> {
     chains: bool,
     /// A construct whose Python semantics the edits cannot give: the rewrite fails.
     unfit: bool,
+    /// How many `with` blocks became `set` tags (see `scopes`), naming each one's saved values.
+    withs: usize,
     /// The loops (and macro bodies, where `loop` is not theirs) around the walk, innermost
     /// last: for a recursive loop with a filter, the `loop(...)` suffix that filters its
     /// inner levels too (see `python_loop_filter`).
@@ -320,6 +324,7 @@ impl Walker<'_> {
                 for (_, value) in &w.assignments {
                     self.expr(value);
                 }
+                self.with_without_frame(w);
                 self.stmts(&w.body);
             }
             ast::Stmt::Set(s) => {
@@ -372,58 +377,6 @@ impl Walker<'_> {
             ast::Stmt::Do(d) => self.call(&d.call, false),
             _ => {}
         }
-    }
-
-    /// jinja2 runs a `{% set x %}` block's body in a scope of its own (what it sets is not seen
-    /// after it), where minijinja runs it in the enclosing one: the body is wrapped in
-    /// `{% with %}...{% endwith %}`.
-    fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
-        let head_end = match &s.filter {
-            Some(filter) => filter.span().end_offset,
-            None => s.target.span().end_offset,
-        };
-        self.scope_of_its_own(&s.body, head_end, s.span().end_offset, "endset");
-    }
-
-    /// The body of a block (`body`, the opening tag's content ending at `head_end`, the block
-    /// ending at `end` with its closing tag, `keyword`) wrapped in `{% with %}...{% endwith %}`,
-    /// each tag with the whitespace control of the tag it follows or precedes, so that what the
-    /// body sets is not seen after it.
-    fn scope_of_its_own(&mut self, body: &[ast::Stmt], head_end: u32, end: u32, keyword: &str) {
-        // A `continue` or `break` may not leave a `with` block (minijinja loses track of its
-        // frames): such a body keeps minijinja's scope.
-        if python_for_else::leaves_early(body) {
-            return;
-        }
-        let (head_end, end) = (head_end as usize, end as usize);
-        let (Some(head), Some(tail)) = (
-            self.source.get(head_end..end),
-            self.source.get(..end.saturating_sub(keyword.len())),
-        ) else {
-            return;
-        };
-        // `  -%}` after the opening tag's content: the opening tag's end.
-        let after = head.trim_start();
-        let (open_mark, after) = match after.strip_prefix(['-', '+']) {
-            Some(rest) => (&after[..1], rest),
-            None => ("", after),
-        };
-        if !after.starts_with("%}") {
-            return;
-        }
-        let open_at = end - after.len() + 2;
-        // `{%-  ` before the closing keyword: the closing tag's start.
-        let before = tail.trim_end();
-        let (close_mark, before) = match before.strip_suffix(['-', '+']) {
-            Some(rest) => (&before[before.len() - 1..], rest),
-            None => ("", before),
-        };
-        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some(keyword) {
-            return;
-        }
-        let close_at = before.len() - 2;
-        self.insert(open_at as u32, format!("{{% with {open_mark}%}}"));
-        self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
     }
 
     /// The suffix that passes a `loop(...)` argument of a recursive loop with `target` and
