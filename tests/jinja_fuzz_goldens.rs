@@ -64,26 +64,24 @@ const RESIDUAL: [(&str, usize); 6] = [
     // minijinja's words where an undefined value reaches an operation by a path the diagnostic
     // render does not follow (`max` or `last` of an empty sequence, a `+` of a set block's own
     // name inside its body, a method of an undefined value inside a call, `tojson` of a dict
-    // with an undefined key, a call block's `caller` given more arguments than it takes); a
-    // filter block's refused output past the first item (Python names its place in the
-    // output); jinja2's constant folding of a non-finite float (`NameError`); the one of two
-    // errors that is reached first where Python and the engine evaluate in another order, or
-    // a type Python names otherwise (`Markup`).
-    ("error message differs", 21),
+    // with an undefined key); a filter block's refused output past the first item (Python names
+    // its place in the output); jinja2's constant folding of a non-finite float (`NameError`);
+    // `in` after a test, which jinja2 reads as a name; the one of two errors that is reached
+    // first where Python and the engine evaluate in another order, or a type Python names
+    // otherwise (`Markup`).
+    ("error message differs", 20),
     // minijinja's parser: a test whose bare argument is followed by more (`x is t in [1, 2]`
     // inside a list).
     ("does not compile", 3),
     // A printed object's address (Python's differs from run to run) that a string method then
     // reads (`count('a')`, `replace`, `list`); a namespace printed in key order (Python keeps
     // the order of assignment); a `with` block's second value that names its first (jinja2
-    // evaluates every value before binding any); an undefined argument left out of a macro's
-    // or a call block's `varargs`; an undefined default of `dict.get`; a float remainder's zero
-    // sign.
-    ("text differs", 15),
-    // `continue` inside a `with` block inside a loop (minijinja loses its frames); a slice of a
-    // dict literal, which jinja2's constant folding turns into an undefined value; a loop
-    // iterable that raises here in a branch jinja2 renders without it.
-    ("we raise, Python renders", 4),
+    // evaluates every value before binding any); an undefined default of `dict.get`; a float
+    // remainder's zero sign.
+    ("text differs", 13),
+    // A slice of a dict literal, which jinja2's constant folding turns into an undefined value;
+    // a loop iterable that raises here in a branch jinja2 renders without it.
+    ("we raise, Python renders", 2),
     // jinja2's constant folding, which writes a non-finite float (`'nan'|float`) into the code
     // it generates and raises `NameError` there.
     ("we render, Python raises", 1),
