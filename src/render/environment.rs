@@ -609,7 +609,15 @@ fn jinja2_method(
         // up and finds nothing).
         (None, "get", [key, ..]) if python_semantics::python_type_name(value) == "dict" => {
             python_semantics::hashable(key)?;
-            python_method(state, value, method, args)
+            match args {
+                // The default as it is, an undefined one too (minijinja's gives `None` for it).
+                [key, default] => {
+                    let found = value.get_item(key)?;
+                    let held = !found.is_undefined() || value.try_iter()?.any(|k| &k == key);
+                    Ok(if held { found } else { default.clone() })
+                }
+                _ => python_method(state, value, method, args),
+            }
         }
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
         (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),

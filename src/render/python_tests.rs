@@ -190,11 +190,8 @@ fn dict_get_hashes_its_key() {
     assert!(fails("{{ {'a': 1}.get([1], 2) }}", json!({})).contains("unhashable type: 'list'"));
     assert!(fails("{{ d.get(d) }}", json!({"d": {"a": 1}})).contains("unhashable type: 'dict'"));
     assert_eq!(
-        ok(
-            "{{ d.get('a') }}{{ d.get('b', 3) }}{{ d.get(none) }}",
-            json!({"d": {"a": 1}})
-        ),
-        "13None"
+        ok("{{ d.get('a') }}{{ d.get('b', 3) }}{{ d.get(none) }}[{{ d.get('b', z) }}]{{ d.get('a', z) }}{{ {1: 2}.get(1, 0) }}", json!({"d": {"a": 1}})),
+        "13None[]12"
     );
 }
 
