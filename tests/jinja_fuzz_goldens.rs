@@ -62,32 +62,28 @@ fn without_addresses(text: &str) -> String {
 /// The classes of cases that still differ from Python, and the most cases each may hold.
 const RESIDUAL: [(&str, usize); 6] = [
     // minijinja's words where an undefined value reaches an operation by a path the diagnostic
-    // render does not follow (`selectattr` of an undefined item, which jinja2 tests only when
-    // the generator is walked, a `+` or a method of an undefined value inside a call), an error
-    // that a bigger-than-128-bit integer reaches first, a filter block's refused output past
-    // the first item (Python names its place in the output), jinja2's constant folding of a
-    // non-finite float (`NameError`), the one of two errors that is reached first where Python
-    // and the engine evaluate in another order.
-    ("error message differs", 27),
+    // render does not follow (`max` or `last` of an empty sequence, a `+` of a set block's own
+    // name inside its body, a method of an undefined value inside a call, `tojson` of a dict
+    // with an undefined key); a filter block's refused output past the first item (Python names
+    // its place in the output); jinja2's constant folding of a non-finite float (`NameError`);
+    // `in` after a test, which jinja2 reads as a name; the one of two errors that is reached
+    // first where Python and the engine evaluate in another order, or a type Python names
+    // otherwise (`Markup`).
+    ("error message differs", 20),
     // minijinja's parser: a test whose bare argument is followed by more (`x is t in [1, 2]`
     // inside a list).
     ("does not compile", 3),
-    // Bound methods of equal dicts, a loop filter with an inline `if`; a printed object's
-    // address (Python's differs from run to run) that a string method then reads
-    // (`count('a')`, `replace`, `list`); a recursive loop's filter, which minijinja applies to
-    // the outer loop only; a namespace printed in key order (Python keeps the order of
-    // assignment); `pprint` of an undefined value.
-    ("text differs", 29),
-    // Integers beyond 128 bits (`(10 ** 30) ** 2`), `continue` inside a `with` block inside a
-    // loop (minijinja loses its frames), a failing expression jinja2's optimizer drops from a
-    // filter block.
-    ("we raise, Python renders", 12),
-    // A chained comparison whose middle operand calls something or is a literal list, which
-    // takes minijinja's answer where Python would raise for the types; a name set inside a
-    // filter block (jinja2 scopes it to the block); `dict.get` of an unhashable key; jinja2's
-    // constant folding, which writes a non-finite float (`'nan'|float`) into the code it
-    // generates and raises `NameError` there.
-    ("we render, Python raises", 7),
+    // A printed object's address (Python's differs from run to run) that a string method then
+    // reads (`count('a')`, `replace`, `list`); a namespace printed in key order (Python keeps
+    // the order of assignment); a `with` block's second value that names its first (jinja2
+    // evaluates every value before binding any); a float remainder's zero sign.
+    ("text differs", 12),
+    // A slice of a dict literal, which jinja2's constant folding turns into an undefined value;
+    // a loop iterable that raises here in a branch jinja2 renders without it.
+    ("we raise, Python renders", 2),
+    // jinja2's constant folding, which writes a non-finite float (`'nan'|float`) into the code
+    // it generates and raises `NameError` there.
+    ("we render, Python raises", 1),
     // None: the plan writes the interpreter's bytes or hands the render over.
     ("the plan differs from the interpreter", 0),
 ];

@@ -9,10 +9,10 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
-    python_iterables, python_macros, python_markup, python_ops, python_order, python_range,
-    python_semantics, python_slice, python_str, python_str_format, python_str_methods,
-    python_tests_syntax, python_text_filters, python_text_wrap, python_unpack, python_urlize,
-    python_value, strftime_now,
+    python_iterables, python_loop_filter, python_macros, python_markup, python_ops, python_order,
+    python_range, python_semantics, python_slice, python_str, python_str_format,
+    python_str_methods, python_tests_syntax, python_text_filters, python_text_wrap, python_unpack,
+    python_urlize, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -57,6 +57,9 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("tojson", tojson_filter);
     }
     env.add_filter("trim", trim_filter);
+    if !mlx {
+        env.add_filter("pprint", python_value::pprint_filter);
+    }
     env.add_filter("string", string_filter);
     env.add_filter(generation::MARK_FILTER, generation::mark_filter);
     env.add_function("raise_exception", raise_exception);
@@ -111,6 +114,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             python_semantics::cycle_function,
         );
         env.add_filter(python_unpack::UNPACK_FILTER, python_unpack::unpack_filter);
+        env.add_filter(
+            python_loop_filter::KEEP_FILTER,
+            python_loop_filter::keep_filter,
+        );
         env.add_filter(
             python_unpack::UNPACK_EACH_FILTER,
             python_unpack::unpack_each_filter,
@@ -202,7 +209,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             env.add_test(name, move |state: &State, value: Value| {
                 let Some(name) = value.as_str().filter(|_| value.kind() == ValueKind::String)
                 else {
-                    return python_semantics::hashable_filter(value).map(|_| false);
+                    return python_semantics::hashable(&value).map(|_| false);
                 };
                 Ok::<_, Error>(
                     !name.starts_with("__sft_py")
@@ -597,6 +604,20 @@ fn jinja2_method(
             } else {
                 format!("index expected at most 3 arguments, got {}", args.len())
             }))
+        }
+        // Python hashes the key of `dict.get` and refuses a list or a dict (minijinja looks it
+        // up and finds nothing).
+        (None, "get", [key, ..]) if python_semantics::python_type_name(value) == "dict" => {
+            python_semantics::hashable(key)?;
+            match args {
+                // The default as it is, an undefined one too (minijinja's gives `None` for it).
+                [key, default] => {
+                    let found = value.get_item(key)?;
+                    let held = !found.is_undefined() || value.try_iter()?.any(|k| &k == key);
+                    Ok(if held { found } else { default.clone() })
+                }
+                _ => python_method(state, value, method, args),
+            }
         }
         // Unicode's full case folding, as Python's (`'ß'.casefold()` is `'ss'`).
         (Some(s), "casefold", []) => Ok(Value::from(caseless::default_case_fold_str(s))),

@@ -32,6 +32,7 @@ pub mod mlx_node;
 pub mod plan;
 #[cfg(test)]
 mod plan_tests;
+mod python_bigint;
 mod python_complex;
 pub mod python_filters;
 mod python_for_else;
@@ -39,6 +40,7 @@ mod python_format;
 mod python_format_spec;
 pub mod python_generators;
 mod python_iterables;
+mod python_loop_filter;
 pub mod python_macros;
 mod python_markup;
 pub mod python_ops;

@@ -70,6 +70,9 @@ pub fn float_filter(value: Value, default: Option<Value>, kwargs: Kwargs) -> Res
     let default = pick(default, &kwargs, "default")?.unwrap_or(Value::from(0.0));
     kwargs.assert_all_used()?;
     refuse_undefined(&value)?;
+    if let Some(big) = super::python_bigint::as_float(&value) {
+        return big.map(Value::from);
+    }
     Ok(as_float(&value).map_or(default, Value::from))
 }
 

@@ -248,7 +248,10 @@ pub fn call_function(state: &mut State, args: Rest<ValueOrKwargs>) -> Result<Val
     let mut args = args.0.into_iter().map(ValueOrKwargs::into_value);
     let callee = args.next().unwrap_or_default();
     let mut positional: Vec<Value> = args.collect();
-    let keywords = match positional.last().map(|v| Kwargs::try_from(v.clone())) {
+    // minijinja reads an undefined value as empty keyword arguments: a last positional argument
+    // that is undefined stays one.
+    let last_keywords = positional.last().filter(|v| !v.is_undefined());
+    let keywords = match last_keywords.map(|v| Kwargs::try_from(v.clone())) {
         Some(Ok(kwargs)) => {
             positional.pop();
             Some(kwargs)

@@ -33,13 +33,17 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
     if let Some(complex) = super::python_complex::arith(&left, op, &right) {
         return complex;
     }
+    if let Some(big) = super::python_bigint::arith(&left, op, &right, false) {
+        return big;
+    }
     if op == "%" && left.kind() == ValueKind::String && !left.is_safe() {
         return string_formatting(&left, &right);
     }
     if let Some(message) = refusal(&left, op, &right) {
         return Err(Error::new(ErrorKind::InvalidOperation, message));
     }
-    if let (Some(a), Some(b), "/") = (python_int(&left), python_int(&right), op) {
+    let integers = python_int(&left).zip(python_int(&right));
+    if let (Some((a, b)), "/") = (integers, op) {
         if b != 0 {
             return Ok(Value::from(int_true_div(a, b)));
         }
@@ -49,7 +53,16 @@ pub fn arith_filter(left: Value, op: &str, right: Value) -> Result<Value, Error>
         && (!left.is_integer() || !right.is_integer())
         && finite(&left)
         && finite(&right);
-    let result = compute(left, op, right)?;
+    let result = match (compute(left, op, right), integers) {
+        // minijinja refuses an integer result beyond 128 bits, which Python's integers hold.
+        (Err(refused), Some((a, b))) => {
+            match super::python_bigint::arith(&Value::from(a), op, &Value::from(b), true) {
+                Some(big) => big?,
+                None => return Err(refused),
+            }
+        }
+        (result, _) => result?,
+    };
     // Python's float power raises where the result leaves the floats (its operands finite).
     if float_power && f64::try_from(result.clone()).is_ok_and(f64::is_infinite) {
         return Err(Error::new(

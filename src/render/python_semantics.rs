@@ -7,11 +7,12 @@
 //!   dict's key of that name (jinja2's `getattr` tries the attribute first): attribute lookups
 //!   with those names go through [`GETATTR_FILTER`]; `dict['items']` is the key, or the method
 //!   where the dict has no such key ([`GETITEM_FILTER`]);
-//! - a list or a dict as the key of a dict literal raises `unhashable type` ([`HASHABLE_FILTER`]);
+//! - a list or a dict as the key of a dict literal (or of `dict.get`) raises `unhashable type`
+//!   ([`HASHABLE_FILTER`]);
 //! - `~` joins Python's `str()` of its operands (`1e-07`, `True`, `('a', 1)`), where
 //!   minijinja's would join its own spellings: every operand passes through [`STR_FILTER`];
-//! - what a `{% set x %}` block's body sets stays inside it: the body is wrapped in
-//!   `{% with %}`;
+//! - what a `{% set x %}` block's or a `{% filter %}` block's body sets stays inside it: the
+//!   body is wrapped in `{% with %}`;
 //! - arithmetic refuses what Python refuses, with Python's words (see `python_ops`);
 //! - an argument passed to a macro keeps an undefined value instead of taking the parameter's
 //!   default (see `python_macros`);
@@ -47,8 +48,8 @@ pub const GETITEM_FILTER: &str = "__sft_py_getitem";
 pub const STR_FILTER: &str = "__sft_py_str";
 /// The filter a chained comparison (`a < b == c`) becomes.
 pub const CHAIN_FILTER: &str = "__sft_py_chain";
-/// The filter every computed key of a dict literal passes through: Python refuses a list or a
-/// dict as a key.
+/// The filter a dict literal with a computed key passes through: Python refuses a list or a
+/// dict as a key, once every key and value is evaluated.
 pub const HASHABLE_FILTER: &str = "__sft_py_hashable";
 
 /// The methods of a Python `dict`, which jinja2 finds before the dict's keys.
@@ -414,11 +415,20 @@ pub fn chain_filter(first: Value, rest: Rest<Value>) -> Result<Value, Error> {
     Ok(Value::from(true))
 }
 
-/// [`HASHABLE_FILTER`]: the value unchanged, or Python's `TypeError` for a list or a dict.
-pub fn hashable_filter(value: Value) -> Result<Value, Error> {
-    match python_type_name(&value) {
+/// [`HASHABLE_FILTER`]: the dict unchanged, or Python's `TypeError` for its first key that is a
+/// list or a dict.
+pub fn hashable_filter(dict: Value) -> Result<Value, Error> {
+    for key in dict.try_iter()? {
+        hashable(&key)?;
+    }
+    Ok(dict)
+}
+
+/// Python's refusal to hash a list or a dict.
+pub fn hashable(key: &Value) -> Result<(), Error> {
+    match python_type_name(key) {
         kind @ ("list" | "dict") => Err(type_error(format!("unhashable type: '{kind}'"))),
-        _ => Ok(value),
+        _ => Ok(()),
     }
 }
 
@@ -509,6 +519,9 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
     }
     let number = |v: &Value| matches!(v.kind(), ValueKind::Number | ValueKind::Bool);
     let ordering: Option<Ordering> = match (left.kind(), right.kind()) {
+        _ if super::python_bigint::is_big(left) || super::python_bigint::is_big(right) => {
+            super::python_bigint::ordering(left, right)
+        }
         _ if number(left) && number(right) => {
             let as_int = python_int;
             match (as_int(left), as_int(right)) {
@@ -607,6 +620,9 @@ pub fn python_type_name(value: &Value) -> &'static str {
     }
     if super::python_complex::is_complex(value) {
         return "complex";
+    }
+    if super::python_bigint::is_big(value) {
+        return "int";
     }
     if value.kind() == ValueKind::Map && is_macro(value) {
         return "Macro";

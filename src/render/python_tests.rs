@@ -1,6 +1,8 @@
 //! The interpreter and the render plan against Python's jinja2 (3.1, as transformers sets it
 //! up) on the semantics both follow: `for ... else`, `dictsort`, slices, generators and reverse
-//! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals.
+//! iterators, dict views, `dict()`, complex numbers, tests given arguments, string literals,
+//! a recursive loop's filter, a filter block's scope, integers beyond 128 bits, `pprint`,
+//! `varargs`, loop controls inside `with` blocks.
 //! Each expected text is what Python printed for the same template and variables.
 
 use super::*;
@@ -128,6 +130,17 @@ fn chained_comparisons_answer_pair_by_pair() {
         .contains("'>=' not supported between instances of 'dict' and 'int'"));
     assert!(fails("{{ 1 < x.a in 'abc' }}", x)
         .contains("'in <string>' requires string as left operand, not int"));
+    // Middle operands that call a method, list and dict literals.
+    assert!(
+        fails("{{ 1 < [1, 2, 3] < 5 == 'a'.split(',') }}", json!({}))
+            .contains("'<' not supported between instances of 'int' and 'list'")
+    );
+    assert!(fails("{{ 0 < {'items': 1} < 'b' is defined }}", json!({}))
+        .contains("'<' not supported between instances of 'int' and 'dict'"));
+    assert_eq!(
+        ok("{{ 'a' < 'a,b'.split(',')|first == 'b' }}{{ 'a' < 'b,a'.split(',')|first == 'b' }}{{ 0 < range(3)|length > 1 }}{{ 1 > 2 < [1] }}", json!({})),
+        "FalseTrueTrueFalse"
+    );
     // A loop filter's target is not bound in the `else` block.
     assert_eq!(
         ok(
@@ -152,5 +165,76 @@ fn strings_iterate_by_characters_and_undefined_holds_nothing() {
     assert_eq!(
         ok("{% for c in s %}{{ c }}{{ loop.length }}{{ loop.last }}{% endfor %}|{{ 'a' in u }}|{{ 'a' not in u }}|{{ x == true }}|{{ true == 1 }}|{{ 1.0 == true }}|{{ x == none }}", json!({"s": "aé", "x": {"k": 1}})),
         "a2Falseé2True|False|True|False|True|True|False"
+    );
+}
+
+#[test]
+fn a_recursive_loops_filter_applies_at_every_level() {
+    let tree = json!([{"name": "a", "children": [{"name": "b", "children": [{"name": "c"}, {"name": "d"}]}, {"name": "d"}]}]);
+    assert_eq!(
+        ok("{% set skip = 'd' %}{% for it in tree if it.name != skip recursive %}{{ loop.depth0 }}{{ it.name }}{{ loop.length }}{% if it.children %}({{ loop(it.children) }}){% endif %}{% endfor %}|{% for k, v in [('a', [('b', []), ('d', [])])] if k != 'd' recursive %}{{ k }}{{ loop(v) }}{% endfor %}", json!({"tree": tree})),
+        "0a1(1b1(2c1))|ab"
+    );
+}
+
+#[test]
+fn what_a_filter_block_sets_stays_inside_it() {
+    assert_eq!(
+        ok("{% set x = 'a' %}{% filter upper %}{% set x = 'b' %}{% set y = 'c' %}{{ x }}{{ y }}{% endfilter %}{{ x }}{{ y is defined }}|{% set ns = namespace(n=0) %}{% filter upper -%} {% set ns.n = 2 %}x {%- endfilter %}{{ ns.n }}", json!({})),
+        "BCaFalse|X2"
+    );
+}
+
+#[test]
+fn dict_get_hashes_its_key() {
+    assert!(fails("{{ {'a': 1}.get([1], 2) }}", json!({})).contains("unhashable type: 'list'"));
+    assert!(fails("{{ d.get(d) }}", json!({"d": {"a": 1}})).contains("unhashable type: 'dict'"));
+    assert_eq!(
+        ok("{{ d.get('a') }}{{ d.get('b', 3) }}{{ d.get(none) }}[{{ d.get('b', z) }}]{{ d.get('a', z) }}{{ {1: 2}.get(1, 0) }}", json!({"d": {"a": 1}})),
+        "13None[]12"
+    );
+}
+
+#[test]
+fn a_dict_literal_hashes_its_keys_once_all_are_evaluated() {
+    assert!(fails("{{ {[1]: 1, {}: 1 % 0} }}", json!({})).contains("integer modulo by zero"));
+    assert!(fails("{{ {x: 1, [x]: 2} }}", json!({"x": "k"})).contains("unhashable type: 'list'"));
+    assert_eq!(
+        ok("{{ {x: 1}.get(x) }}{{ {x: 1}['k'] }}{{ {x: 1}|length }}{{ {x: 1}.items()|list }}{{ {x: 1} is mapping }}{% for k in {x: 2} %}{{ k }}{% endfor %}", json!({"x": "k"})),
+        "111[('k', 1)]Truek"
+    );
+}
+
+#[test]
+fn integers_grow_beyond_128_bits() {
+    assert_eq!(
+        ok("{{ (10 ** 30) ** 2 }}|{{ ((10 ** 30) ** 2)|float }}|{{ 2 / (10 ** 30) ** 2 }}|{{ (10 ** 30) * (10 ** 30) - 1 }}|{{ ((10 ** 30) ** 2) // 7 }}|{{ (10 ** 30) ** 2 > 5 }}|{{ ((10 ** 30) ** 2) ~ 'x' }}|{{ ((10 ** 30) ** 2)|string|length }}|{{ (10 ** 30) ** 2 - (10 ** 30) ** 2 }}|{{ (2 ** 70) * 2 ** 70 }}|{{ ((2 ** 100) ** 2) * 0.5 }}", json!({})),
+        "1000000000000000000000000000000000000000000000000000000000000|1e+60|2e-60|999999999999999999999999999999999999999999999999999999999999|142857142857142857142857142857142857142857142857142857142857|True|1000000000000000000000000000000000000000000000000000000000000x|61|0|1393796574908163946345982392040522594123776|8.034690221294951e+59"
+    );
+    assert!(fails("{{ (10 ** 30) ** 2 + 'a' }}", json!({}))
+        .contains("unsupported operand type(s) for +: 'int' and 'str'"));
+}
+
+#[test]
+fn pprint_is_pythons_pformat() {
+    assert_eq!(
+        ok("{{ z|pprint }}|{{ ['x', 'y']|pprint }}|{{ {'b': 1, 'a': [{'d': 1, 'c': (1, 'a')}]}|pprint }}|{{ 'x'|pprint }}|{{ 1.0|pprint }}|{{ none|pprint }}|{{ (1,)|pprint }}", json!({})),
+        "Undefined|['x', 'y']|{'a': [{'c': (1, 'a'), 'd': 1}], 'b': 1}|'x'|1.0|None|(1,)"
+    );
+}
+
+#[test]
+fn an_undefined_last_argument_is_one_of_varargs() {
+    assert_eq!(
+        ok("{% macro v() %}{{ varargs|length }}{{ varargs }}{% endmacro %}{{ v(1, z) }}|{{ v(z, 1) }}|{% macro each(xs) %}{{ caller(xs) }}|{{ caller() }}{% endmacro %}{% call() each(z) %}{{ varargs }}{% endcall %}", json!({})),
+        "2(1, Undefined)|2(Undefined, 1)|(Undefined,)|()"
+    );
+}
+
+#[test]
+fn a_with_block_may_hold_a_loop_control() {
+    assert_eq!(
+        ok("{% set v = 'out' %}{% for i in [1, 2, 3] %}{% with v = i, w = v %}{% if i == 2 %}{% continue %}{% endif %}[{{ v }}{{ w }}]{% endwith %}{{ v }}{% endfor %}|{% for i in [1, 2] -%} {%- with -%} {% if i == 1 %}{% break %}{% endif %}x{%- endwith %}{% endfor %}|{% for i in [1, 2] %}{% with a = (i * 2) %}{% if i == 1 %}{% continue %}{% endif %}{{ a }}{% endwith %}{{ a is defined }}{% endfor %}", json!({})),
+        "[1out]out[3out]out||4False"
     );
 }

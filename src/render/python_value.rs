@@ -63,6 +63,40 @@ pub fn py_repr(value: &Value) -> String {
     out
 }
 
+/// jinja2's `pprint`: Python's `pprint.pformat`, which is `repr` with every dict's keys in order
+/// (of dicts whose keys are all strings, the ones a template meets) where the text fits 80
+/// columns. A longer text stays on one line here, where `pformat` breaks it into lines.
+pub fn pprint_filter(value: Value) -> String {
+    py_repr(&keys_in_order(&value))
+}
+
+/// `value` with the keys of each dict in it (through lists) in order, as `pformat` prints them.
+fn keys_in_order(value: &Value) -> Value {
+    match python_type_name(value) {
+        "dict" => {
+            let Ok(keys) = value.try_iter() else {
+                return value.clone();
+            };
+            let mut pairs: Vec<(Value, Value)> = keys
+                .map(|k| {
+                    let v = value.get_item(&k).unwrap_or_default();
+                    (k, keys_in_order(&v))
+                })
+                .collect();
+            if !pairs.iter().all(|(k, _)| k.kind() == ValueKind::String) {
+                return value.clone();
+            }
+            pairs.sort_by(|(a, _), (b, _)| a.as_str().cmp(&b.as_str()));
+            Value::from_pairs(pairs)
+        }
+        "list" if value.kind() == ValueKind::Seq => match value.try_iter() {
+            Ok(items) => items.map(|item| keys_in_order(&item)).collect(),
+            Err(_) => value.clone(),
+        },
+        _ => value.clone(),
+    }
+}
+
 /// Whether printing `value` in Python differs from minijinja's own spelling: floats, and lists
 /// or maps (whose items Python shows by `repr`), slices of lists included.
 pub fn needs_python_spelling(value: &Value) -> bool {

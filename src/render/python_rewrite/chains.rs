@@ -167,8 +167,26 @@ fn written_start(source: &str, start: u32, end: u32) -> u32 {
     }
 }
 
-/// Whether evaluating `e` has no effect beyond its value (no call), so that writing it twice
-/// changes nothing.
+/// The methods whose call changes what they are called on, or the loop's state, so that a call
+/// written twice differs from one.
+const EFFECTFUL_METHODS: [&str; 13] = [
+    "append",
+    "extend",
+    "insert",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "setdefault",
+    "sort",
+    "reverse",
+    "changed",
+    "cycle",
+];
+
+/// Whether evaluating `e` has no effect beyond its value (no macro call, no method that changes
+/// its receiver), so that writing it twice changes nothing.
 fn pure(e: &ast::Expr) -> bool {
     let args = |args: &[ast::CallArg]| {
         args.iter().all(|a| match a {
@@ -188,6 +206,17 @@ fn pure(e: &ast::Expr) -> bool {
         ast::Expr::Filter(f) => f.expr.as_ref().is_none_or(pure) && args(&f.args),
         ast::Expr::Test(t) => pure(&t.expr) && args(&t.args),
         ast::Expr::List(l) => l.items.iter().all(pure),
+        ast::Expr::Tuple(t) => t.items.iter().all(pure),
+        ast::Expr::Map(m) => m.keys.iter().chain(&m.values).all(pure),
+        // A method of a value that leaves it as it is (`s.split(',')`), or `range(...)`.
+        ast::Expr::Call(c) => {
+            let callee = match &c.expr {
+                ast::Expr::GetAttr(a) => !EFFECTFUL_METHODS.contains(&a.name) && pure(&a.expr),
+                ast::Expr::Var(v) => v.id == "range",
+                _ => false,
+            };
+            callee && args(&c.args)
+        }
         _ => false,
     }
 }

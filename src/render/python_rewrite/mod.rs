@@ -7,9 +7,11 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::ValueKind;
 
 mod chains;
+mod scopes;
 mod slices;
 
 use super::python_for_else;
+use super::python_loop_filter;
 use super::python_macros::{self, Signature};
 use super::python_ops;
 use super::python_semantics;
@@ -69,6 +71,8 @@ fn rewrite_with(source: &str, syntax: SyntaxConfig, diagnostic: bool, chains: bo
         diagnostic,
         chains,
         unfit: false,
+        withs: 0,
+        loops: Vec::new(),
     };
     walker.stmt(&tree);
     if walker.unfit {
@@ -176,6 +180,12 @@ struct Walker<'s> {
     chains: bool,
     /// A construct whose Python semantics the edits cannot give: the rewrite fails.
     unfit: bool,
+    /// How many `with` blocks became `set` tags (see `scopes`), naming each one's saved values.
+    withs: usize,
+    /// The loops (and macro bodies, where `loop` is not theirs) around the walk, innermost
+    /// last: for a recursive loop with a filter, the `loop(...)` suffix that filters its
+    /// inner levels too (see `python_loop_filter`).
+    loops: Vec<Option<String>>,
 }
 
 impl Walker<'_> {
@@ -295,7 +305,14 @@ impl Walker<'_> {
                 if let Some(filter) = &f.filter_expr {
                     self.expr(filter);
                 }
+                let keep = f
+                    .filter_expr
+                    .as_ref()
+                    .filter(|_| f.recursive)
+                    .and_then(|filter| self.keep_suffix(&f.target, filter));
+                self.loops.push(keep);
                 self.stmts(&f.body);
+                self.loops.pop();
                 self.stmts(&f.else_body);
             }
             ast::Stmt::IfCond(c) => {
@@ -307,6 +324,7 @@ impl Walker<'_> {
                 for (_, value) in &w.assignments {
                     self.expr(value);
                 }
+                self.with_without_frame(w);
                 self.stmts(&w.body);
             }
             ast::Stmt::Set(s) => {
@@ -334,67 +352,56 @@ impl Walker<'_> {
                 self.stmts(&s.body);
             }
             ast::Stmt::AutoEscape(a) => self.stmts(&a.body),
-            ast::Stmt::FilterBlock(f) => self.stmts(&f.body),
+            // jinja2 runs a filter block's body in a scope of its own, as a set block's.
+            ast::Stmt::FilterBlock(f) => {
+                let end = f.span().end_offset;
+                self.scope_of_its_own(&f.body, f.filter_span.end_offset, end, "endfilter");
+                self.stmts(&f.body);
+            }
             ast::Stmt::Block(b) => self.stmts(&b.body),
             ast::Stmt::Macro(m) => {
                 m.defaults.iter().for_each(|d| self.expr(d));
                 self.pack_params(m);
                 self.unpass_arguments(m);
+                self.loops.push(None);
                 self.stmts(&m.body);
+                self.loops.pop();
             }
             ast::Stmt::CallBlock(c) => {
                 self.call(&c.call, true);
                 self.pack_caller_params(c);
+                self.loops.push(None);
                 self.stmts(&c.macro_decl.body);
+                self.loops.pop();
             }
             ast::Stmt::Do(d) => self.call(&d.call, false),
             _ => {}
         }
     }
 
-    /// jinja2 runs a `{% set x %}` block's body in a scope of its own (what it sets is not seen
-    /// after it), where minijinja runs it in the enclosing one: the body is wrapped in
-    /// `{% with %}...{% endwith %}`, each tag with the whitespace control of the tag it follows
-    /// or precedes.
-    fn set_block_scope(&mut self, s: &ast::Spanned<ast::SetBlock>) {
-        // A `continue` or `break` may not leave a `with` block (minijinja loses track of its
-        // frames): such a body keeps minijinja's scope.
-        if python_for_else::leaves_early(&s.body) {
-            return;
-        }
-        let head_end = match &s.filter {
-            Some(filter) => filter.span().end_offset,
-            None => s.target.span().end_offset,
-        } as usize;
-        let end = s.span().end_offset as usize;
-        let (Some(head), Some(tail)) = (
-            self.source.get(head_end..end),
-            self.source.get(..end.saturating_sub("endset".len())),
-        ) else {
-            return;
-        };
-        // `  -%}` after the target or filter: the opening tag's end.
-        let after = head.trim_start();
-        let (open_mark, after) = match after.strip_prefix(['-', '+']) {
-            Some(rest) => (&after[..1], rest),
-            None => ("", after),
-        };
-        if !after.starts_with("%}") {
-            return;
-        }
-        let open_at = end - after.len() + 2;
-        // `{%-  ` before `endset`: the closing tag's start.
-        let before = tail.trim_end();
-        let (close_mark, before) = match before.strip_suffix(['-', '+']) {
-            Some(rest) => (&before[before.len() - 1..], rest),
-            None => ("", before),
-        };
-        if !before.ends_with("{%") || self.source.get(tail.len()..end) != Some("endset") {
-            return;
-        }
-        let close_at = before.len() - 2;
-        self.insert(open_at as u32, format!("{{% with {open_mark}%}}"));
-        self.insert(close_at as u32, format!("{{%{close_mark} endwith %}}"));
+    /// The suffix that passes a `loop(...)` argument of a recursive loop with `target` and
+    /// `filter` through `python_loop_filter::KEEP_FILTER`: the filter's text with its own
+    /// edits (made before the loop's body is walked). `None` where the target nests.
+    fn keep_suffix(&self, target: &ast::Expr, filter: &ast::Expr) -> Option<String> {
+        let names = self
+            .source
+            .get(self.start(target) as usize..target.span().end_offset as usize)
+            .and_then(python_loop_filter::target_names)?;
+        let (start, end) = (
+            self.start(filter) as usize,
+            filter.span().end_offset as usize,
+        );
+        let inside = self
+            .edits
+            .iter()
+            .filter(|e| e.start >= start && e.end <= end);
+        let condition = applied(self.source, start, end, inside)?;
+        Some(format!(
+            "|{}({}, {})",
+            python_loop_filter::KEEP_FILTER,
+            python_loop_filter::quoted(&names),
+            python_loop_filter::quoted(&condition)
+        ))
     }
 
     /// `a < b` becomes `((a)|compare('<', b))`, and likewise `<=`, `>`, `>=`, `in` and
@@ -471,6 +478,10 @@ impl Walker<'_> {
         if let (ast::Expr::Var(v), [ast::CallArg::Pos(items)]) = (&c.expr, c.args.as_slice()) {
             if v.id == "loop" {
                 self.wrap(items, format!("|{ITERABLE_FILTER}"));
+                if let Some(Some(keep)) = self.loops.last() {
+                    let keep = keep.clone();
+                    self.wrap(items, keep);
+                }
             }
         }
         self.pass_arguments(c);
@@ -865,8 +876,10 @@ impl Walker<'_> {
             ast::Expr::Map(m) => {
                 m.keys.iter().for_each(|x| self.expr(x));
                 m.values.iter().for_each(|x| self.expr(x));
-                for key in m.keys.iter().filter(|k| !matches!(k, ast::Expr::Const(_))) {
-                    self.wrap(key, format!("|{HASHABLE_FILTER}"));
+                // After every key and value is evaluated, as Python builds a dict.
+                if m.keys.iter().any(|k| !matches!(k, ast::Expr::Const(_))) {
+                    self.insert(self.start(e), "(".to_string());
+                    self.wrap(e, format!("|{HASHABLE_FILTER})"));
                 }
             }
             ast::Expr::Var(v)
