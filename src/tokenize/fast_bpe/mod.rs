@@ -10,8 +10,8 @@
 //!   string decoders (`decode`).
 //!
 //! `model::BpeModel` runs both, differing only in its `Alphabet` (the initial symbols); the
-//! merge loop and its tie-breaking are shared. `config` decides the family and refuses, with
-//! the component at fault, anything it does not reproduce exactly.
+//! merge loop (`merge`, a scan or a heap) and its tie-breaking are shared. `config` decides the
+//! family and refuses, with the component at fault, anything it does not reproduce exactly.
 //!
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
 //! alignment tables unless offsets are asked for (or NFC actually changes the text), whole
@@ -143,10 +143,10 @@ impl FastBpe {
 
         let model_vocab: FxHashMap<&str, u32> =
             spec.vocab.iter().map(|(t, id)| (t.as_str(), *id)).collect();
-        let mut merges = PairTable::with_capacity(spec.merges.len());
+        let mut triples = Vec::with_capacity(spec.merges.len());
         let mut pairs = Vec::with_capacity(spec.merges.len());
         let mut joined = String::new();
-        for (rank, (a, b)) in spec.merges.iter().enumerate() {
+        for (a, b) in &spec.merges {
             let lookup = |t: &str| {
                 model_vocab.get(t).copied().ok_or_else(|| {
                     Unsupported::new("model", format!("merge part {t:?} is not in the vocab"))
@@ -158,9 +158,14 @@ impl FastBpe {
             let merged = lookup(&joined)?;
             // Later duplicates overwrite earlier ones, as in HF's map.
             let pair = (lookup(a)?, lookup(b)?);
-            merges.insert(pair.0, pair.1, rank as u32, merged);
+            triples.push((pair.0, pair.1, merged));
             pairs.push(pair);
         }
+        // Every symbol a word starts as is an entry of the vocabulary.
+        let top_id = spec.vocab.iter().map(|&(_, id)| id).max().unwrap_or(0);
+        let merges = PairTable::new(&triples, top_id).ok_or_else(|| {
+            Unsupported::new("model", "token ids too large to pack with the merge ranks")
+        })?;
         let model = if byte_level {
             let mut byte_ids = [0u32; 256];
             for (b, slot) in byte_ids.iter_mut().enumerate() {

@@ -4,10 +4,9 @@
 //! HF applies, at each step, the lowest-ranked merge among the adjacent pairs, the
 //! leftmost one on a tie (its heap orders by rank, then position, and discards stale
 //! entries by their result id; a stale entry can never pass that check because every
-//! merge makes its pair's string longer). Both strategies below follow that order.
+//! merge makes its pair's string longer). Both strategies of `merge` follow that order.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
@@ -19,13 +18,22 @@ use super::whole_chars::{
     WholeChars, AFTER_ASCII, AFTER_MULTIBYTE, BEFORE_ASCII, BEFORE_MULTIBYTE,
 };
 
+#[path = "merge.rs"]
+mod merge;
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod merge_tests;
+
 /// Gives every model its own serial number, which keys the per-thread piece caches.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Words of up to this many symbols are merged by rescanning the pair ranks, which beats a
 /// heap on the short pre-tokens that make up almost all text (measured in instructions on
-/// English, Chinese and Japanese text: 24 beats 12 and 48).
-const SCAN_LIMIT: usize = 24;
+/// English, Chinese, Japanese and Thai text: 32 beats 24 and 64).
+const SCAN_LIMIT: usize = 32;
+/// The fixed size of `merge_by_scan`'s arrays: `SCAN_LIMIT` rounded up to whole vectors.
+const SCAN_SLOTS: usize = 32;
+const _: () = assert!(SCAN_LIMIT <= SCAN_SLOTS && SCAN_SLOTS <= 256);
 
 /// Words of at least this many bytes are cut into parts (`boundaries`): those the piece cache
 /// does not hold. A shorter word is merged whole once and then found in the cache; cutting it
@@ -53,10 +61,10 @@ pub(super) struct BpeModel {
     exact_words: Option<WordTable>,
     /// This model's key in the per-thread piece caches.
     serial: u64,
-    /// Byte-level models: `merge_of` of every pair of bytes, indexed by `(left << 8) | right`.
+    /// Byte-level models: `rank_of` of every pair of bytes, indexed by `(left << 8) | right`.
     /// A word's first ranks are all byte pairs; this table is small enough to stay in cache,
     /// where the merges map is not.
-    byte_pairs: Box<[(u32, u32)]>,
+    byte_pairs: Box<[u32]>,
     /// Byte-level models: the multi-byte chars a word may start as one token (`whole_chars`).
     whole_chars: WholeChars,
     /// Byte-level models: where a word's parts may be encoded alone (`boundaries`).
@@ -75,7 +83,6 @@ pub(super) struct Symbol {
 #[derive(Default)]
 pub(super) struct Scratch {
     symbols: Vec<Symbol>,
-    ranks: Vec<(u32, u32)>,
     prev: Vec<usize>,
     next: Vec<usize>,
     heap: Vec<Reverse<u64>>,
@@ -124,7 +131,7 @@ impl BpeModel {
         };
         if let Alphabet::Bytes(byte_ids) = &model.alphabet {
             model.byte_pairs = (0..1usize << 16)
-                .map(|pair| model.merge_of(byte_ids[pair >> 8], byte_ids[pair & 0xFF]))
+                .map(|pair| model.rank_of(byte_ids[pair >> 8], byte_ids[pair & 0xFF]))
                 .collect();
         }
         let mut scratch = Scratch::default();
@@ -181,6 +188,11 @@ impl BpeModel {
 
     fn merge_of(&self, left: u32, right: u32) -> (u32, u32) {
         self.merges.get(left, right).unwrap_or((NO_MERGE, 0))
+    }
+
+    #[inline(always)]
+    fn rank_of(&self, left: u32, right: u32) -> u32 {
+        self.merges.rank(left, right).unwrap_or(NO_MERGE)
     }
 
     /// Appends the ids of `word` and, when asked, each token's byte span inside `word`.
@@ -537,105 +549,6 @@ impl BpeModel {
             self.merge_by_heap(scratch);
         }
         push_symbols(&scratch.symbols, ids, spans);
-    }
-
-    /// `bytes` are the chunk's bytes, which for a byte-level model are its first symbols.
-    fn merge_by_scan(&self, bytes: &[u8], scratch: &mut Scratch) {
-        let symbols = &mut scratch.symbols;
-        let ranks = &mut scratch.ranks;
-        ranks.clear();
-        if !self.byte_pairs.is_empty() && bytes.len() == symbols.len() {
-            ranks.extend(
-                bytes
-                    .windows(2)
-                    .map(|w| self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])]),
-            );
-        } else {
-            ranks.extend(symbols.windows(2).map(|w| self.merge_of(w[0].id, w[1].id)));
-        }
-        loop {
-            let mut best = NO_MERGE;
-            let mut at = 0;
-            for (i, &(rank, _)) in ranks.iter().enumerate() {
-                if rank < best {
-                    best = rank;
-                    at = i;
-                }
-            }
-            if best == NO_MERGE {
-                break;
-            }
-            let merged = ranks[at].1;
-            let right = symbols.remove(at + 1);
-            let sym = &mut symbols[at];
-            sym.id = merged;
-            sym.len += right.len;
-            ranks.remove(at);
-            if at + 1 < symbols.len() {
-                ranks[at] = self.merge_of(merged, symbols[at + 1].id);
-            }
-            if at > 0 {
-                ranks[at - 1] = self.merge_of(symbols[at - 1].id, merged);
-            }
-        }
-    }
-
-    /// The same merge order as `merge_by_scan`, in O(n log n) for long pre-tokens
-    /// (runs of spaces or symbols can be arbitrarily long, and words of scripts written
-    /// without spaces are long). Heap entries are `rank << 32 | position`: the lowest rank
-    /// first, the leftmost on a tie. An entry is stale when the pair at its position no
-    /// longer has its rank (a pair with the same rank is the same pair, so merging it then is
-    /// merging the pair as it stands). Removed symbols get length 0.
-    fn merge_by_heap(&self, scratch: &mut Scratch) {
-        let n = scratch.symbols.len();
-        let symbols = &mut scratch.symbols;
-        let prev = &mut scratch.prev;
-        let next = &mut scratch.next;
-        prev.clear();
-        next.clear();
-        prev.extend((0..n).map(|i| i.wrapping_sub(1)));
-        next.extend(1..=n);
-        let key = |rank: u32, pos: usize| Reverse((u64::from(rank) << 32) | pos as u64);
-        let mut entries = std::mem::take(&mut scratch.heap);
-        entries.clear();
-        for i in 0..n - 1 {
-            let (rank, _) = self.merge_of(symbols[i].id, symbols[i + 1].id);
-            if rank != NO_MERGE {
-                entries.push(key(rank, i));
-            }
-        }
-        let mut heap = BinaryHeap::from(entries);
-        while let Some(Reverse(entry)) = heap.pop() {
-            let (rank, pos) = ((entry >> 32) as u32, (entry & 0xFFFF_FFFF) as usize);
-            if symbols[pos].len == 0 || next[pos] >= n {
-                continue;
-            }
-            let right = next[pos];
-            let (current, new_id) = self.merge_of(symbols[pos].id, symbols[right].id);
-            if current != rank {
-                continue;
-            }
-            symbols[pos].id = new_id;
-            symbols[pos].len += symbols[right].len;
-            symbols[right].len = 0;
-            next[pos] = next[right];
-            if next[pos] < n {
-                prev[next[pos]] = pos;
-                let (rank, _) = self.merge_of(new_id, symbols[next[pos]].id);
-                if rank != NO_MERGE {
-                    heap.push(key(rank, pos));
-                }
-            }
-            if prev[pos] < n {
-                let p = prev[pos];
-                let (rank, _) = self.merge_of(symbols[p].id, new_id);
-                if rank != NO_MERGE {
-                    heap.push(key(rank, p));
-                }
-            }
-        }
-        scratch.heap = heap.into_vec();
-        symbols.retain(|s| s.len > 0);
     }
 }
 

@@ -2,8 +2,8 @@
 //! ranks and the vocabulary are far larger than the CPU caches, so a lookup is a trip to
 //! memory, and the layout decides how many. A hash map of boxed keys takes three dependent
 //! loads (control bytes, entry, key bytes); these take one: open addressing over flat slots,
-//! each within one cache line, the key held in the slot (pairs as one word, words of up to
-//! 16 bytes as two, longer words in a byte arena).
+//! each within one cache line, the key held in the slot (a pair with its rank as one word,
+//! words of up to 16 bytes as two, longer words in a byte arena).
 
 use super::byte_key::{self, INLINE};
 
@@ -12,99 +12,106 @@ fn slot_bits(n: usize) -> u32 {
     (n + n / 2).max(8).next_power_of_two().trailing_zeros()
 }
 
-/// No pair has this key: token ids are below `u32::MAX`.
-const NO_PAIR: u64 = u64::MAX;
+/// An empty pair slot: a slot's value never has its top bit set (`PairTable::new`).
+const EMPTY: u64 = u64::MAX;
 
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct PairSlot {
-    key: u64,
-    rank: u32,
-    id: u32,
-}
-
-/// `(left << 32) | right` to `(rank, merged id)`.
+/// A merge's pair to its rank, and a rank to the merged id. A slot is one word, the pair packed
+/// above the rank (`id_bits` for each id, `rank_bits` for the rank), so that the slots take half
+/// the room a pair and two values would: the same memory holds twice the slots, and a lookup, most
+/// often of a pair that does not merge, ends after fewer probes. The merged id is needed only for
+/// the one pair a merge step picks, and is read from a list by rank.
 pub(super) struct PairTable {
-    slots: Box<[PairSlot]>,
+    slots: Box<[u64]>,
     bits: u32,
-    len: usize,
+    id_bits: u32,
+    rank_bits: u32,
+    merged: Box<[u32]>,
 }
 
 impl PairTable {
-    /// Room for `n` pairs.
-    pub(super) fn with_capacity(n: usize) -> Self {
-        let bits = slot_bits(n);
-        let empty = PairSlot {
-            key: NO_PAIR,
-            rank: 0,
-            id: 0,
-        };
-        Self {
-            slots: vec![empty; 1 << bits].into_boxed_slice(),
-            bits,
-            len: 0,
+    /// The table of `merges`, `(left, right, merged id)` by rank; a pair given twice keeps the
+    /// later rank, as HF's map does. `top_id`: the largest id the table will be asked about (the
+    /// vocabulary's), which sets the width of a packed id. `None` when a pair and its rank do
+    /// not fit in 63 bits (ids of two million and more).
+    pub(super) fn new(merges: &[(u32, u32, u32)], top_id: u32) -> Option<Self> {
+        let width = |n: u64| 64 - n.leading_zeros();
+        let top_id = merges
+            .iter()
+            .fold(top_id, |top, &(l, r, id)| top.max(l).max(r).max(id));
+        let id_bits = width(u64::from(top_id));
+        let rank_bits = width(merges.len() as u64);
+        if 2 * id_bits + rank_bits > 63 {
+            return None;
         }
+        // At most a third of the slots are full.
+        let bits = (merges.len() * 3)
+            .max(8)
+            .next_power_of_two()
+            .trailing_zeros();
+        let mut table = Self {
+            slots: vec![EMPTY; 1 << bits].into_boxed_slice(),
+            bits,
+            id_bits,
+            rank_bits,
+            merged: merges.iter().map(|&(_, _, id)| id).collect(),
+        };
+        let mask = table.slots.len() - 1;
+        for (rank, &(left, right, _)) in merges.iter().enumerate() {
+            let pair = table.pair(left, right);
+            let value = (pair << rank_bits) | rank as u64;
+            let mut at = table.home(pair);
+            loop {
+                let slot = &mut table.slots[at];
+                if *slot == EMPTY || *slot >> rank_bits == pair {
+                    *slot = value;
+                    break;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        Some(table)
     }
 
     #[inline(always)]
-    fn home(&self, key: u64) -> usize {
-        (byte_key::mix(key, key >> 29) >> (64 - self.bits)) as usize
+    fn pair(&self, left: u32, right: u32) -> u64 {
+        (u64::from(left) << self.id_bits) | u64::from(right)
     }
 
-    /// Sets the pair's value; a pair given twice keeps the later value. Past the capacity
-    /// asked for, the table grows.
-    pub(super) fn insert(&mut self, left: u32, right: u32, rank: u32, id: u32) {
-        let key = pair_key(left, right);
-        if key == NO_PAIR {
-            // Not a pair of real ids (`config` refuses the id `u32::MAX`).
-            return;
-        }
-        if slot_bits(self.len + 1) > self.bits {
-            let mut bigger = Self::with_capacity(self.len + 1);
-            for s in self.slots.iter().filter(|s| s.key != NO_PAIR) {
-                bigger.insert((s.key >> 32) as u32, s.key as u32, s.rank, s.id);
-            }
-            *self = bigger;
-        }
+    #[inline(always)]
+    fn home(&self, pair: u64) -> usize {
+        (byte_key::mix(pair, pair >> 29) >> (64 - self.bits)) as usize
+    }
+
+    /// The rank of the pair `left`, `right`, if it merges. Both ids are at most `top_id`.
+    #[inline(always)]
+    pub(super) fn rank(&self, left: u32, right: u32) -> Option<u32> {
+        debug_assert!((left | right) >> self.id_bits == 0);
+        let pair = self.pair(left, right);
         let mask = self.slots.len() - 1;
-        let mut at = self.home(key);
+        let mut at = self.home(pair);
         loop {
-            let slot = &mut self.slots[at];
-            if slot.key == NO_PAIR {
-                *slot = PairSlot { key, rank, id };
-                self.len += 1;
-                return;
+            let slot = self.slots[at];
+            if slot == EMPTY {
+                return None;
             }
-            if slot.key == key {
-                (slot.rank, slot.id) = (rank, id);
-                return;
+            if slot >> self.rank_bits == pair {
+                return Some((slot & ((1 << self.rank_bits) - 1)) as u32);
             }
             at = (at + 1) & mask;
         }
+    }
+
+    /// The id a merge of `rank` makes.
+    #[inline(always)]
+    pub(super) fn merged(&self, rank: u32) -> u32 {
+        self.merged[rank as usize]
     }
 
     /// `(rank, merged id)` of the pair `left`, `right`.
     #[inline(always)]
     pub(super) fn get(&self, left: u32, right: u32) -> Option<(u32, u32)> {
-        let key = pair_key(left, right);
-        let mask = self.slots.len() - 1;
-        let mut at = self.home(key);
-        loop {
-            let slot = &self.slots[at];
-            if slot.key == NO_PAIR {
-                return None;
-            }
-            if slot.key == key {
-                return Some((slot.rank, slot.id));
-            }
-            at = (at + 1) & mask;
-        }
+        self.rank(left, right).map(|rank| (rank, self.merged(rank)))
     }
-}
-
-#[inline(always)]
-fn pair_key(left: u32, right: u32) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
 }
 
 #[derive(Clone, Copy, Default)]
@@ -199,26 +206,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pairs_are_found_as_inserted_and_grow_past_the_capacity() {
-        let mut table = PairTable::with_capacity(4);
-        let pairs: Vec<(u32, u32)> = (0..5000u32)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 12, i % 97))
+    fn pairs_are_found_by_rank_with_their_merged_ids() {
+        let mut merges: Vec<(u32, u32, u32)> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 14, i % 97, i + 7))
             .collect();
-        for (k, &(l, r)) in pairs.iter().enumerate() {
-            table.insert(l, r, k as u32, 7);
+        // A pair given again keeps the later rank.
+        merges.push((merges[3].0, merges[3].1, 99_999));
+        let top = merges.iter().map(|m| m.0).max().unwrap();
+        let table = PairTable::new(&merges, top + 1).unwrap();
+        for (rank, &(l, r, id)) in merges.iter().enumerate() {
+            let want = if rank == 3 {
+                (5000, 99_999)
+            } else {
+                (rank as u32, id)
+            };
+            assert_eq!(table.get(l, r), Some(want), "pair {rank}");
         }
-        // A pair given again keeps the later value.
-        table.insert(pairs[3].0, pairs[3].1, 99_999, 8);
-        for (k, &(l, r)) in pairs.iter().enumerate() {
-            let want = if k == 3 { (99_999, 8) } else { (k as u32, 7) };
-            assert_eq!(table.get(l, r), Some(want), "pair {k}");
-        }
-        assert_eq!(table.len, pairs.len());
-        assert_eq!(table.get(1 << 30, 5), None);
-        assert_eq!(table.get(pairs[1].1, pairs[1].0), None);
-        // The sentinel is neither stored nor found.
-        table.insert(u32::MAX, u32::MAX, 1, 1);
-        assert_eq!(table.get(u32::MAX, u32::MAX), None);
+        assert_eq!(table.get(top + 1, 5), None);
+        assert_eq!(table.get(merges[1].1, merges[1].0), None);
+        // Ids too wide to pack with the ranks are refused.
+        assert!(PairTable::new(&[(1 << 31, 1, 2)], 0).is_none());
+        assert!(PairTable::new(&[], 1 << 31).is_none());
+        assert!(PairTable::new(&[], 0).is_some_and(|t| t.get(0, 0).is_none()));
     }
 
     #[test]
