@@ -114,48 +114,67 @@ impl<R: BufRead> JsonlReader<R> {
     /// The next non-blank line, `None` at the end of the file.
     pub fn next_line(&mut self) -> SftResult<Option<JsonlLine>> {
         loop {
-            self.buf.clear();
-            let n = self
-                .reader
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|e| io_error(&self.path, &e))?;
-            if n == 0 {
+            let mut line = std::mem::take(&mut self.buf);
+            line.clear();
+            if !self.read_line_into(&mut line)? {
+                self.buf = line;
                 return Ok(None);
             }
-            if !self.buf.ends_with(b"\n") {
-                // The last line, unless the stream failed after it: a truncated compressed
-                // file must say so, not report the cut line as broken JSON.
-                self.reader
-                    .fill_buf()
-                    .map_err(|e| io_error(&self.path, &e))?;
-            }
             self.line += 1;
-            let mut bytes: &[u8] = &self.buf;
-            if let Some(rest) = bytes.strip_suffix(b"\n") {
-                bytes = rest;
-            }
-            if let Some(rest) = bytes.strip_suffix(b"\r") {
-                bytes = rest;
-            }
-            if self.line == 1 {
-                if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-                    bytes = rest;
+            if line.ends_with(b"\n") {
+                line.pop();
+                if line.ends_with(b"\r") {
+                    line.pop();
                 }
             }
-            let text = std::str::from_utf8(bytes).map_err(|e| {
+            if self.line == 1 && line.starts_with(b"\xEF\xBB\xBF") {
+                line.drain(..3);
+            }
+            // The line's bytes become its text without a copy; a blank line gives its buffer
+            // back for the next one.
+            let text = String::from_utf8(line).map_err(|e| {
                 parse_error(
                     &self.path,
                     self.line,
-                    format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()),
+                    format!(
+                        "invalid UTF-8 at byte {} of the line",
+                        e.utf8_error().valid_up_to()
+                    ),
                 )
             })?;
             if text.trim().is_empty() {
+                self.buf = text.into_bytes();
                 continue;
             }
             return Ok(Some(JsonlLine {
                 line: self.line,
-                text: text.to_string(),
+                text,
             }));
+        }
+    }
+
+    /// Appends the next line, its `\n` included, to `line`: false at the end of the file. The
+    /// newline is found by memchr's vector search in the reader's buffer, and each buffered
+    /// byte is copied once, straight into the line.
+    fn read_line_into(&mut self, line: &mut Vec<u8>) -> SftResult<bool> {
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_error(&self.path, &e)),
+            };
+            if available.is_empty() {
+                return Ok(!line.is_empty());
+            }
+            let (taken, ended) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            line.extend_from_slice(&available[..taken]);
+            self.reader.consume(taken);
+            if ended {
+                return Ok(true);
+            }
         }
     }
 }

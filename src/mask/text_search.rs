@@ -90,19 +90,27 @@ pub fn find_once(hay: &str, needle: &str) -> Option<usize> {
 }
 
 /// Where each occurrence of a short, non-empty `needle` (an end-of-turn token) ends in `hay`,
-/// occurrences not overlapping, as `match_indices` finds them.
+/// occurrences not overlapping, as `match_indices` finds them. A dataset asks for one needle
+/// over and over (its template's end-of-turn token, in every render of every example), and in
+/// chat text the needle's first byte (`<`) starts every other special token; so each thread
+/// keeps the searcher of the last needle it was asked for, and every call is one vector scan.
 pub fn ends_of(hay: &str, needle: &str) -> Vec<usize> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<memmem::Finder<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
-    let mut ends = Vec::new();
     if n.is_empty() {
-        return ends;
+        return Vec::new();
     }
-    let mut at = 0;
-    while let Some(p) = find_short(&h[at..], n) {
-        at += p + n.len();
-        ends.push(at);
-    }
-    ends
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.as_ref().is_none_or(|f| f.needle() != n) {
+            *last = Some(memmem::Finder::new(n).into_owned());
+        }
+        let finder = last.as_ref().expect("a searcher was just made");
+        finder.find_iter(h).map(|at| at + n.len()).collect()
+    })
 }
 
 #[cfg(test)]
