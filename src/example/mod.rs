@@ -134,26 +134,57 @@ fn is_js_object(v: &Json) -> bool {
     v.is_object() || v.is_array()
 }
 
+/// The fields of a record that make an example.
+#[derive(Default)]
+struct RecordFields {
+    prompt: Option<Json>,
+    completion: Option<Json>,
+    messages: Option<Json>,
+    distill: Option<Json>,
+    tools: Option<Json>,
+}
+
 /// The loader's validation of one parsed JSONL record (`index` counts records from 0).
 pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
     if !is_js_object(&record) {
         return Err(invalid(format!("SFT example {index} must be an object")));
     }
-    let Json::Object(mut obj) = record else {
+    let Json::Object(obj) = record else {
         return Err(invalid(format!(
             "SFT example {index}: must have either {{prompt, completion}} or {{messages}}"
         )));
     };
-    if obj.contains_key("prompt") && obj.contains_key("completion") {
-        let prompt = match obj.remove("prompt") {
-            Some(Json::Array(p)) => p,
+    // The fields are moved out in one pass over the record, with no key hashed: the record is
+    // dropped with the rest of its fields right after.
+    let mut fields = RecordFields::default();
+    for (key, value) in obj {
+        let slot = match key.as_str() {
+            "prompt" => &mut fields.prompt,
+            "completion" => &mut fields.completion,
+            "messages" => &mut fields.messages,
+            "distill" => &mut fields.distill,
+            "tools" => &mut fields.tools,
+            _ => continue,
+        };
+        *slot = Some(value);
+    }
+    let RecordFields {
+        prompt,
+        completion,
+        messages,
+        distill,
+        tools,
+    } = fields;
+    let tools = tools.filter(|t| !t.is_null());
+    if let (Some(prompt), Some(completion)) = (prompt, completion) {
+        let prompt = match prompt {
+            Json::Array(p) => p,
             _ => {
                 return Err(invalid(format!(
                     "SFT example {index}: prompt must be an array of messages"
                 )))
             }
         };
-        let completion = obj.remove("completion").unwrap_or(Json::Null);
         if !is_js_object(&completion) {
             return Err(invalid(format!(
                 "SFT example {index}: completion must be a message object"
@@ -169,17 +200,16 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
                 "SFT example {index}: completion.content must be a string"
             )));
         }
-        let distill = obj.remove("distill");
         return Ok(SftExample::PromptCompletion {
             prompt,
             completion,
             distill,
-            tools: tools_of(&mut obj),
+            tools,
         });
     }
-    if obj.contains_key("messages") {
-        let messages = match obj.remove("messages") {
-            Some(Json::Array(m)) => m,
+    if let Some(messages) = messages {
+        let messages = match messages {
+            Json::Array(m) => m,
             _ => {
                 return Err(invalid(format!(
                     "SFT example {index}: messages must be an array"
@@ -199,11 +229,10 @@ pub fn validate_record(record: Json, index: usize) -> SftResult<SftExample> {
                 "SFT example {index}: messages must contain at least one assistant message"
             )));
         }
-        let distill = obj.remove("distill");
         return Ok(SftExample::Conversation {
             messages,
             distill,
-            tools: tools_of(&mut obj),
+            tools,
         });
     }
     Err(invalid(format!(
