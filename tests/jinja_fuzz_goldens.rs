@@ -74,10 +74,9 @@ const RESIDUAL: [(&str, usize); 6] = [
     // inside a list).
     ("does not compile", 3),
     // A printed object's address (Python's differs from run to run) that a string method then
-    // reads (`count('a')`, `replace`, `list`); a namespace printed in key order (Python keeps
-    // the order of assignment); a `with` block's second value that names its first (jinja2
-    // evaluates every value before binding any); a float remainder's zero sign.
-    ("text differs", 12),
+    // reads (`count('a')`, `replace`, `list`); a `with` block's second value that names its
+    // first (jinja2 evaluates every value before binding any); a float remainder's zero sign.
+    ("text differs", 7),
     // A slice of a dict literal, which jinja2's constant folding turns into an undefined value;
     // a loop iterable that raises here in a branch jinja2 renders without it.
     ("we raise, Python renders", 2),

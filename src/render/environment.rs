@@ -9,10 +9,10 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
-    python_iterables, python_loop_filter, python_macros, python_markup, python_ops, python_order,
-    python_range, python_semantics, python_slice, python_str, python_str_format,
-    python_str_methods, python_tests_syntax, python_text_filters, python_text_wrap, python_unpack,
-    python_urlize, python_value, strftime_now,
+    python_iterables, python_loop_filter, python_macros, python_markup, python_namespace,
+    python_ops, python_order, python_range, python_semantics, python_slice, python_str,
+    python_str_format, python_str_methods, python_tests_syntax, python_text_filters,
+    python_text_wrap, python_unpack, python_urlize, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -149,10 +149,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("unique", python_iterables::unique_filter);
         env.add_filter("groupby", python_order::groupby_filter);
         env.add_filter(
-            python_semantics::PRIVATE_FIELD_FILTER,
-            python_semantics::private_field_filter,
+            python_namespace::FIELD_FILTER,
+            python_namespace::field_filter,
         );
-        env.add_function("namespace", python_semantics::namespace_function);
+        env.add_function("namespace", python_namespace::namespace_function);
         env.add_filter("attr", python_semantics::attr_filter);
         env.add_filter("forceescape", python_text_filters::forceescape_filter);
         env.add_filter("escape", python_text_filters::escape_filter);
