@@ -693,7 +693,11 @@ fn is_python_sequence(value: &Value) -> bool {
     match value.kind() {
         ValueKind::String | ValueKind::Seq | ValueKind::Undefined => true,
         ValueKind::Map => !python_semantics::is_macro(value),
-        ValueKind::Iterable => python_semantics::python_type_name(value) == "list",
+        // The diagnostic render's undefined value is one as the plain one is.
+        ValueKind::Iterable => matches!(
+            python_semantics::python_type_name(value),
+            "list" | "Undefined"
+        ),
         _ => false,
     }
 }

@@ -504,7 +504,8 @@ pub fn indent_filter(
 /// for anything else one that raises jinja2's error when iterated.
 pub fn items_filter(value: Value) -> Result<Value, Error> {
     const MADE_BY: &str = "do_items";
-    if value.is_undefined() {
+    // The diagnostic render's undefined value too: jinja2's `items` gives nothing for one.
+    if super::python_undefined::is_undefined(&value) {
         return Ok(python_generators::Generator::wrap(MADE_BY, Vec::new()));
     }
     match minijinja::filters::items(&value) {

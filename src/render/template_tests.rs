@@ -670,6 +670,25 @@ fn undefined_values_met_later_are_named_as_jinja2_names_them() {
         ),
         // minijinja's `selectattr` skips an item whose lookup Python refuses.
         ("{{ [1, z]|selectattr('role')|list }}", "'z' is undefined"),
+        // `items` of an undefined value gives nothing, named or not.
+        (
+            "{% set d = {} %}{% for p in (d.a)|items|list + (d.b).split() %}{% endfor %}",
+            "'dict object' has no attribute 'b'",
+        ),
+        (
+            "{{ (([]|last)|items|list)|max > 1 }}",
+            "No aggregated item, sequence was empty.",
+        ),
+        // An undefined value is a sequence to jinja2, named or not.
+        (
+            "{% set w = w %}{% if w is sequence %}{{ w[0] }}{% endif %}",
+            "'w' is undefined",
+        ),
+        // Sorting the keys compares an undefined one with the others.
+        (
+            "{{ {'k': 1, z: 2}|tojson(sort_keys=true) }}",
+            "'z' is undefined",
+        ),
     ] {
         assert_raises(source, message);
     }
@@ -677,6 +696,11 @@ fn undefined_values_met_later_are_named_as_jinja2_names_them() {
     assert_eq!(
         ok("{{ [1]|map(attribute='role', default=3)|first + 1 }}"),
         "4"
+    );
+    // A lone key is never compared: Python's `json.dumps` refuses its type.
+    assert_raises(
+        "{{ {z: 2}|tojson(sort_keys=true) }}",
+        "keys must be str, int, float, bool or None, not Undefined",
     );
 }
 
