@@ -123,7 +123,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             python_unpack::unpack_each_filter,
         );
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
-        env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
+        env.add_filter(python_ops::NEG_FILTER, python_ops::neg_filter);
         env.add_filter("map", python_generators::map_filter);
         env.add_filter("select", python_generators::select_filter);
         env.add_filter("reject", python_generators::reject_filter);
@@ -340,9 +340,9 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
         refuse_hinted(&r)?;
         python_ops::arith_filter(l, op, r)
     });
-    env.add_filter(python_ops::NEGATABLE_FILTER, |v: Value| {
+    env.add_filter(python_ops::NEG_FILTER, |v: Value| {
         refuse_hinted(&v)?;
-        python_ops::negatable_filter(v)
+        python_ops::neg_filter(v)
     });
     env.add_filter(
         python_semantics::COMPARE_FILTER,

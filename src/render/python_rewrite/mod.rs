@@ -205,6 +205,17 @@ impl Walker<'_> {
         });
     }
 
+    /// Removes the one-character operator at `at`, after every insertion there (the ones of
+    /// enclosing expressions, which open before the operator).
+    fn remove_operator(&mut self, at: u32) {
+        self.edits.push(Edit {
+            start: at as usize,
+            end: at as usize + 1,
+            order: usize::MAX,
+            text: String::new(),
+        });
+    }
+
     fn insert(&mut self, at: u32, text: String) {
         self.replace(at, at, text);
     }
@@ -535,8 +546,19 @@ impl Walker<'_> {
                 self.expr(&u.expr);
                 let number = matches!(&u.expr, ast::Expr::Const(c) if c.value.is_number());
                 if matches!(u.op, ast::UnaryOpKind::Neg) && !number {
-                    self.insert(self.start(&u.expr), "(".to_string());
-                    self.wrap(&u.expr, format!("|{})", python_ops::NEGATABLE_FILTER));
+                    // The operator becomes the filter (minijinja's own `-` stops at 128 bits).
+                    let own = e.span().start_offset;
+                    if self
+                        .source
+                        .get(own as usize..)
+                        .is_some_and(|t| t.starts_with('-'))
+                    {
+                        self.remove_operator(own);
+                        self.insert(self.start(&u.expr), "(".to_string());
+                        self.wrap(&u.expr, format!("|{})", python_ops::NEG_FILTER));
+                    } else {
+                        self.unfit = true;
+                    }
                 }
                 if matches!(u.op, ast::UnaryOpKind::Neg) {
                     self.not_as_name(&u.expr);
