@@ -72,8 +72,8 @@ const RESIDUAL: [(&str, usize); 6] = [
     ("does not compile", 3),
     // A printed object's address (Python's differs from run to run) that a string method then
     // reads (`count('a')`, `replace`, `list`); a `with` block's second value that names its
-    // first (jinja2 evaluates every value before binding any); a float remainder's zero sign.
-    ("text differs", 7),
+    // first (jinja2 evaluates every value before binding any).
+    ("text differs", 6),
     // A slice of a dict literal, which jinja2's constant folding turns into an undefined value;
     // a loop iterable that raises here in a branch jinja2 renders without it.
     ("we raise, Python renders", 2),

@@ -797,11 +797,12 @@ pub fn round_filter(
             "OverflowError: cannot convert float infinity to integer",
         ));
     }
+    // `math.floor` and `math.ceil` give Python integers, which have no negative zero.
     let whole = if method == "floor" {
         scaled.floor()
     } else {
         scaled.ceil()
-    };
+    } + 0.0;
     Ok(Value::from(whole / scale))
 }
 

@@ -104,6 +104,11 @@ fn python_spellings_of_round_join_case_and_split() {
         out("{{ 2.5|round }} {{ 2.675|round(2) }} {{ 14|round }} {{ 14|round(2, 'floor') }} {{ 1250|round(-2) }} {{ 1350|round(-2) }} {{ 3.14159|round(2, 'ceil') }} {{ 0.125|round(2) }} {{ -0.5|round }}"),
         Ok("2.0 2.67 14 14.0 1200 1400 3.15 0.12 -0.0".to_string())
     );
+    // floor and ceil go through Python's integers, which have no negative zero.
+    assert_eq!(
+        out("{{ (-0.0)|round(1, 'ceil') }} {{ (-0.04)|round(1, 'ceil') }} {{ (-0.0)|round(0, 'floor') }}"),
+        Ok("0.0 0.0 0.0".to_string())
+    );
     assert!(out("{{ 'x'|round }}")
         .unwrap_err()
         .contains("type str doesn't define __round__ method"));
