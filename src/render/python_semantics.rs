@@ -507,11 +507,12 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
                 None => Some(a.len().cmp(&b.len())),
             }
         }
+        // A Markup string is named by its own type, a subclass of `str`.
         _ => {
             return Err(type_error(format!(
                 "'{op}' not supported between instances of '{}' and '{}'",
-                python_type_name(left),
-                python_type_name(right)
+                super::python_markup::type_name(left),
+                super::python_markup::type_name(right)
             )))
         }
     };

@@ -137,6 +137,8 @@ fn chained_comparisons_answer_pair_by_pair() {
     );
     assert!(fails("{{ 0 < {'items': 1} < 'b' is defined }}", json!({}))
         .contains("'<' not supported between instances of 'int' and 'dict'"));
+    assert!(fails("{{ 2 > 'a'|forceescape }}", json!({}))
+        .contains("'>' not supported between instances of 'int' and 'Markup'"));
     assert_eq!(
         ok("{{ 'a' < 'a,b'.split(',')|first == 'b' }}{{ 'a' < 'b,a'.split(',')|first == 'b' }}{{ 0 < range(3)|length > 1 }}{{ 1 > 2 < [1] }}", json!({})),
         "FalseTrueTrueFalse"
