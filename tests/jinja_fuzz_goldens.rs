@@ -61,23 +61,18 @@ fn without_addresses(text: &str) -> String {
 
 /// The classes of cases that still differ from Python, and the most cases each may hold.
 const RESIDUAL: [(&str, usize); 6] = [
-    // minijinja's words where an undefined value reaches an operation by a path the diagnostic
-    // render does not follow (`max` or `last` of an empty sequence, a `+` of a set block's own
-    // name inside its body, a method of an undefined value inside a call, `tojson` of a dict
-    // with an undefined key); a filter block's refused output past the first item (Python names
-    // its place in the output); jinja2's constant folding of a non-finite float (`NameError`);
-    // `in` after a test, which jinja2 reads as a name; the one of two errors that is reached
-    // first where Python and the engine evaluate in another order, or a type Python names
-    // otherwise (`Markup`).
-    ("error message differs", 20),
+    // A filter block's refused output past the first item (Python names its place in the
+    // output); jinja2's constant folding of a non-finite float (`NameError`); `in` after a
+    // test, which jinja2 reads as a name; the one of two errors that is reached first where
+    // Python and the engine evaluate in another order.
+    ("error message differs", 12),
     // minijinja's parser: a test whose bare argument is followed by more (`x is t in [1, 2]`
     // inside a list).
     ("does not compile", 3),
     // A printed object's address (Python's differs from run to run) that a string method then
-    // reads (`count('a')`, `replace`, `list`); a namespace printed in key order (Python keeps
-    // the order of assignment); a `with` block's second value that names its first (jinja2
-    // evaluates every value before binding any); a float remainder's zero sign.
-    ("text differs", 12),
+    // reads (`count('a')`, `replace`, `list`); a `with` block's second value that names its
+    // first (jinja2 evaluates every value before binding any).
+    ("text differs", 6),
     // A slice of a dict literal, which jinja2's constant folding turns into an undefined value;
     // a loop iterable that raises here in a branch jinja2 renders without it.
     ("we raise, Python renders", 2),

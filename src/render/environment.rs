@@ -9,10 +9,10 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 use super::json_dumps::{dumps, DumpOptions};
 use super::{
     generation, mlx_node, python_complex, python_filters, python_format, python_generators,
-    python_iterables, python_loop_filter, python_macros, python_markup, python_ops, python_order,
-    python_range, python_semantics, python_slice, python_str, python_str_format,
-    python_str_methods, python_tests_syntax, python_text_filters, python_text_wrap, python_unpack,
-    python_urlize, python_value, strftime_now,
+    python_iterables, python_loop_filter, python_macros, python_markup, python_namespace,
+    python_ops, python_order, python_range, python_semantics, python_slice, python_str,
+    python_str_format, python_str_methods, python_tests_syntax, python_text_filters,
+    python_text_wrap, python_unpack, python_urlize, python_value, strftime_now,
 };
 
 /// The environment of a template with `syntax`, by MLX Node's engine rules where `mlx`.
@@ -123,7 +123,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
             python_unpack::unpack_each_filter,
         );
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
-        env.add_filter(python_ops::NEGATABLE_FILTER, python_ops::negatable_filter);
+        env.add_filter(python_ops::NEG_FILTER, python_ops::neg_filter);
         env.add_filter("map", python_generators::map_filter);
         env.add_filter("select", python_generators::select_filter);
         env.add_filter("reject", python_generators::reject_filter);
@@ -149,10 +149,10 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("unique", python_iterables::unique_filter);
         env.add_filter("groupby", python_order::groupby_filter);
         env.add_filter(
-            python_semantics::PRIVATE_FIELD_FILTER,
-            python_semantics::private_field_filter,
+            python_namespace::FIELD_FILTER,
+            python_namespace::field_filter,
         );
-        env.add_function("namespace", python_semantics::namespace_function);
+        env.add_function("namespace", python_namespace::namespace_function);
         env.add_filter("attr", python_semantics::attr_filter);
         env.add_filter("forceescape", python_text_filters::forceescape_filter);
         env.add_filter("escape", python_text_filters::escape_filter);
@@ -340,9 +340,9 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
         refuse_hinted(&r)?;
         python_ops::arith_filter(l, op, r)
     });
-    env.add_filter(python_ops::NEGATABLE_FILTER, |v: Value| {
+    env.add_filter(python_ops::NEG_FILTER, |v: Value| {
         refuse_hinted(&v)?;
-        python_ops::negatable_filter(v)
+        python_ops::neg_filter(v)
     });
     env.add_filter(
         python_semantics::COMPARE_FILTER,
@@ -693,7 +693,11 @@ fn is_python_sequence(value: &Value) -> bool {
     match value.kind() {
         ValueKind::String | ValueKind::Seq | ValueKind::Undefined => true,
         ValueKind::Map => !python_semantics::is_macro(value),
-        ValueKind::Iterable => python_semantics::python_type_name(value) == "list",
+        // The diagnostic render's undefined value is one as the plain one is.
+        ValueKind::Iterable => matches!(
+            python_semantics::python_type_name(value),
+            "list" | "Undefined"
+        ),
         _ => false,
     }
 }

@@ -153,6 +153,13 @@ fn write_value(
                 pairs.push((key, item));
             }
             if o.sort_keys {
+                // Python's sort compares an undefined key with the others, which jinja2's
+                // undefined value refuses (a lone key is never compared).
+                if o.refused.is_some() && pairs.len() > 1 {
+                    for (key, _) in &pairs {
+                        crate::render::python_undefined::refuse_undefined(key)?;
+                    }
+                }
                 pairs.sort_by_cached_key(|pair| pair.0.to_string());
             }
             write_map(out, &pairs, o, depth)?;

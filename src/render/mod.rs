@@ -43,6 +43,7 @@ mod python_iterables;
 mod python_loop_filter;
 pub mod python_macros;
 mod python_markup;
+mod python_namespace;
 pub mod python_ops;
 pub mod python_order;
 pub mod python_range;
@@ -256,6 +257,9 @@ impl ChatTemplate {
         // would render otherwise, and the template is interpreted alone.
         if failed {
             plan = None;
+            // Without the rewrite, `{% set ns.name = ... %}` is minijinja's, which assigns to
+            // its own namespace type alone.
+            env.add_function("namespace", python_namespace::kept_namespace_function);
         }
         env.add_template_owned(TEMPLATE_NAME, interpreted)
             .map_err(syntax_error)?;
@@ -580,8 +584,12 @@ impl ChatTemplate {
 }
 
 /// `template.render(context)`, with a panic of the engine (minijinja loses track of its frames
-/// where a `continue` leaves a `with` block) turned into an error of the render.
+/// where a `continue` leaves a `with` block) turned into an error of the render, and the render's
+/// namespaces emptied (see `python_namespace`).
 fn render_guarded(template: &minijinja::Template<'_, '_>, context: Value) -> Result<String, Error> {
+    // Dropped last: every namespace of the render is emptied, once the render has let go of
+    // everything else.
+    let _namespaces = python_namespace::RenderNamespaces::start();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| template.render(context)))
         .unwrap_or_else(|_| {
             Err(Error::new(

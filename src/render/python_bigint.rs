@@ -4,9 +4,8 @@
 //! and its result, where it leaves the 128 bits, is a [`PyBigInt`]: it prints its digits,
 //! computes `+`, `-`, `*`, `//`, `%`, `**` and `/` with integers, floats and itself, orders
 //! against numbers, converts to a float (`float` filter) and is named `int` in Python's
-//! messages. A unary minus of one is refused (minijinja's operator, which it goes through, does
-//! not know the type). Every result that fits 128
-//! bits again is minijinja's own integer, so the common path never meets this type.
+//! messages, and negates (`python_ops`). Every result that fits 128 bits again is minijinja's own
+//! integer, so the common path never meets this type.
 
 use std::sync::Arc;
 
@@ -70,6 +69,23 @@ fn value_of(n: BigInt) -> Value {
         Some(small) => Value::from(small),
         None => Value::from_object(PyBigInt(n)),
     }
+}
+
+/// Python's `-value` of an integer (a bool, an integer, one beyond 128 bits), `None` for
+/// anything else.
+pub fn negated(value: &Value) -> Option<Value> {
+    if let Some(small) = python_int(value).and_then(i128::checked_neg) {
+        return Some(Value::from(small));
+    }
+    let n = match value.downcast_object_ref::<PyBigInt>() {
+        Some(big) => big.0.clone(),
+        None if value.is_integer() => match python_int(value) {
+            Some(small) => BigInt::from(small),
+            None => BigInt::from(u128::try_from(value.clone()).ok()?),
+        },
+        None => return None,
+    };
+    Some(value_of(-n))
 }
 
 /// `left op right` where an operand is an integer beyond 128 bits, or where both are integers

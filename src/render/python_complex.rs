@@ -193,6 +193,18 @@ pub fn arith(left: &Value, op: &str, right: &Value) -> Option<Result<Value, Erro
     })
 }
 
+/// Python's `-value` of a complex number (each part negated), `None` for anything else.
+pub fn negated(value: &Value) -> Option<Value> {
+    let c = value.downcast_object_ref::<PyComplex>()?;
+    Some(
+        PyComplex {
+            re: -c.re,
+            im: -c.im,
+        }
+        .value(),
+    )
+}
+
 /// Python's `abs` of a complex number: its magnitude.
 pub fn magnitude(value: &Value) -> Option<Value> {
     let c = value.downcast_object_ref::<PyComplex>()?;

@@ -504,7 +504,8 @@ pub fn indent_filter(
 /// for anything else one that raises jinja2's error when iterated.
 pub fn items_filter(value: Value) -> Result<Value, Error> {
     const MADE_BY: &str = "do_items";
-    if value.is_undefined() {
+    // The diagnostic render's undefined value too: jinja2's `items` gives nothing for one.
+    if super::python_undefined::is_undefined(&value) {
         return Ok(python_generators::Generator::wrap(MADE_BY, Vec::new()));
     }
     match minijinja::filters::items(&value) {
@@ -796,11 +797,12 @@ pub fn round_filter(
             "OverflowError: cannot convert float infinity to integer",
         ));
     }
+    // `math.floor` and `math.ceil` give Python integers, which have no negative zero.
     let whole = if method == "floor" {
         scaled.floor()
     } else {
         scaled.ceil()
-    };
+    } + 0.0;
     Ok(Value::from(whole / scale))
 }
 

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! {% for x in xs %}BODY{% else %}ELSE{% endfor %}
-//! {% set __sft_fe_N = namespace(done=false) %}{% for x in xs %}BODY{% set __sft_fe_N.done = true %}{% endfor %}{% if not __sft_fe_N.done %}{% with %}ELSE{% endwith %}{% endif %}
+//! {% set __sft_fe_N = namespace(done=false) %}{% for x in xs %}BODY{% set __sft_py_set = true|__sft_py_namespace_field(__sft_fe_N, 'done') %}{% endfor %}{% if not __sft_fe_N.done %}{% with %}ELSE{% endwith %}{% endif %}
 //! ```
 //!
 //! Each tag keeps the whitespace control of the one it stands for: the first tag written in
@@ -50,6 +50,11 @@ fn try_edits(source: &str, f: &ast::Spanned<ast::ForLoop>) -> Option<Vec<(usize,
     let span = f.span();
     let (start, end) = (span.start_offset as usize, span.end_offset as usize);
     let flag = format!("__sft_fe_{start}");
+    // The flag is set as every namespace assignment is rewritten (see `python_namespace`).
+    let (discarded, field) = (
+        super::python_namespace::DISCARDED,
+        super::python_namespace::FIELD_FILTER,
+    );
     // `{%- ` before `for`: the opening tag.
     let head = source
         .get(..start)?
@@ -103,7 +108,7 @@ fn try_edits(source: &str, f: &ast::Spanned<ast::ForLoop>) -> Option<Vec<(usize,
             else_at,
             else_end,
             format!(
-                "{{%{else_left} set {flag}.done = true %}}{{% endfor %}}{{% if not {flag}.done {if_open_right}%}}{with_open}"
+                "{{%{else_left} set {discarded} = true|{field}({flag}, 'done') %}}{{% endfor %}}{{% if not {flag}.done {if_open_right}%}}{with_open}"
             ),
         ),
         (

@@ -2,7 +2,7 @@
 //! other words: every `+`, `-`, `*`, `/`, `//`, `%` and `**` of a template passes through
 //! [`ARITH_FILTER`] (a source rewrite, see `python_semantics`), which raises Python's
 //! `TypeError` or `ZeroDivisionError` where Python would and otherwise computes what minijinja
-//! computes; every operand of a unary `-` passes through [`NEGATABLE_FILTER`].
+//! computes; a unary `-` becomes [`NEG_FILTER`], Python's negation of any number.
 //!
 //! An undefined operand is left to minijinja, which raises as jinja2 does (without jinja2's
 //! words: the name of what was undefined is not known here).
@@ -18,8 +18,8 @@ use super::python_semantics::{python_int, python_type_name, GROUP_TUPLE};
 
 /// The filter a binary arithmetic operation becomes: `a + b` is `((a)|filter('+', b))`.
 pub const ARITH_FILTER: &str = "__sft_py_arith";
-/// The filter every operand of a unary `-` passes through.
-pub const NEGATABLE_FILTER: &str = "__sft_py_negatable";
+/// The filter a unary `-` becomes: `-x` is `((x)|filter)`.
+pub const NEG_FILTER: &str = "__sft_py_neg";
 
 /// The operators [`ARITH_FILTER`] takes, longest spelling first (as the rewrite finds them).
 pub const OPERATORS: [&str; 7] = ["**", "//", "+", "-", "*", "/", "%"];
@@ -126,12 +126,19 @@ pub fn int_true_div(a: i128, b: i128) -> f64 {
     }
 }
 
-/// [`NEGATABLE_FILTER`]: the value unchanged, or Python's `TypeError` for what has no `-`.
-pub fn negatable_filter(value: Value) -> Result<Value, Error> {
+/// [`NEG_FILTER`]: Python's `-value`: of an integer without bound (minijinja's stops at 128
+/// bits), a float, a bool (`-True` is `-1`) or a complex number; Python's `TypeError` for what
+/// has no `-`.
+pub fn neg_filter(value: Value) -> Result<Value, Error> {
+    if let Some(negated) = super::python_complex::negated(&value) {
+        return Ok(negated);
+    }
+    if let Some(negated) = super::python_bigint::negated(&value) {
+        return Ok(negated);
+    }
     match value.kind() {
-        // A bool negates as the integer it is in Python (`-True` is `-1`).
-        ValueKind::Bool => Ok(Value::from(i64::from(value.is_true()))),
-        ValueKind::Number | ValueKind::Undefined => Ok(value),
+        ValueKind::Number => Ok(Value::from(-f64::try_from(value)?)),
+        ValueKind::Undefined => Err(Error::from(ErrorKind::UndefinedError)),
         _ => Err(Error::new(
             ErrorKind::InvalidOperation,
             format!(

@@ -36,9 +36,6 @@ pub const BLOCK_TEXT_FILTER: &str = "__sft_py_block_text";
 pub const CYCLE_FUNCTION: &str = "__sft_py_cycle";
 /// The filter that looks up a dict method's name as Python does.
 pub const GETATTR_FILTER: &str = "__sft_py_getattr";
-/// The filter a `{% set ns._name = value %}` passes its value through (see
-/// [`private_field_filter`]).
-pub const PRIVATE_FIELD_FILTER: &str = "__sft_py_private_field";
 /// The filter that orders (`<`, `<=`, `>`, `>=`) and tests membership (`in`, `not in`) as
 /// Python does.
 pub const COMPARE_FILTER: &str = "__sft_py_compare";
@@ -225,54 +222,19 @@ fn is_object_with_fields(value: &Value) -> bool {
     })
 }
 
-/// transformers' refusal of a namespace field whose name starts with `_` (its
-/// `TemplateNamespace`, which keeps templates from CPython's internals).
-fn private_field_error(name: &Value) -> Error {
-    Error::new(
-        ErrorKind::InvalidOperation,
-        format!(
-            "Chat templates cannot store underscore-prefixed attributes on a namespace, but got {}. Please rename the attribute.",
-            super::python_value::py_repr(name)
-        ),
-    )
-}
-
-/// [`PRIVATE_FIELD_FILTER`]: `value` where `target` is not a namespace (minijinja then refuses
-/// the assignment itself); transformers' error where it is.
-pub fn private_field_filter(value: Value, target: Value, name: Value) -> Result<Value, Error> {
-    if is_namespace(&target) {
-        return Err(private_field_error(&name));
-    }
-    Ok(value)
-}
-
-/// transformers' `namespace(...)`: minijinja's, after refusing a field named with a leading
-/// `_` (given by keyword or in a dict).
-pub fn namespace_function(
-    defaults: Option<minijinja::value::ValueOrKwargs>,
-) -> Result<Value, Error> {
-    let defaults = defaults.map(|d| d.into_value());
-    if let Some(map) = &defaults {
-        if let Ok(keys) = map.try_iter() {
-            for key in keys {
-                if key.as_str().is_some_and(|k| k.starts_with('_')) {
-                    return Err(private_field_error(&key));
-                }
-            }
-        }
-    }
-    minijinja::functions::namespace(defaults.map(minijinja::value::ValueOrKwargs::from))
-}
-
 /// Whether `value` is what `namespace()` gives: a map to minijinja, but to jinja2 an object
-/// whose attributes are its fields (`ns.items` is the field, not a dict method). minijinja's
-/// type is private; of the maps a template holds, it is the one that lists its keys as values
-/// (minijinja's other such map, of a serialized struct, never reaches a template's values here).
+/// whose attributes are its fields (`ns.items` is the field, not a dict method). Ours (see
+/// `python_namespace`), or minijinja's where the template keeps minijinja's rules (its type is
+/// private; of the maps a template holds, it is the one that lists its keys as values, as ours
+/// does; minijinja's other such map, of a serialized struct, never reaches a template's values).
 pub fn is_namespace(value: &Value) -> bool {
     value.kind() == ValueKind::Map
-        && value
-            .as_object()
-            .is_some_and(|o| matches!(o.enumerate(), minijinja::value::Enumerator::Values(_)))
+        && (value
+            .downcast_object_ref::<super::python_namespace::Namespace>()
+            .is_some()
+            || value
+                .as_object()
+                .is_some_and(|o| matches!(o.enumerate(), minijinja::value::Enumerator::Values(_))))
 }
 
 /// The address printed for a Python object (a generator, a bound method): CPython prints the
@@ -545,11 +507,12 @@ pub fn order(left: &Value, op: &str, right: &Value) -> Result<bool, Error> {
                 None => Some(a.len().cmp(&b.len())),
             }
         }
+        // A Markup string is named by its own type, a subclass of `str`.
         _ => {
             return Err(type_error(format!(
                 "'{op}' not supported between instances of '{}' and '{}'",
-                python_type_name(left),
-                python_type_name(right)
+                super::python_markup::type_name(left),
+                super::python_markup::type_name(right)
             )))
         }
     };

@@ -137,6 +137,8 @@ fn chained_comparisons_answer_pair_by_pair() {
     );
     assert!(fails("{{ 0 < {'items': 1} < 'b' is defined }}", json!({}))
         .contains("'<' not supported between instances of 'int' and 'dict'"));
+    assert!(fails("{{ 2 > 'a'|forceescape }}", json!({}))
+        .contains("'>' not supported between instances of 'int' and 'Markup'"));
     assert_eq!(
         ok("{{ 'a' < 'a,b'.split(',')|first == 'b' }}{{ 'a' < 'b,a'.split(',')|first == 'b' }}{{ 0 < range(3)|length > 1 }}{{ 1 > 2 < [1] }}", json!({})),
         "FalseTrueTrueFalse"
@@ -213,6 +215,14 @@ fn integers_grow_beyond_128_bits() {
     );
     assert!(fails("{{ (10 ** 30) ** 2 + 'a' }}", json!({}))
         .contains("unsupported operand type(s) for +: 'int' and 'str'"));
+}
+
+#[test]
+fn unary_minus_negates_any_number() {
+    assert_eq!(
+        ok("{{ -((10 ** 20) ** 2) }}|{{ -(2 ** 127) }}|{{ -(-(2 ** 127)) }}|{{ -(2 ** 128 - 1) }}|{{ -((-3) ** 0.5) }}|{{ -true }}|{{ -(0.0) }}|{{ -x }}|{{ - x * 2 }}", json!({"x": 3})),
+        "-10000000000000000000000000000000000000000|-170141183460469231731687303715884105728|170141183460469231731687303715884105728|-340282366920938463463374607431768211455|(-1.0605752387249068e-16-1.7320508075688772j)|-1|-0.0|-3|-6"
+    );
 }
 
 #[test]

@@ -209,7 +209,7 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
                 field("length")
             ));
         }
-        // jinja2's namespace prints its fields (in key order here: minijinja keeps them so).
+        // jinja2's namespace prints its fields in the order they were first set.
         ValueKind::Map if is_namespace(value) => {
             out.push_str("<Namespace ");
             write_repr(out, &fields_of(value), depth);

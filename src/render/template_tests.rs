@@ -104,6 +104,11 @@ fn python_spellings_of_round_join_case_and_split() {
         out("{{ 2.5|round }} {{ 2.675|round(2) }} {{ 14|round }} {{ 14|round(2, 'floor') }} {{ 1250|round(-2) }} {{ 1350|round(-2) }} {{ 3.14159|round(2, 'ceil') }} {{ 0.125|round(2) }} {{ -0.5|round }}"),
         Ok("2.0 2.67 14 14.0 1200 1400 3.15 0.12 -0.0".to_string())
     );
+    // floor and ceil go through Python's integers, which have no negative zero.
+    assert_eq!(
+        out("{{ (-0.0)|round(1, 'ceil') }} {{ (-0.04)|round(1, 'ceil') }} {{ (-0.0)|round(0, 'floor') }}"),
+        Ok("0.0 0.0 0.0".to_string())
+    );
     assert!(out("{{ 'x'|round }}")
         .unwrap_err()
         .contains("type str doesn't define __round__ method"));
@@ -670,6 +675,25 @@ fn undefined_values_met_later_are_named_as_jinja2_names_them() {
         ),
         // minijinja's `selectattr` skips an item whose lookup Python refuses.
         ("{{ [1, z]|selectattr('role')|list }}", "'z' is undefined"),
+        // `items` of an undefined value gives nothing, named or not.
+        (
+            "{% set d = {} %}{% for p in (d.a)|items|list + (d.b).split() %}{% endfor %}",
+            "'dict object' has no attribute 'b'",
+        ),
+        (
+            "{{ (([]|last)|items|list)|max > 1 }}",
+            "No aggregated item, sequence was empty.",
+        ),
+        // An undefined value is a sequence to jinja2, named or not.
+        (
+            "{% set w = w %}{% if w is sequence %}{{ w[0] }}{% endif %}",
+            "'w' is undefined",
+        ),
+        // Sorting the keys compares an undefined one with the others.
+        (
+            "{{ {'k': 1, z: 2}|tojson(sort_keys=true) }}",
+            "'z' is undefined",
+        ),
     ] {
         assert_raises(source, message);
     }
@@ -677,6 +701,11 @@ fn undefined_values_met_later_are_named_as_jinja2_names_them() {
     assert_eq!(
         ok("{{ [1]|map(attribute='role', default=3)|first + 1 }}"),
         "4"
+    );
+    // A lone key is never compared: Python's `json.dumps` refuses its type.
+    assert_raises(
+        "{{ {z: 2}|tojson(sort_keys=true) }}",
+        "keys must be str, int, float, bool or None, not Undefined",
     );
 }
 

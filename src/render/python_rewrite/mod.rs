@@ -14,11 +14,12 @@ mod slices;
 use super::python_for_else;
 use super::python_loop_filter;
 use super::python_macros::{self, Signature};
+use super::python_namespace;
 use super::python_ops;
 use super::python_semantics;
 use super::python_semantics::{
     COMPARE_FILTER, DICT_METHODS, GETATTR_FILTER, GETITEM_FILTER, HASHABLE_FILTER, ITERABLE_FILTER,
-    MACRO_FIELDS, PRIVATE_FIELD_FILTER, STR_FILTER,
+    MACRO_FIELDS, STR_FILTER,
 };
 use super::python_undefined;
 use super::python_unpack;
@@ -204,6 +205,17 @@ impl Walker<'_> {
         });
     }
 
+    /// Removes the one-character operator at `at`, after every insertion there (the ones of
+    /// enclosing expressions, which open before the operator).
+    fn remove_operator(&mut self, at: u32) {
+        self.edits.push(Edit {
+            start: at as usize,
+            end: at as usize + 1,
+            order: usize::MAX,
+            text: String::new(),
+        });
+    }
+
     fn insert(&mut self, at: u32, text: String) {
         self.replace(at, at, text);
     }
@@ -328,27 +340,35 @@ impl Walker<'_> {
                 self.with_without_frame(w);
                 self.stmts(&w.body);
             }
-            ast::Stmt::Set(s) => {
-                self.expr(&s.expr);
-                if let ast::Expr::List(names) = &s.target {
-                    self.unpack(&s.expr, names.items.len());
-                }
-                // transformers refuses `{% set ns._name = ... %}` on a namespace.
-                if let ast::Expr::GetAttr(a) = &s.target {
-                    if a.name.starts_with('_') {
-                        let (start, end) = (
-                            self.start(&a.expr) as usize,
-                            a.expr.span().end_offset as usize,
-                        );
-                        if let Some(target) = self.source.get(start..end) {
-                            let suffix =
-                                format!("|{PRIVATE_FIELD_FILTER}(({target}), '{}')", a.name);
-                            self.wrap(&s.expr, suffix);
-                        }
+            ast::Stmt::Set(s) => match &s.target {
+                ast::Expr::GetAttr(a) => {
+                    // The namespace check and store wrap the value's own edits.
+                    let store = self.namespace_store(a);
+                    if store.is_some() {
+                        self.insert(self.start(&s.expr), "(".to_string());
+                    }
+                    self.expr(&s.expr);
+                    if let Some(store) = store {
+                        self.insert(s.expr.span().end_offset, format!("){store}"));
                     }
                 }
-            }
+                target => {
+                    self.expr(&s.expr);
+                    if let ast::Expr::List(names) = target {
+                        self.unpack(&s.expr, names.items.len());
+                    }
+                }
+            },
             ast::Stmt::SetBlock(s) => {
+                if let ast::Expr::GetAttr(a) = &s.target {
+                    if let Some(store) = self.namespace_store(a) {
+                        let at = match &s.filter {
+                            Some(filter) => filter.span().end_offset,
+                            None => s.target.span().end_offset,
+                        };
+                        self.insert(at, format!(" {store}"));
+                    }
+                }
                 self.set_block_scope(s);
                 self.stmts(&s.body);
             }
@@ -378,6 +398,29 @@ impl Walker<'_> {
             ast::Stmt::Do(d) => self.call(&d.call, false),
             _ => {}
         }
+    }
+
+    /// A namespace assignment's target `a` (`ns.name`) made the name
+    /// `python_namespace::DISCARDED`, and the filter suffix that stores the assigned value in
+    /// the namespace (minijinja assigns fields only to its own namespace type). `None`, with
+    /// the rewrite unfit, where the target's text is not at hand.
+    fn namespace_store(&mut self, a: &ast::Spanned<ast::GetAttr>) -> Option<String> {
+        let (start, end) = (self.start(&a.expr), a.expr.span().end_offset);
+        let Some(target) = self.source.get(start as usize..end as usize) else {
+            self.unfit = true;
+            return None;
+        };
+        let store = format!(
+            "|{}(({target}), '{}')",
+            python_namespace::FIELD_FILTER,
+            a.name
+        );
+        self.replace(
+            start,
+            a.span().end_offset,
+            python_namespace::DISCARDED.to_string(),
+        );
+        Some(store)
     }
 
     /// The suffix that passes a `loop(...)` argument of a recursive loop with `target` and
@@ -503,8 +546,19 @@ impl Walker<'_> {
                 self.expr(&u.expr);
                 let number = matches!(&u.expr, ast::Expr::Const(c) if c.value.is_number());
                 if matches!(u.op, ast::UnaryOpKind::Neg) && !number {
-                    self.insert(self.start(&u.expr), "(".to_string());
-                    self.wrap(&u.expr, format!("|{})", python_ops::NEGATABLE_FILTER));
+                    // The operator becomes the filter (minijinja's own `-` stops at 128 bits).
+                    let own = e.span().start_offset;
+                    if self
+                        .source
+                        .get(own as usize..)
+                        .is_some_and(|t| t.starts_with('-'))
+                    {
+                        self.remove_operator(own);
+                        self.insert(self.start(&u.expr), "(".to_string());
+                        self.wrap(&u.expr, format!("|{})", python_ops::NEG_FILTER));
+                    } else {
+                        self.unfit = true;
+                    }
                 }
                 if matches!(u.op, ast::UnaryOpKind::Neg) {
                     self.not_as_name(&u.expr);
