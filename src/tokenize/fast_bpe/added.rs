@@ -77,6 +77,10 @@ impl AddedMatcher {
         }
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.automaton.is_none()
+    }
+
     /// Where, from `at`, the next byte that starts an added token is.
     #[inline]
     fn next_start(&self, bytes: &[u8], mut at: usize) -> Option<usize> {

@@ -87,7 +87,16 @@ impl CharSymbols {
         }
     }
 
-    fn id_of(&self, c: char) -> Option<u32> {
+    /// Whether every char becomes some symbol (none is dropped for want of an unknown token), so
+    /// that the symbols' lengths add up to the word's.
+    pub(super) fn drops_none(&self) -> bool {
+        self.unk.is_some()
+            || self
+                .byte_ids
+                .is_some_and(|bytes| bytes.iter().all(Option::is_some))
+    }
+
+    pub(super) fn id_of(&self, c: char) -> Option<u32> {
         match usize::try_from(u32::from(c)) {
             Ok(i) if i < 128 => self.ascii[i],
             _ => self.others.get(&c).copied(),
@@ -110,13 +119,21 @@ impl CharSymbols {
     }
 
     /// Fills `out` with the initial symbols of `word` and `cuts` with where independent chunks
-    /// start, as (symbol index, byte position in `word`), `(0, 0)` first. The two differ when
+    /// start, as (symbol index, byte position in `word`), `(0, 0)` first. A space in `word` is
+    /// read as the char `space` (a normalizer's replacement for it, applied here rather than to
+    /// a copy of the text) but keeps its own byte length. The two differ when
     /// HF drops a char (no vocabulary entry, no fallback, no unknown token): symbol offsets
     /// then run short of the text, as in HF. Inlined into its one caller, where the compiler
     /// otherwise decides by the size of unrelated code (Gemma 3 spent 2 % more instructions
     /// on the call).
     #[inline(always)]
-    pub(super) fn initials(&self, word: &str, out: &mut Initials, cuts: &mut Vec<(usize, usize)>) {
+    pub(super) fn initials(
+        &self,
+        word: &str,
+        space: char,
+        out: &mut Initials,
+        cuts: &mut Vec<(usize, usize)>,
+    ) {
         out.clear();
         cuts.clear();
         cuts.push((0, 0));
@@ -128,6 +145,7 @@ impl CharSymbols {
         let mut previous: Option<char> = None;
         for (at, c) in word.char_indices() {
             let len = c.len_utf8() as u32;
+            let c = if c == ' ' { space } else { c };
             match self.initial(c, &mut buf) {
                 Initial::Id(id) => {
                     if previous.is_some_and(|p| !self.joined_pairs.contains(&pair(p, c))) {

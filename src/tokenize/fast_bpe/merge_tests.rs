@@ -134,7 +134,7 @@ fn merge_strategies_match_the_plain_merge_on_random_words() {
                 }
                 Alphabet::Chars(chars) => {
                     let mut initials = Initials::default();
-                    chars.initials(&word, &mut initials, &mut cuts);
+                    chars.initials(&word, ' ', &mut initials, &mut cuts);
                     cuts.push((initials.len(), word.len()));
                     for chunk in cuts.windows(2) {
                         let ((from, text_from), (to, text_to)) = (chunk[0], chunk[1]);
