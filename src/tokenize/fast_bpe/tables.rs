@@ -114,6 +114,58 @@ impl PairTable {
     }
 }
 
+/// A set of pairs of values below `u32::MAX`, laid out as `PairTable`: one word a slot, the
+/// pair itself.
+pub(super) struct PairSet {
+    slots: Box<[u64]>,
+    bits: u32,
+}
+
+impl PairSet {
+    pub(super) fn new(pairs: &[(u32, u32)]) -> Self {
+        let bits = (pairs.len() * 3)
+            .max(8)
+            .next_power_of_two()
+            .trailing_zeros();
+        let mut set = Self {
+            slots: vec![EMPTY; 1 << bits].into_boxed_slice(),
+            bits,
+        };
+        let mask = set.slots.len() - 1;
+        for &(left, right) in pairs {
+            debug_assert!(left != u32::MAX && right != u32::MAX);
+            let key = (u64::from(left) << 32) | u64::from(right);
+            let mut at = set.home(key);
+            while set.slots[at] != EMPTY && set.slots[at] != key {
+                at = (at + 1) & mask;
+            }
+            set.slots[at] = key;
+        }
+        set
+    }
+
+    /// A multiplicative hash: the set is asked once per char of a SentencePiece-style word,
+    /// and its keys (two code points) carry no pattern a multiply's top bits keep.
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
+    }
+
+    #[inline(always)]
+    pub(super) fn contains(&self, left: u32, right: u32) -> bool {
+        let key = (u64::from(left) << 32) | u64::from(right);
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            match self.slots[at] {
+                EMPTY => return false,
+                slot if slot == key => return true,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
 struct WordSlot {
@@ -228,6 +280,19 @@ mod tests {
         assert!(PairTable::new(&[(1 << 31, 1, 2)], 0).is_none());
         assert!(PairTable::new(&[], 1 << 31).is_none());
         assert!(PairTable::new(&[], 0).is_some_and(|t| t.get(0, 0).is_none()));
+    }
+
+    #[test]
+    fn pair_sets_hold_their_pairs_only() {
+        let pairs: Vec<(u32, u32)> = (0..3000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11, i % 89))
+            .collect();
+        let set = PairSet::new(&pairs);
+        for &(l, r) in &pairs {
+            assert!(set.contains(l, r), "({l}, {r})");
+            assert!(!set.contains(r + (1 << 22), l), "({r}, {l})");
+        }
+        assert!(!PairSet::new(&[]).contains(0, 0));
     }
 
     #[test]
