@@ -168,7 +168,10 @@ impl FastBpe {
         // Every symbol a word starts as is an entry of the vocabulary.
         let top_id = spec.vocab.iter().map(|&(_, id)| id).max().unwrap_or(0);
         let merges = PairTable::new(&triples, top_id).ok_or_else(|| {
-            Unsupported::new("model", "token ids too large to pack with the merge ranks")
+            Unsupported::new(
+                "model",
+                "token ids too large to pack with the merge ranks, or too many merges",
+            )
         })?;
         let model = if byte_level {
             let mut byte_ids = [0u32; 256];

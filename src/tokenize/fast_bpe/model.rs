@@ -28,12 +28,13 @@ mod merge_tests;
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Words of up to this many symbols are merged by rescanning the pair ranks, which beats a
-/// heap on the short pre-tokens that make up almost all text (measured in instructions on
-/// English, Chinese, Japanese and Thai text: 32 beats 24 and 64).
-const SCAN_LIMIT: usize = 32;
-/// The fixed size of `merge_by_scan`'s arrays: `SCAN_LIMIT` rounded up to whole vectors.
-const SCAN_SLOTS: usize = 32;
-const _: () = assert!(SCAN_LIMIT <= SCAN_SLOTS && SCAN_SLOTS <= 256);
+/// heap on the short pre-tokens that make up almost all text, in arrays of this size.
+const SCAN_SHORT: usize = 32;
+/// Longer words of up to this many symbols are scanned in larger arrays: a word of a script
+/// written without spaces (Japanese, Thai under the models that keep Thai marks in words) is
+/// often this long, and one pass over 64 keys costs less than the heap's pops and pushes
+/// (measured in instructions on Japanese and Thai text).
+const SCAN_LONG: usize = 64;
 
 /// Words of at least this many bytes are cut into parts (`boundaries`): those the piece cache
 /// does not hold. A shorter word is merged whole once and then found in the cache; cutting it
@@ -627,8 +628,11 @@ impl BpeModel {
             }
             return;
         }
-        if scratch.symbols.len() <= SCAN_LIMIT {
-            self.merge_by_scan(bytes, scratch);
+        let n = scratch.symbols.len();
+        if n <= SCAN_SHORT {
+            self.merge_by_scan::<SCAN_SHORT>(bytes, scratch);
+        } else if n <= SCAN_LONG {
+            self.merge_by_scan::<SCAN_LONG>(bytes, scratch);
         } else {
             self.merge_by_heap(scratch);
         }

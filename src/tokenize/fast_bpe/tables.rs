@@ -12,6 +12,10 @@ fn slot_bits(n: usize) -> u32 {
     (n + n / 2).max(8).next_power_of_two().trailing_zeros()
 }
 
+/// Ranks are below `1 << RANK_BITS`, so that the merge scan holds a rank with a position in a
+/// word in one `u32` (`merge_by_scan`); tokenizers have a few hundred thousand merges.
+pub(super) const RANK_BITS: u32 = 23;
+
 /// An empty pair slot: a slot's value never has its top bit set (`PairTable::new`).
 const EMPTY: u64 = u64::MAX;
 
@@ -32,7 +36,7 @@ impl PairTable {
     /// The table of `merges`, `(left, right, merged id)` by rank; a pair given twice keeps the
     /// later rank, as HF's map does. `top_id`: the largest id the table will be asked about (the
     /// vocabulary's), which sets the width of a packed id. `None` when a pair and its rank do
-    /// not fit in 63 bits (ids of two million and more).
+    /// not fit in 63 bits (ids of two million and more), or ranks in `RANK_BITS`.
     pub(super) fn new(merges: &[(u32, u32, u32)], top_id: u32) -> Option<Self> {
         let width = |n: u64| 64 - n.leading_zeros();
         let top_id = merges
@@ -40,7 +44,7 @@ impl PairTable {
             .fold(top_id, |top, &(l, r, id)| top.max(l).max(r).max(id));
         let id_bits = width(u64::from(top_id));
         let rank_bits = width(merges.len() as u64);
-        if 2 * id_bits + rank_bits > 63 {
+        if 2 * id_bits + rank_bits > 63 || rank_bits > RANK_BITS {
             return None;
         }
         // At most a third of the slots are full.
