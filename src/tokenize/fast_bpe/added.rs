@@ -19,6 +19,10 @@ pub(super) struct AddedMatcher {
 
 /// The bytes an added token starts with.
 enum Starts {
+    /// One to three of them (most tokenizers' added tokens all start with `<`): `memchr`.
+    One(u8),
+    Two(u8, u8),
+    Three(u8, u8, u8),
     /// Up to `FEW` of them, the array padded by repeating one: compared with each byte of a
     /// block in a loop the compiler vectorizes.
     Few([u8; FEW]),
@@ -53,8 +57,11 @@ impl AddedMatcher {
             }
         }
         let distinct: Vec<u8> = (0..=255u8).filter(|&b| firsts[usize::from(b)]).collect();
-        let starts = match distinct.first() {
-            Some(&one) if distinct.len() <= FEW => {
+        let starts = match distinct[..] {
+            [a] => Starts::One(a),
+            [a, b] => Starts::Two(a, b),
+            [a, b, c] => Starts::Three(a, b, c),
+            [one, ..] if distinct.len() <= FEW => {
                 let mut few = [one; FEW];
                 few[..distinct.len()].copy_from_slice(&distinct);
                 Starts::Few(few)
@@ -85,6 +92,9 @@ impl AddedMatcher {
     #[inline]
     fn next_start(&self, bytes: &[u8], mut at: usize) -> Option<usize> {
         match &self.starts {
+            Starts::One(a) => memchr::memchr(*a, &bytes[at..]).map(|k| at + k),
+            Starts::Two(a, b) => memchr::memchr2(*a, *b, &bytes[at..]).map(|k| at + k),
+            Starts::Three(a, b, c) => memchr::memchr3(*a, *b, *c, &bytes[at..]).map(|k| at + k),
             Starts::Few(few) => {
                 while let Some(block) = bytes.get(at..at + BLOCK) {
                     let hit = block.iter().fold(0u8, |hit, &b| {
