@@ -12,9 +12,10 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, Input, MatchKind, 
 /// One leftmost-longest matcher, as HF builds one for the tokens matched on the raw
 /// text and one for those matched on the normalized text.
 pub(super) struct AddedMatcher {
-    automaton: Option<AhoCorasick>,
+    /// The automaton, and the bytes its tokens start with; none for no tokens (made for every
+    /// piece encoded without added tokens, so it allocates nothing).
+    automaton: Option<(AhoCorasick, Starts)>,
     ids: Vec<u32>,
-    starts: Starts,
 }
 
 /// The bytes an added token starts with.
@@ -69,9 +70,8 @@ impl AddedMatcher {
             _ => Starts::Many(Box::new(firsts)),
         };
         Ok(Self {
-            automaton: Some(automaton),
+            automaton: Some((automaton, starts)),
             ids: patterns.into_iter().map(|(_, id)| id).collect(),
-            starts,
         })
     }
 
@@ -80,7 +80,6 @@ impl AddedMatcher {
         Self {
             automaton: None,
             ids: Vec::new(),
-            starts: Starts::Many(Box::new([false; 256])),
         }
     }
 
@@ -90,8 +89,8 @@ impl AddedMatcher {
 
     /// Where, from `at`, the next byte that starts an added token is.
     #[inline]
-    fn next_start(&self, bytes: &[u8], mut at: usize) -> Option<usize> {
-        match &self.starts {
+    fn next_start(starts: &Starts, bytes: &[u8], mut at: usize) -> Option<usize> {
+        match starts {
             Starts::One(a) => memchr::memchr(*a, &bytes[at..]).map(|k| at + k),
             Starts::Two(a, b) => memchr::memchr2(*a, *b, &bytes[at..]).map(|k| at + k),
             Starts::Three(a, b, c) => memchr::memchr3(*a, *b, *c, &bytes[at..]).map(|k| at + k),
@@ -119,7 +118,7 @@ impl AddedMatcher {
 
     /// Calls `each` with the pieces of `text` in order; text pieces are never empty.
     pub(super) fn split(&self, text: &str, mut each: impl FnMut(Piece)) {
-        let Some(automaton) = &self.automaton else {
+        let Some((automaton, starts)) = &self.automaton else {
             if !text.is_empty() {
                 each(Piece::Text(0, text.len()));
             }
@@ -128,7 +127,7 @@ impl AddedMatcher {
         let bytes = text.as_bytes();
         let mut last = 0;
         let mut at = 0;
-        while let Some(start) = self.next_start(bytes, at) {
+        while let Some(start) = Self::next_start(starts, bytes, at) {
             let input = Input::new(bytes).range(start..).anchored(Anchored::Yes);
             let Some(m) = automaton.find(input) else {
                 at = start + 1;
