@@ -11,6 +11,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::tables::PairSet;
+
 /// A char's entry: its vocabulary id, or how it falls back.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Initial {
@@ -20,7 +22,10 @@ enum Initial {
 }
 
 pub(super) struct CharSymbols {
-    ascii: [Option<u32>; 128],
+    /// By code point, up to the highest one below U+10000 that is a symbol: its id, or `NONE`.
+    /// Every char of a word is looked up, and most are in this plane.
+    plane: Box<[u32]>,
+    /// The symbols beyond it.
     others: FxHashMap<char, u32>,
     /// `<0xNN>` ids, when `byte_fallback` is set and all 256 are in the vocabulary; a char
     /// whose bytes are not all present falls through to the unknown token, so a partial table
@@ -28,17 +33,18 @@ pub(super) struct CharSymbols {
     byte_ids: Option<[Option<u32>; 256]>,
     unk: Option<u32>,
     fuse_unk: bool,
-    /// `(left << 32) | right` for every pair of chars adjacent inside some vocabulary token.
-    joined_pairs: FxHashSet<u64>,
+    /// Every pair of chars adjacent inside some vocabulary token.
+    joined_pairs: PairSet,
 }
+
+/// Not a symbol, in `CharSymbols::plane`.
+const NONE: u32 = u32::MAX;
+/// Where `CharSymbols::plane` ends at most.
+const PLANE: u32 = 0x1_0000;
 
 /// An initial symbol: id and byte length; starts are the running sum of lengths, as HF's
 /// `Word` computes offsets.
 pub(super) type Initials = Vec<(u32, u32)>;
-
-fn pair(left: char, right: char) -> u64 {
-    (u64::from(u32::from(left)) << 32) | u64::from(u32::from(right))
-}
 
 impl CharSymbols {
     pub(super) fn new<'a>(
@@ -47,7 +53,7 @@ impl CharSymbols {
         unk: Option<u32>,
         fuse_unk: bool,
     ) -> Self {
-        let mut ascii = [None; 128];
+        let mut plane = Vec::new();
         let mut others = FxHashMap::default();
         let mut joined_pairs = FxHashSet::default();
         let mut by_text: FxHashMap<&str, u32> = FxHashMap::default();
@@ -55,17 +61,21 @@ impl CharSymbols {
             by_text.insert(token, id);
             let mut chars = token.chars();
             if let (Some(c), None) = (chars.next(), chars.clone().next()) {
-                match usize::try_from(u32::from(c)) {
-                    Ok(i) if i < 128 => ascii[i] = Some(id),
-                    _ => {
-                        others.insert(c, id);
+                let cp = u32::from(c);
+                if cp < PLANE {
+                    let at = cp as usize;
+                    if plane.len() <= at {
+                        plane.resize(at + 1, NONE);
                     }
+                    plane[at] = id;
+                } else {
+                    others.insert(c, id);
                 }
             }
             let mut previous = None;
             for c in token.chars() {
                 if let Some(p) = previous {
-                    joined_pairs.insert(pair(p, c));
+                    joined_pairs.insert((u32::from(p), u32::from(c)));
                 }
                 previous = Some(c);
             }
@@ -78,23 +88,43 @@ impl CharSymbols {
             ids
         });
         Self {
-            ascii,
+            plane: plane.into_boxed_slice(),
             others,
             byte_ids,
             unk,
             fuse_unk,
-            joined_pairs,
+            joined_pairs: PairSet::new(&joined_pairs.into_iter().collect::<Vec<_>>()),
         }
     }
 
-    fn id_of(&self, c: char) -> Option<u32> {
-        match usize::try_from(u32::from(c)) {
-            Ok(i) if i < 128 => self.ascii[i],
-            _ => self.others.get(&c).copied(),
+    /// Whether every char becomes some symbol (none is dropped for want of an unknown token), so
+    /// that the symbols' lengths add up to the word's.
+    pub(super) fn drops_none(&self) -> bool {
+        self.unk.is_some()
+            || self
+                .byte_ids
+                .is_some_and(|bytes| bytes.iter().all(Option::is_some))
+    }
+
+    pub(super) fn id_of(&self, c: char) -> Option<u32> {
+        match self.plane.get(c as usize) {
+            Some(&id) => (id != NONE).then_some(id),
+            None if u32::from(c) < PLANE => None,
+            None => self.others.get(&c).copied(),
         }
     }
 
+    /// Most chars are found in `plane`, inline; the rest in a call.
+    #[inline(always)]
     fn initial(&self, c: char, buf: &mut [u8; 4]) -> Initial {
+        match self.plane.get(c as usize) {
+            Some(&id) if id != NONE => Initial::Id(id),
+            _ => self.rare_initial(c, buf),
+        }
+    }
+
+    #[inline(never)]
+    fn rare_initial(&self, c: char, buf: &mut [u8; 4]) -> Initial {
         if let Some(id) = self.id_of(c) {
             return Initial::Id(id);
         }
@@ -110,13 +140,21 @@ impl CharSymbols {
     }
 
     /// Fills `out` with the initial symbols of `word` and `cuts` with where independent chunks
-    /// start, as (symbol index, byte position in `word`), `(0, 0)` first. The two differ when
+    /// start, as (symbol index, byte position in `word`), `(0, 0)` first. A space in `word` is
+    /// read as the char `space` (a normalizer's replacement for it, applied here rather than to
+    /// a copy of the text) but keeps its own byte length. The two differ when
     /// HF drops a char (no vocabulary entry, no fallback, no unknown token): symbol offsets
     /// then run short of the text, as in HF. Inlined into its one caller, where the compiler
     /// otherwise decides by the size of unrelated code (Gemma 3 spent 2 % more instructions
     /// on the call).
     #[inline(always)]
-    pub(super) fn initials(&self, word: &str, out: &mut Initials, cuts: &mut Vec<(usize, usize)>) {
+    pub(super) fn initials(
+        &self,
+        word: &str,
+        space: char,
+        out: &mut Initials,
+        cuts: &mut Vec<(usize, usize)>,
+    ) {
         out.clear();
         cuts.clear();
         cuts.push((0, 0));
@@ -128,9 +166,12 @@ impl CharSymbols {
         let mut previous: Option<char> = None;
         for (at, c) in word.char_indices() {
             let len = c.len_utf8() as u32;
+            let c = if c == ' ' { space } else { c };
             match self.initial(c, &mut buf) {
                 Initial::Id(id) => {
-                    if previous.is_some_and(|p| !self.joined_pairs.contains(&pair(p, c))) {
+                    if previous
+                        .is_some_and(|p| !self.joined_pairs.contains(u32::from(p), u32::from(c)))
+                    {
                         cuts.push((out.len(), at));
                     }
                     out.extend(unk.take());

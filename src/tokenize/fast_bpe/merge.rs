@@ -1,64 +1,81 @@
 //! The merge loop of rank-ordered BPE, in two strategies that give the same result: a scan of the
-//! pair ranks for the short pre-tokens that make up almost all text, a heap for long ones.
+//! pair ranks for the short and middling pre-tokens that make up almost all text, a heap for
+//! long ones.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{BpeModel, Scratch, NO_MERGE, SCAN_SLOTS};
+use super::super::tables::RANK_BITS;
+use super::{BpeModel, Scratch, NO_MERGE};
 
 impl BpeModel {
-    /// `bytes` are the chunk's bytes, which for a byte-level model are its first symbols.
+    /// `bytes` are the chunk's bytes, which for a byte-level model are its first symbols; at
+    /// most `SLOTS` symbols (a power of two up to 256).
     ///
     /// The pairs' ranks sit in a fixed array by the position of their left symbol, a merged-away
-    /// symbol's rank set to `NO_MERGE` rather than removed: finding the lowest rank is then a
-    /// branch-free pass the compiler vectorizes, the leftmost on a tie is the first position
-    /// holding it, and no merge moves memory.
-    pub(super) fn merge_by_scan(&self, bytes: &[u8], scratch: &mut Scratch) {
+    /// symbol's key set to the highest rather than removed, and each rank is held with its
+    /// position below it: the lowest key is then the lowest rank, the leftmost on a tie, found by
+    /// one branch-free pass the compiler vectorizes, and no merge moves memory. Ranks fit above
+    /// the position: the pair table has fewer than `1 << RANK_BITS`.
+    pub(super) fn merge_by_scan<const SLOTS: usize>(&self, bytes: &[u8], scratch: &mut Scratch) {
+        let shift = SLOTS.trailing_zeros();
+        const { assert!(SLOTS.is_power_of_two() && SLOTS <= 256 && RANK_BITS + 8 < 32) };
+        // Keys are signed, of which the compiler finds the lowest without unsigned compares
+        // (which the baseline x86-64 vector instructions lack). A pair that does not merge keys
+        // at `none` or above.
+        let none_rank = i32::MAX as u32 >> shift;
+        let none = (none_rank << shift) as i32;
+        let key = |rank: u32, at: usize| ((rank.min(none_rank) << shift) | at as u32) as i32;
         let symbols = &mut scratch.symbols;
         let n = symbols.len();
-        debug_assert!((2..=SCAN_SLOTS).contains(&n));
-        let mut ranks = [NO_MERGE; SCAN_SLOTS];
+        debug_assert!((2..=SLOTS).contains(&n));
+        let mut keys = [i32::MAX; SLOTS];
         // The neighbours of each live symbol; `n` past the last one.
-        let mut next = [0u8; SCAN_SLOTS];
-        let mut prev = [0u8; SCAN_SLOTS];
+        let mut next = [0u8; SLOTS];
+        let mut prev = [0u8; SLOTS];
         if !self.byte_pairs.is_empty() && bytes.len() == n {
             for (i, w) in bytes.windows(2).enumerate() {
-                ranks[i] = self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])];
+                keys[i] = key(
+                    self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])],
+                    i,
+                );
             }
         } else {
             for (i, w) in symbols.windows(2).enumerate() {
-                ranks[i] = self.rank_of(w[0].id, w[1].id);
+                keys[i] = key(self.rank_of(w[0].id, w[1].id), i);
             }
         }
         for i in 0..n {
             next[i] = (i + 1) as u8;
             prev[i] = i.wrapping_sub(1) as u8;
         }
+        // Keys past the last pair stay at `i32::MAX`: the pass covers whole vectors of them.
+        let span = n.next_multiple_of(8).min(SLOTS);
+        let position = (1u32 << shift) - 1;
         loop {
-            let best = ranks[..n].iter().fold(NO_MERGE, |low, &r| low.min(r));
-            if best == NO_MERGE {
+            let best = keys[..span].iter().fold(i32::MAX, |low, &k| low.min(k));
+            if best >= none {
                 break;
             }
-            let Some(at) = ranks[..n].iter().position(|&r| r == best) else {
-                break;
-            };
+            let best = best as u32;
+            let at = (best & position) as usize;
             let right = usize::from(next[at]);
-            let id = self.merges.merged(best);
+            let id = self.merges.merged(best >> shift);
             symbols[at].id = id;
             symbols[at].len += symbols[right].len;
             symbols[right].len = 0;
-            ranks[right] = NO_MERGE;
+            keys[right] = i32::MAX;
             let after = usize::from(next[right]);
             next[at] = after as u8;
             if after < n {
                 prev[after] = at as u8;
-                ranks[at] = self.rank_of(id, symbols[after].id);
+                keys[at] = key(self.rank_of(id, symbols[after].id), at);
             } else {
-                ranks[at] = NO_MERGE;
+                keys[at] = i32::MAX;
             }
             if at > 0 {
                 let before = usize::from(prev[at]);
-                ranks[before] = self.rank_of(symbols[before].id, id);
+                keys[before] = key(self.rank_of(symbols[before].id, id), before);
             }
         }
         symbols.retain(|s| s.len > 0);

@@ -1,4 +1,4 @@
-//! The merge strategies (`merge_by_scan`, `merge_by_heap`) against the plainest rank-ordered
+//! The merge strategies (`merge_by_scan` in both sizes, `merge_by_heap`) against the plainest rank-ordered
 //! merge, written here for nothing but clarity: on every supported model, on many random words
 //! of every script, emoji and the vocabulary's own entries, started from bytes, from whole chars
 //! and (SentencePiece-style models) from the chars' initial symbols, both must give the same
@@ -66,14 +66,24 @@ fn random_word(rng: &mut Rng, entries: &[String]) -> String {
 fn check(model: &BpeModel, bytes: &[u8], first: &[Symbol], scratch: &mut Scratch, word: &str) {
     let mut want = first.to_vec();
     plain_merge(model, &mut want);
-    if (2..=SCAN_LIMIT).contains(&first.len()) {
+    if (2..=SCAN_SHORT).contains(&first.len()) {
         scratch.symbols.clear();
         scratch.symbols.extend_from_slice(first);
-        model.merge_by_scan(bytes, scratch);
+        model.merge_by_scan::<SCAN_SHORT>(bytes, scratch);
         assert_eq!(
             spelled(&scratch.symbols),
             spelled(&want),
-            "scan of {word:?}"
+            "short scan of {word:?}"
+        );
+    }
+    if (2..=SCAN_LONG).contains(&first.len()) {
+        scratch.symbols.clear();
+        scratch.symbols.extend_from_slice(first);
+        model.merge_by_scan::<SCAN_LONG>(bytes, scratch);
+        assert_eq!(
+            spelled(&scratch.symbols),
+            spelled(&want),
+            "long scan of {word:?}"
         );
     }
     if first.len() >= 2 {
@@ -107,7 +117,7 @@ fn merge_strategies_match_the_plain_merge_on_random_words() {
                 Alphabet::Bytes(byte_ids) => {
                     // Whole chars only where the model has a table for them, bytes always;
                     // the words stay short enough for the scan now and then.
-                    let short = &bytes[..bytes.len().min(SCAN_LIMIT)];
+                    let short = &bytes[..bytes.len().min(SCAN_SHORT)];
                     let from_bytes: Vec<Symbol> = short
                         .iter()
                         .enumerate()
@@ -134,7 +144,7 @@ fn merge_strategies_match_the_plain_merge_on_random_words() {
                 }
                 Alphabet::Chars(chars) => {
                     let mut initials = Initials::default();
-                    chars.initials(&word, &mut initials, &mut cuts);
+                    chars.initials(&word, ' ', &mut initials, &mut cuts);
                     cuts.push((initials.len(), word.len()));
                     for chunk in cuts.windows(2) {
                         let ((from, text_from), (to, text_to)) = (chunk[0], chunk[1]);

@@ -64,7 +64,7 @@ use chars::CharSymbols;
 pub use config::Unsupported;
 use config::{DecoderSpec, NormalizerSpec, PreTokenizerSpec};
 use model::{Alphabet, BpeModel, Scratch};
-use normalize::{apply_edits, identity_align};
+use normalize::{apply_edits, identity_align, Edit};
 use pretokenize::PreTokenizer;
 use sp_pretokenize::CharPreTokenizer;
 use tables::PairTable;
@@ -91,6 +91,10 @@ pub struct FastBpe {
     normalizer: NormalizerSpec,
     words: Words,
     model: BpeModel,
+    /// A SentencePiece-style model whose normalizer only replaces each space by this char, and
+    /// whose pre-tokenizer then leaves the text whole: the model reads the spaces as that char
+    /// while it encodes (`BpeModel::encode_spaced`), with no rewritten copy of the text.
+    spaces_as: Option<char>,
     prefix_ids: Vec<u32>,
     suffix_ids: Vec<u32>,
     token_ids: FxHashMap<String, u32>,
@@ -164,7 +168,10 @@ impl FastBpe {
         // Every symbol a word starts as is an entry of the vocabulary.
         let top_id = spec.vocab.iter().map(|&(_, id)| id).max().unwrap_or(0);
         let merges = PairTable::new(&triples, top_id).ok_or_else(|| {
-            Unsupported::new("model", "token ids too large to pack with the merge ranks")
+            Unsupported::new(
+                "model",
+                "token ids too large to pack with the merge ranks, or too many merges",
+            )
         })?;
         let model = if byte_level {
             let mut byte_ids = [0u32; 256];
@@ -338,12 +345,33 @@ impl FastBpe {
             PreTokenizerSpec::Chars(pre) => Words::Chars(pre),
         };
 
+        let spaces_as = match (&spec.normalizer, &words) {
+            (NormalizerSpec::Edits(edits), Words::Chars(pre)) => match edits.as_slice() {
+                [Edit::Replace { pattern, content }] if pattern == " " => {
+                    let mut chars = content.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None)
+                            if pre.keeps_whole_without(' ')
+                                && normalized_added.is_empty()
+                                && model.can_encode_spaced(c) =>
+                        {
+                            Some(c)
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+
         Ok(Self {
             raw_added,
             normalized_added,
             normalizer: spec.normalizer,
             words,
             model,
+            spaces_as,
             prefix_ids,
             suffix_ids,
             token_ids,
@@ -566,6 +594,21 @@ impl FastBpe {
             NormalizerSpec::Edits(edits) => edits.as_slice(),
             _ => &[],
         };
+        if let Some(space) = self.spaces_as {
+            let first = offsets.as_deref().map_or(0, Vec::len);
+            self.model
+                .encode_spaced(segment, space, &mut work.bpe, ids, offsets.as_deref_mut());
+            // A token of some bytes of a char spans the whole char, as in HF.
+            if let Some(o) = offsets {
+                for span in &mut o[first..] {
+                    *span = (
+                        base + char_start(segment, span.0),
+                        base + char_end(segment, span.1 - 1),
+                    );
+                }
+            }
+            return;
+        }
         let track = offsets.is_some() || (pre_tokenizer.needs_origin() && !edits.is_empty());
         let align = track.then(|| identity_align(segment, base));
         let (text, align) = apply_edits(segment, align, edits);

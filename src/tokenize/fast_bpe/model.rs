@@ -28,12 +28,13 @@ mod merge_tests;
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Words of up to this many symbols are merged by rescanning the pair ranks, which beats a
-/// heap on the short pre-tokens that make up almost all text (measured in instructions on
-/// English, Chinese, Japanese and Thai text: 32 beats 24 and 64).
-const SCAN_LIMIT: usize = 32;
-/// The fixed size of `merge_by_scan`'s arrays: `SCAN_LIMIT` rounded up to whole vectors.
-const SCAN_SLOTS: usize = 32;
-const _: () = assert!(SCAN_LIMIT <= SCAN_SLOTS && SCAN_SLOTS <= 256);
+/// heap on the short pre-tokens that make up almost all text, in arrays of this size.
+const SCAN_SHORT: usize = 32;
+/// Longer words of up to this many symbols are scanned in larger arrays: a word of a script
+/// written without spaces (Japanese, Thai under the models that keep Thai marks in words) is
+/// often this long, and one pass over 64 keys costs less than the heap's pops and pushes
+/// (measured in instructions on Japanese and Thai text).
+const SCAN_LONG: usize = 64;
 
 /// Words of at least this many bytes are cut into parts (`boundaries`): those the piece cache
 /// does not hold. A shorter word is merged whole once and then found in the cache; cutting it
@@ -95,6 +96,8 @@ pub(super) struct Scratch {
     /// A word cut into parts: its first symbols, and the spans of the part being encoded.
     word_symbols: Vec<Symbol>,
     part_spans: Vec<(usize, usize)>,
+    /// A chunk of `encode_spaced` as the vocabulary spells it.
+    spelled: Vec<u8>,
 }
 
 /// Gives the piece cache `bytes`' tokens: `ids`, each as long as its span in `found`.
@@ -233,7 +236,10 @@ impl BpeModel {
             Alphabet::Bytes(_) => {
                 self.encode_bytes(word.as_bytes(), Some(word), scratch, ids, spans)
             }
-            Alphabet::Chars(chars) => self.encode_chars(chars, word, scratch, ids, spans),
+            Alphabet::Chars(chars) => {
+                let whole = word.len() <= WORD_LIMIT;
+                self.encode_chars(chars, word, ' ', !whole, scratch, ids, spans)
+            }
         }
     }
 
@@ -243,7 +249,7 @@ impl BpeModel {
             Alphabet::Bytes(_) => self.encode_bytes(entry, None, scratch, ids, None),
             Alphabet::Chars(chars) => {
                 if let Ok(text) = std::str::from_utf8(entry) {
-                    self.encode_chars(chars, text, scratch, ids, None);
+                    self.encode_chars(chars, text, ' ', false, scratch, ids, None);
                 }
             }
         }
@@ -474,11 +480,16 @@ impl BpeModel {
         cuts.len() - 1
     }
 
-    /// Char-level BPE of `word`, chunk by chunk (see `chars`).
+    /// Char-level BPE of `word`, chunk by chunk (see `chars`). `space`: the char a space of
+    /// `word` stands for (`' '` but where `encode_spaced` rewrites it); `cache_chunks`: whether
+    /// chunks go through the piece cache (for words the cache does not hold whole).
+    #[allow(clippy::too_many_arguments)]
     fn encode_chars(
         &self,
         chars: &CharSymbols,
         word: &str,
+        space: char,
+        cache_chunks: bool,
         scratch: &mut Scratch,
         ids: &mut Vec<u32>,
         mut spans: Option<&mut Vec<(usize, usize)>>,
@@ -488,32 +499,106 @@ impl BpeModel {
         }
         let mut initials = std::mem::take(&mut scratch.initials);
         let mut cuts = std::mem::take(&mut scratch.cuts);
-        chars.initials(word, &mut initials, &mut cuts);
+        let mut found = std::mem::take(&mut scratch.part_spans);
+        let mut spelled = std::mem::take(&mut scratch.spelled);
+        chars.initials(word, space, &mut initials, &mut cuts);
         cuts.push((initials.len(), word.len()));
         let mut at = 0u32;
         for chunk in cuts.windows(2) {
             let ((from, text_from), (to, text_to)) = (chunk[0], chunk[1]);
             let begin = at;
+            let raw = &word.as_bytes()[text_from..text_to];
+            let symbols = &initials[from..to];
+            let len: u32 = symbols.iter().map(|&(_, len)| len).sum();
+            at += len;
+            if let [(id, _)] = symbols {
+                ids.push(*id);
+                if let Some(spans) = spans.as_deref_mut() {
+                    spans.push((begin as usize, at as usize));
+                }
+                continue;
+            }
+            // The cache is keyed by the word's own bytes: with `space` rewritten or not, they
+            // decide the chunk's symbols. It holds what the engine gives for a word, which under
+            // `ignore_merges` is not what a chunk merges into when it is a vocabulary entry.
+            let cached = cache_chunks && symbols.len() > 2 && self.exact_words.is_none();
+            if cached {
+                if let Some(hit) = scratch.pieces.get(self.serial, raw) {
+                    push_cached(hit, begin as usize, len as usize, ids, spans.as_deref_mut());
+                    continue;
+                }
+            }
+            let mut start = begin;
             scratch.symbols.clear();
-            scratch
-                .symbols
-                .extend(initials[from..to].iter().map(|&(id, len)| {
-                    let s = Symbol { id, start: at, len };
-                    at += len;
-                    s
-                }));
-            self.merge_chunk(
-                &word.as_bytes()[text_from..text_to],
-                begin,
-                at - begin,
-                true,
-                scratch,
-                ids,
-                spans.as_deref_mut(),
-            );
+            scratch.symbols.extend(symbols.iter().map(|&(id, len)| {
+                let s = Symbol { id, start, len };
+                start += len;
+                s
+            }));
+            // `whole_words` holds the chunk as the vocabulary spells it.
+            let bytes = if space != ' ' && raw.contains(&b' ') {
+                spelled.clear();
+                let mut utf8 = [0u8; 4];
+                let replacement = space.encode_utf8(&mut utf8).as_bytes();
+                for &b in raw {
+                    match b {
+                        b' ' => spelled.extend_from_slice(replacement),
+                        _ => spelled.push(b),
+                    }
+                }
+                &spelled[..]
+            } else {
+                raw
+            };
+            if !cached {
+                self.merge_chunk(bytes, begin, len, true, scratch, ids, spans.as_deref_mut());
+                continue;
+            }
+            let first = ids.len();
+            found.clear();
+            self.merge_chunk(bytes, begin, len, true, scratch, ids, Some(&mut found));
+            remember(scratch, raw, &ids[first..], &found);
+            if let Some(spans) = spans.as_deref_mut() {
+                spans.extend_from_slice(&found);
+            }
         }
         scratch.initials = initials;
         scratch.cuts = cuts;
+        scratch.part_spans = found;
+        scratch.spelled = spelled;
+    }
+
+    /// Whether `encode_spaced` can read spaces as `space` while encoding, giving what
+    /// `encode_word` gives on the text with its spaces replaced: a char model whose vocabulary
+    /// has `space` as a symbol (so that a rewritten space is one symbol, whatever its length),
+    /// that drops no char (so that symbol lengths, counted in the input's bytes, add up to the
+    /// input's), and that does not look whole words up in the vocabulary first.
+    pub(super) fn can_encode_spaced(&self, space: char) -> bool {
+        match &self.alphabet {
+            Alphabet::Chars(chars) => {
+                space != ' '
+                    && self.exact_words.is_none()
+                    && chars.id_of(space).is_some()
+                    && chars.drops_none()
+            }
+            Alphabet::Bytes(_) => false,
+        }
+    }
+
+    /// Appends the ids of `text` as one word whose spaces read as `space` (see
+    /// `can_encode_spaced`) and, when asked, each token's span in `text`: a token of a byte
+    /// of a multi-byte char spans that byte alone.
+    pub(super) fn encode_spaced(
+        &self,
+        text: &str,
+        space: char,
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        spans: Option<&mut Vec<(usize, usize)>>,
+    ) {
+        if let Alphabet::Chars(chars) = &self.alphabet {
+            self.encode_chars(chars, text, space, true, scratch, ids, spans);
+        }
     }
 
     /// Merges `scratch.symbols`, the symbols of `bytes`, which span `len` bytes from `base` in
@@ -543,8 +628,11 @@ impl BpeModel {
             }
             return;
         }
-        if scratch.symbols.len() <= SCAN_LIMIT {
-            self.merge_by_scan(bytes, scratch);
+        let n = scratch.symbols.len();
+        if n <= SCAN_SHORT {
+            self.merge_by_scan::<SCAN_SHORT>(bytes, scratch);
+        } else if n <= SCAN_LONG {
+            self.merge_by_scan::<SCAN_LONG>(bytes, scratch);
         } else {
             self.merge_by_heap(scratch);
         }

@@ -66,6 +66,15 @@ impl CharPreTokenizer {
         )
     }
 
+    /// Whether every text without `c` is left whole, as one word.
+    pub(super) fn keeps_whole_without(&self, c: char) -> bool {
+        match self {
+            Self::None => true,
+            Self::Split { pattern, .. } => pattern.contains(c),
+            Self::Metaspace { .. } => false,
+        }
+    }
+
     /// Metaspace's rewrite of one piece (spaces to the replacement, the prefix replacement);
     /// `at_input_start` tells whether the piece starts at input offset 0. Other pre-tokenizers
     /// leave the piece as it is.

@@ -493,6 +493,60 @@ fn sentencepiece_refusals_name_the_component() {
 }
 
 #[test]
+fn spaces_read_as_their_replacement_match_hf() {
+    // Gemma 3's shape (spaces become "▁", a pre-tokenizer that then leaves the text whole),
+    // which the engine encodes without rewriting the text, next to the shapes it must rewrite
+    // for: chars dropped for want of an unknown token, a pre-tokenizer that splits on "▁".
+    let spaced = json!({"type": "Replace", "pattern": {"String": " "}, "content": "▁"});
+    let split = |pattern: &str, behavior: &str| {
+        json!({"type": "Split", "pattern": {"String": pattern}, "behavior": behavior,
+               "invert": false})
+    };
+    let cases = [
+        (
+            split(" ", "MergedWithPrevious"),
+            json!({}),
+            true,
+            false,
+            true,
+        ),
+        (
+            split(" ", "Removed"),
+            json!({"fuse_unk": false}),
+            true,
+            true,
+            true,
+        ),
+        (split("a b", "Isolated"), json!({}), false, false, true),
+        (Value::Null, json!({"fuse_unk": false}), false, false, true),
+        (Value::Null, json!({"unk_token": null}), true, false, true),
+        (Value::Null, json!({"unk_token": null}), true, true, false),
+        (split("▁", "MergedWithNext"), json!({}), true, false, false),
+    ];
+    for (pre_tokenizer, model, bytes, partial, direct) in cases {
+        let parts = json!({
+            "normalizer": spaced,
+            "pre_tokenizer": pre_tokenizer,
+            "decoder": {"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"}]},
+            "model": model,
+        });
+        let name = format!("spaces as ▁, {pre_tokenizer} {model} bytes={bytes} partial={partial}");
+        let json = synthetic(&parts, bytes, partial);
+        let fast = FastBpe::from_tokenizer_json(&json).ok();
+        assert_eq!(
+            fast.map(|f| f.spaces_as.is_some()),
+            Some(direct),
+            "{name}: read spaces while encoding"
+        );
+        agree(&name, &json);
+    }
+    let (_, gemma) = load("gemma3");
+    assert_eq!(gemma.spaces_as, Some('▁'));
+}
+
+#[test]
 fn gemma3_corpus_strings_are_cut_into_chunks() {
     // The chunking must never change a result: check long words that are all one chunk
     // and words cut everywhere, against HF.

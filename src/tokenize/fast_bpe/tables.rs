@@ -12,6 +12,10 @@ fn slot_bits(n: usize) -> u32 {
     (n + n / 2).max(8).next_power_of_two().trailing_zeros()
 }
 
+/// Ranks are below `1 << RANK_BITS`, so that the merge scan holds a rank with a position in a
+/// word in one `u32` (`merge_by_scan`); tokenizers have a few hundred thousand merges.
+pub(super) const RANK_BITS: u32 = 23;
+
 /// An empty pair slot: a slot's value never has its top bit set (`PairTable::new`).
 const EMPTY: u64 = u64::MAX;
 
@@ -32,7 +36,7 @@ impl PairTable {
     /// The table of `merges`, `(left, right, merged id)` by rank; a pair given twice keeps the
     /// later rank, as HF's map does. `top_id`: the largest id the table will be asked about (the
     /// vocabulary's), which sets the width of a packed id. `None` when a pair and its rank do
-    /// not fit in 63 bits (ids of two million and more).
+    /// not fit in 63 bits (ids of two million and more), or ranks in `RANK_BITS`.
     pub(super) fn new(merges: &[(u32, u32, u32)], top_id: u32) -> Option<Self> {
         let width = |n: u64| 64 - n.leading_zeros();
         let top_id = merges
@@ -40,7 +44,7 @@ impl PairTable {
             .fold(top_id, |top, &(l, r, id)| top.max(l).max(r).max(id));
         let id_bits = width(u64::from(top_id));
         let rank_bits = width(merges.len() as u64);
-        if 2 * id_bits + rank_bits > 63 {
+        if 2 * id_bits + rank_bits > 63 || rank_bits > RANK_BITS {
             return None;
         }
         // At most a third of the slots are full.
@@ -111,6 +115,58 @@ impl PairTable {
     #[inline(always)]
     pub(super) fn get(&self, left: u32, right: u32) -> Option<(u32, u32)> {
         self.rank(left, right).map(|rank| (rank, self.merged(rank)))
+    }
+}
+
+/// A set of pairs of values below `u32::MAX`, laid out as `PairTable`: one word a slot, the
+/// pair itself.
+pub(super) struct PairSet {
+    slots: Box<[u64]>,
+    bits: u32,
+}
+
+impl PairSet {
+    pub(super) fn new(pairs: &[(u32, u32)]) -> Self {
+        let bits = (pairs.len() * 3)
+            .max(8)
+            .next_power_of_two()
+            .trailing_zeros();
+        let mut set = Self {
+            slots: vec![EMPTY; 1 << bits].into_boxed_slice(),
+            bits,
+        };
+        let mask = set.slots.len() - 1;
+        for &(left, right) in pairs {
+            debug_assert!(left != u32::MAX && right != u32::MAX);
+            let key = (u64::from(left) << 32) | u64::from(right);
+            let mut at = set.home(key);
+            while set.slots[at] != EMPTY && set.slots[at] != key {
+                at = (at + 1) & mask;
+            }
+            set.slots[at] = key;
+        }
+        set
+    }
+
+    /// A multiplicative hash: the set is asked once per char of a SentencePiece-style word,
+    /// and its keys (two code points) carry no pattern a multiply's top bits keep.
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
+    }
+
+    #[inline(always)]
+    pub(super) fn contains(&self, left: u32, right: u32) -> bool {
+        let key = (u64::from(left) << 32) | u64::from(right);
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            match self.slots[at] {
+                EMPTY => return false,
+                slot if slot == key => return true,
+                _ => at = (at + 1) & mask,
+            }
+        }
     }
 }
 
@@ -228,6 +284,19 @@ mod tests {
         assert!(PairTable::new(&[(1 << 31, 1, 2)], 0).is_none());
         assert!(PairTable::new(&[], 1 << 31).is_none());
         assert!(PairTable::new(&[], 0).is_some_and(|t| t.get(0, 0).is_none()));
+    }
+
+    #[test]
+    fn pair_sets_hold_their_pairs_only() {
+        let pairs: Vec<(u32, u32)> = (0..3000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11, i % 89))
+            .collect();
+        let set = PairSet::new(&pairs);
+        for &(l, r) in &pairs {
+            assert!(set.contains(l, r), "({l}, {r})");
+            assert!(!set.contains(r + (1 << 22), l), "({r}, {l})");
+        }
+        assert!(!PairSet::new(&[]).contains(0, 0));
     }
 
     #[test]

@@ -640,6 +640,42 @@ fn throughput() {
     }
 }
 
+/// The work of encoding new text, for instruction counts (this shared machine's timings are
+/// too noisy for A/B comparisons of a few percent):
+///
+/// ```text
+/// SFT_COUNT_MODEL=qwen3 SFT_THROUGHPUT_TEXTS=texts.json valgrind --tool=callgrind \
+///   --toggle-collect='*encode_with_offsets*' <test binary> --ignored --exact \
+///   tokenize::fast_bpe::tests::encode_new_text
+/// ```
+///
+/// The piece cache is warmed on the first half of the texts by `encode` (not counted), then the
+/// second half is encoded once with offsets, as `throughput`'s "new" figure is measured.
+#[test]
+#[ignore]
+fn encode_new_text() {
+    let (Ok(name), Ok(path)) = (
+        std::env::var("SFT_COUNT_MODEL"),
+        std::env::var("SFT_THROUGHPUT_TEXTS"),
+    ) else {
+        panic!("SFT_COUNT_MODEL and SFT_THROUGHPUT_TEXTS name a model and a JSON array of texts");
+    };
+    let strings: Vec<String> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| panic!("{path} should hold a JSON array of strings"));
+    let Ok(fast) = FastBpe::from_tokenizer_json(&model_json(&name)) else {
+        panic!("{name} should load");
+    };
+    let (warm, fresh) = strings.split_at(strings.len() / 2);
+    let warmed: usize = warm.iter().map(|s| fast.encode(s).len()).sum();
+    let tokens: usize = fresh
+        .iter()
+        .map(|s| fast.encode_with_offsets(s).0.len())
+        .sum();
+    eprintln!("{name}: {warmed} tokens warming up, {tokens} counted");
+}
+
 #[test]
 fn one_instance_can_be_shared_across_threads() {
     fn shareable<T: Send + Sync>() {}
