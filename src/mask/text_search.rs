@@ -96,7 +96,9 @@ pub fn find_once(hay: &str, needle: &str) -> Option<usize> {
 /// keeps the searcher of the last needle it was asked for, and every call is one vector scan.
 pub fn ends_of(hay: &str, needle: &str) -> Vec<usize> {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<memmem::Finder<'static>>> =
+        /// Boxed: a searcher is a few hundred bytes, and a thread-local of a module loaded at
+        /// run time takes glibc's small static TLS surplus (see `fast_bpe`'s `WORK`).
+        static LAST: std::cell::RefCell<Option<Box<memmem::Finder<'static>>>> =
             const { std::cell::RefCell::new(None) };
     }
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
@@ -106,7 +108,7 @@ pub fn ends_of(hay: &str, needle: &str) -> Vec<usize> {
     LAST.with(|last| {
         let mut last = last.borrow_mut();
         if last.as_ref().is_none_or(|f| f.needle() != n) {
-            *last = Some(memmem::Finder::new(n).into_owned());
+            *last = Some(Box::new(memmem::Finder::new(n).into_owned()));
         }
         let finder = last.as_ref().expect("a searcher was just made");
         finder.find_iter(h).map(|at| at + n.len()).collect()
