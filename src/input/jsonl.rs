@@ -123,9 +123,10 @@ impl<R: BufRead> JsonlReader<R> {
             self.line += 1;
             if line.ends_with(b"\n") {
                 line.pop();
-                if line.ends_with(b"\r") {
-                    line.pop();
-                }
+            }
+            // A last line without a newline loses its `\r` too.
+            if line.ends_with(b"\r") {
+                line.pop();
             }
             if self.line == 1 && line.starts_with(b"\xEF\xBB\xBF") {
                 line.drain(..3);
@@ -213,6 +214,21 @@ mod tests {
         let rows = read_all(text.as_bytes(), "d.jsonl").unwrap();
         assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 4]);
         assert_eq!(rows[1].1["a"], 2);
+    }
+
+    #[test]
+    fn one_newline_and_one_carriage_return_end_a_line() {
+        // The last line loses a `\r` even without a newline; a second `\r` stays in the text.
+        let text = "a\r\r\nb\r\nc\r\r";
+        let mut reader = JsonlReader::new(BufReader::with_capacity(2, text.as_bytes()), "d".into());
+        let mut lines = Vec::new();
+        while let Some(line) = reader.next_line().unwrap() {
+            lines.push((line.line, line.text));
+        }
+        assert_eq!(
+            lines,
+            [(1, "a\r".to_string()), (2, "b".into()), (3, "c\r".into())]
+        );
     }
 
     #[test]
