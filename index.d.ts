@@ -319,6 +319,13 @@ export declare class Tokenizer {
    */
   encodeBatchFlat(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Promise<FlatIds>
   /**
+   * `encodeBatch` done on the JS thread: lib/index.js takes it for a few short texts, whose
+   * encoding costs less than handing the call to a worker thread and back.
+   */
+  _encodeBatchNow(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): Uint32Array[]
+  /** `encodeBatchFlat` done on the JS thread, as `_encodeBatchNow`. */
+  _encodeBatchFlatNow(texts: Array<string>, addSpecialTokens?: boolean | undefined | null): FlatIds
+  /**
    * Text of token ids (`Int32Array`, `Uint32Array` or `number[]`); an id that is negative
    * (such as a `-100` label) or not an integer is an `INVALID_ARGUMENT` naming its position.
    */

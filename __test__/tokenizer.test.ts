@@ -124,7 +124,7 @@ describe('Qwen3 tokenizer', () => {
     expect(Array.from((await tok.encodeBatchFlat(['hi'])).ids)).toEqual(Array.from((await tok.encodeBatch(['hi']))[0]))
     const empty = await tok.encodeBatchFlat([])
     expect([Array.from(empty.ids), Array.from(empty.offsets)]).toEqual([[], [0]])
-    // Megabytes of texts (the arguments are read in blocks of about a megabyte, the widest
+    // Megabytes of texts (the arguments are read in blocks of up to a megabyte, the widest
     // texts three bytes a UTF-16 unit): every text as encodeSync gives it, wherever a block ends.
     const many = Array.from({ length: 900 }, (_, k) => (k % 3 === 0 ? '中文 ' : k % 3 === 1 ? 'word ' : '😀 ').repeat(200 + k))
     const manyFlat = await tok.encodeBatchFlat(many, false)
@@ -143,6 +143,32 @@ describe('Qwen3 tokenizer', () => {
       code: 'INVALID_ARGUMENT',
       message: expect.stringMatching(/^Tokenizer\.encodeBatchFlat: an argument has the wrong type, expected a string: /),
     })
+  })
+  it('encodes a few short texts on the calling thread, as the worker threads encode them', async () => {
+    // Up to 64 texts of 1,024 UTF-16 units in all take the calling thread; one more text, or
+    // one more unit, takes the worker threads. Both give every text the ids encodeSync gives it.
+    const words = ['Hello world, ', '你好，世界 ', '😀 ok ', 'tab\there ']
+    const few = Array.from({ length: 64 }, (_, k) => words[k % 4].padEnd(16, 'x'))
+    expect(few.reduce((n, t) => n + t.length, 0)).toBe(1024)
+    for (const texts of [few, [...few, 'y'], [few[0] + 'y', ...few.slice(1)], ['hi'], []]) {
+      const pending = tok.encodeBatch(texts, false)
+      const pendingFlat = tok.encodeBatchFlat(texts, false)
+      expect([pending, pendingFlat].every((p) => p instanceof Promise)).toBe(true)
+      const [each, flat] = [await pending, await pendingFlat]
+      const want = texts.map((t) => Array.from(tok.encodeSync(t, false)))
+      expect(each.map((a) => Array.from(a))).toEqual(want)
+      expect(Array.from(flat.ids)).toEqual(want.flat())
+      expect(Array.from(flat.offsets)).toEqual([0, ...want.map((_, k) => want.slice(0, k + 1).flat().length)])
+    }
+    expect(Array.from((await tok.encodeBatch(['hi']))[0])).toEqual([6023])
+    // Called on something that is not a tokenizer, either way: a rejected Promise, not a throw.
+    for (const texts of [['a'], Array(65).fill('abcd')]) {
+      for (const method of [Tokenizer.prototype.encodeBatch, Tokenizer.prototype.encodeBatchFlat]) {
+        const pending = method.call({}, texts)
+        expect(pending).toBeInstanceOf(Promise)
+        await expect(pending).rejects.toThrow(/Illegal invocation/)
+      }
+    }
   })
   it('encodes by the tokenizer it is called on, frozen or not, and refuses a handle of no tokenizer', async () => {
     // encodeSync reaches the native tokenizer by a number (lib/index.js): alternating

@@ -108,7 +108,11 @@ function guarded(fn, where) {
 
 // Native methods that lib/ calls on behalf of a public one, and whose argument errors are that
 // method's.
-const ON_BEHALF = new Map([['Tokenizer._encodeSyncByHandle', 'Tokenizer.encodeSync']])
+const ON_BEHALF = new Map([
+  ['Tokenizer._encodeSyncByHandle', 'Tokenizer.encodeSync'],
+  ['Tokenizer._encodeBatchNow', 'Tokenizer.encodeBatch'],
+  ['Tokenizer._encodeBatchFlatNow', 'Tokenizer.encodeBatchFlat'],
+])
 
 // Replaces the methods (own, plain functions; not getters) of `target` with guarded ones.
 function guardMethods(target, prefix) {

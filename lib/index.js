@@ -170,6 +170,40 @@ Tokenizer.prototype.encodeSync = function encodeSync(text, addSpecialTokens) {
   return encodeSyncByHandle(handle, text, addSpecialTokens)
 }
 
+// A few short texts are encoded on this thread and handed back in a settled Promise: their
+// encoding takes a few microseconds, less than the round trip to a worker thread that
+// `encodeBatch` and `encodeBatchFlat` otherwise make. Errors still reject the Promise.
+const INLINE_TEXTS = 64
+const INLINE_UNITS = 1024
+function fewShortTexts(texts) {
+  if (!Array.isArray(texts) || texts.length > INLINE_TEXTS) return false
+  let units = 0
+  for (let k = 0; k < texts.length; k++) {
+    const text = texts[k]
+    if (typeof text !== 'string') return false
+    units += text.length
+    if (units > INLINE_UNITS) return false
+  }
+  return true
+}
+for (const [name, now] of [
+  ['encodeBatch', '_encodeBatchNow'],
+  ['encodeBatchFlat', '_encodeBatchFlatNow'],
+]) {
+  const onWorker = Tokenizer.prototype[name]
+  const onThisThread = Tokenizer.prototype[now]
+  Object.defineProperty(Tokenizer.prototype, name, {
+    ...Object.getOwnPropertyDescriptor(Tokenizer.prototype, name),
+    value: {
+      [name](texts, addSpecialTokens) {
+        if (!fewShortTexts(texts)) return onWorker.call(this, texts, addSpecialTokens)
+        // The guarded native call reports every error as a rejection (lib/arguments.js).
+        return Promise.resolve(onThisThread.call(this, texts, addSpecialTokens))
+      },
+    }[name],
+  })
+}
+
 // The generated loader also names the Rust struct names of the classes (`JsSftDataset`,
 // `JsTokenizer`), which the binding does not define: only defined values are exports.
 const bound = Object.fromEntries(Object.entries(native).filter(([, value]) => value !== undefined))

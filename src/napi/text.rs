@@ -99,7 +99,10 @@ pub struct Texts {
     spans: Vec<(usize, usize, usize)>,
 }
 
-/// Bytes a new block has room for, unless one string needs more.
+/// Bytes a new block has room for, unless one string needs more: the first block of a call
+/// holds `FIRST_BLOCK`, each next one twice its predecessor, up to `BLOCK`, so that a call of a
+/// few short texts takes a few pages, not a megabyte.
+const FIRST_BLOCK: usize = 16 << 10;
 const BLOCK: usize = 1 << 20;
 
 impl Texts {
@@ -157,7 +160,10 @@ impl FromNapiValue for Texts {
             };
             let room = units * 3 + 1;
             if blocks.last().is_none_or(|b| b.capacity() - b.len() < room) {
-                blocks.push(Vec::with_capacity(room.max(BLOCK)));
+                let size = blocks
+                    .last()
+                    .map_or(FIRST_BLOCK, |b| (b.capacity() * 2).min(BLOCK));
+                blocks.push(Vec::with_capacity(room.max(size)));
             }
             let current = blocks.len() - 1;
             let bytes = &mut blocks[current];

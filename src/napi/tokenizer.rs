@@ -281,11 +281,21 @@ fn encode_all(
 ) -> impl FnOnce() -> SftResult<Vec<Vec<u32>>> + Send + 'static {
     let add = add_special_tokens.unwrap_or(true);
     move || {
-        (0..texts.len())
-            .into_par_iter()
-            .map(|k| tokenizer.encode(texts.get(k), add))
-            .collect()
+        let encode = |k| tokenizer.encode(texts.get(k), add);
+        if total_bytes(&texts) < INLINE_BYTES {
+            return (0..texts.len()).map(encode).collect();
+        }
+        (0..texts.len()).into_par_iter().map(encode).collect()
     }
+}
+
+/// A batch of fewer bytes than this is encoded on the worker thread that took the call, one text
+/// after another: it takes a few tens of microseconds on one core, about what handing it to the
+/// pool's threads and waking them would cost.
+const INLINE_BYTES: usize = 4 << 10;
+
+fn total_bytes(texts: &Texts) -> usize {
+    (0..texts.len()).map(|k| texts.get(k).len()).sum()
 }
 
 fn to_u32_arrays(_: &napi::Env, rows: Vec<Vec<u32>>) -> SftResult<Vec<OwnedU32>> {
@@ -322,7 +332,7 @@ fn encode_flat(
 ) -> impl FnOnce() -> SftResult<Flat> + Send + 'static {
     let add = add_special_tokens.unwrap_or(true);
     move || {
-        let total: usize = (0..texts.len()).map(|k| texts.get(k).len()).sum();
+        let total = total_bytes(&texts);
         let run_bytes = (total / (rayon::current_num_threads() * 8))
             .clamp(*FLAT_RUN_BYTES.start(), *FLAT_RUN_BYTES.end());
         let mut runs = Vec::new();
@@ -337,18 +347,25 @@ fn encode_flat(
         if start < texts.len() || runs.is_empty() {
             runs.push((start, texts.len(), bytes));
         }
-        let encoded = runs
-            .into_par_iter()
-            .map(|(from, to, bytes)| {
-                let mut ids = Vec::with_capacity(bytes / 3 + 8);
-                let mut ends = Vec::with_capacity(to - from);
-                for k in from..to {
-                    tokenizer.encode_append(texts.get(k), add, &mut ids)?;
-                    ends.push(ids.len());
-                }
-                Ok((ids, ends))
-            })
-            .collect::<SftResult<Vec<_>>>()?;
+        let encode_run = |(from, to, bytes): (usize, usize, usize)| {
+            let mut ids = Vec::with_capacity(bytes / 3 + 8);
+            let mut ends = Vec::with_capacity(to - from);
+            for k in from..to {
+                tokenizer.encode_append(texts.get(k), add, &mut ids)?;
+                ends.push(ids.len());
+            }
+            Ok((ids, ends))
+        };
+        // One run (a batch under the smallest run) is encoded on this thread: no hand-off.
+        let encoded = if runs.len() == 1 {
+            runs.into_iter()
+                .map(encode_run)
+                .collect::<SftResult<Vec<_>>>()?
+        } else {
+            runs.into_par_iter()
+                .map(encode_run)
+                .collect::<SftResult<Vec<_>>>()?
+        };
         let mut offsets = Vec::with_capacity(texts.len() + 1);
         offsets.push(0);
         let mut before = 0usize;
@@ -498,6 +515,44 @@ impl JsTokenizer {
             encode_flat(self.inner.clone(), texts, add_special_tokens),
             to_flat,
         ))
+    }
+
+    /// `encodeBatch` done on the JS thread: lib/index.js takes it for a few short texts, whose
+    /// encoding costs less than handing the call to a worker thread and back.
+    #[napi(
+        js_name = "_encodeBatchNow",
+        ts_args_type = "texts: Array<string>, addSpecialTokens?: boolean | undefined | null",
+        ts_return_type = "Uint32Array[]"
+    )]
+    pub fn encode_batch_now(
+        &self,
+        texts: Texts,
+        add_special_tokens: Option<bool>,
+    ) -> Result<Vec<OwnedU32>> {
+        run_sync(|| {
+            let rows = encode_all(self.inner.clone(), texts, add_special_tokens)()?;
+            Ok(rows.into_iter().map(Owned).collect())
+        })
+    }
+
+    /// `encodeBatchFlat` done on the JS thread, as `_encodeBatchNow`.
+    #[napi(
+        js_name = "_encodeBatchFlatNow",
+        ts_args_type = "texts: Array<string>, addSpecialTokens?: boolean | undefined | null",
+        ts_return_type = "FlatIds"
+    )]
+    pub fn encode_batch_flat_now(
+        &self,
+        texts: Texts,
+        add_special_tokens: Option<bool>,
+    ) -> Result<FlatIds> {
+        run_sync(|| {
+            let (runs, offsets) = encode_flat(self.inner.clone(), texts, add_special_tokens)()?;
+            Ok(FlatIds {
+                ids: OwnedParts(runs),
+                offsets: Owned(offsets),
+            })
+        })
     }
 
     /// Text of token ids (`Int32Array`, `Uint32Array` or `number[]`); an id that is negative
