@@ -145,11 +145,11 @@ describe('Qwen3 tokenizer', () => {
     })
   })
   it('encodes a few short texts on the calling thread, as the worker threads encode them', async () => {
-    // Up to 64 texts of 1,024 UTF-16 units in all take the calling thread; one more text, or
+    // Up to 64 texts of 2,048 UTF-16 units in all take the calling thread; one more text, or
     // one more unit, takes the worker threads. Both give every text the ids encodeSync gives it.
     const words = ['Hello world, ', '你好，世界 ', '😀 ok ', 'tab\there ']
-    const few = Array.from({ length: 64 }, (_, k) => words[k % 4].padEnd(16, 'x'))
-    expect(few.reduce((n, t) => n + t.length, 0)).toBe(1024)
+    const few = Array.from({ length: 64 }, (_, k) => words[k % 4].padEnd(32, 'x'))
+    expect(few.reduce((n, t) => n + t.length, 0)).toBe(2048)
     for (const texts of [few, [...few, 'y'], [few[0] + 'y', ...few.slice(1)], ['hi'], []]) {
       const pending = tok.encodeBatch(texts, false)
       const pendingFlat = tok.encodeBatchFlat(texts, false)

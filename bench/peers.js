@@ -14,9 +14,11 @@
 // qwen3.5, llama3_1, deepseek_v3, gptoss, gemma3, or all of them. `--texts multilingual` takes
 // chat-like text in nine scripts instead (bench/multilingual.py, seeded): the table of the whole
 // mix, then one row per script for this engine and fastokens (one thread and the flat batch call,
-// new text).
+// new text). `--sizes` gives instead the batch calls on all cores at batch sizes from 1 KB to the
+// whole half (new text cut into consecutive batches, one call after another): `encodeBatchFlat`
+// and `encodeBatch` against fastokens' `encode_batch_flat`.
 //
-//   node bench/peers.js [--rounds 3] [--model qwen3] [--texts parity|multilingual] [--venv ~/.cache/sft-dataset-peers]
+//   node bench/peers.js [--rounds 3] [--model qwen3] [--texts parity|multilingual] [--sizes] [--venv ~/.cache/sft-dataset-peers]
 //   node bench/peers.js --write-texts texts.json   (only writes the texts, for the engine alone:
 //     SFT_THROUGHPUT_TEXTS=texts.json cargo test --lib fast_bpe::tests::throughput -- --ignored)
 
@@ -61,11 +63,11 @@ function interleaved(byScript) {
 }
 
 /** One run of `engine` on `file` (its oracle written): MB/s new and cached, and mismatches. */
-function runEngine(engine, file, dir, py, threads, flat) {
+function runEngine(engine, file, dir, py, threads, flat, extra = []) {
   const tokenizerJson = path.join(dir, 'tokenizer.json')
   const args = engine === 'sft-dataset'
-    ? [process.execPath, [__filename, '--worker', file, '--threads', threads, '--dir', dir, ...(flat ? ['--flat'] : [])]]
-    : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, threads, ...(flat ? ['--flat'] : [])]]
+    ? [process.execPath, [__filename, '--worker', file, '--threads', threads, '--dir', dir, ...(flat ? ['--flat'] : []), ...extra]]
+    : [py, [path.join(__dirname, 'peers.py'), file, tokenizerJson, engine, threads, ...(flat ? ['--flat'] : []), ...extra]]
   return JSON.parse(execFileSync(args[0], args[1], { env: { ...process.env, RAYON_NUM_THREADS: threads }, encoding: 'utf8' }))
 }
 
@@ -120,7 +122,7 @@ function texts(tok) {
 }
 
 /** Our engine in a fresh process, as peers.py measures the others. */
-async function worker(file, threads, dir, flat) {
+async function worker(file, threads, dir, flat, batchBytes) {
   const tok = await lib.Tokenizer.fromPretrained(dir, { engine: 'fast' })
   const all = JSON.parse(readFileSync(file, 'utf8'))
   const half = Math.floor(all.length / 2)
@@ -132,19 +134,85 @@ async function worker(file, threads, dir, flat) {
     encode = (ts) => tok.encodeBatchFlat(ts, false)
     toArrays = ({ ids, offsets }) => Array.from({ length: offsets.length - 1 }, (_, k) => ids.subarray(offsets[k], offsets[k + 1]))
   }
-  await encode(warm)
+  let [warmIn, freshIn] = [warm, fresh]
+  if (batchBytes !== undefined) {
+    // The texts split before the timing, one call a batch, the results turned into arrays after.
+    ;[warmIn, freshIn] = [split(warm, batchBytes), split(fresh, batchBytes)]
+    const [one, oneToArrays] = [encode, toArrays]
+    encode = async (batches) => {
+      const results = []
+      for (const batch of batches) results.push(await one(batch))
+      return results
+    }
+    toArrays = (results) => results.flatMap(oneToArrays)
+  }
+  await encode(warmIn)
   let t0 = process.hrtime.bigint()
-  const first = await encode(fresh)
+  const first = await encode(freshIn)
   const newS = Number(process.hrtime.bigint() - t0) / 1e9
   t0 = process.hrtime.bigint()
-  const second = await encode(fresh)
+  const second = await encode(freshIn)
   const cachedS = Number(process.hrtime.bigint() - t0) / 1e9
   // Outside the timing, as peers.py turns a flat result into lists.
   const [ids, again] = [toArrays(first), toArrays(second)]
   const expected = JSON.parse(readFileSync(`${file}.ids.json`, 'utf8'))
-  const differs = (got) => got.filter((a, k) => a.length !== expected[k].length || a.some((v, j) => v !== expected[k][j])).length
+  const differs = (got) =>
+    Math.abs(got.length - expected.length) + got.filter((a, k) => a.length !== expected[k]?.length || a.some((v, j) => v !== expected[k][j])).length
   const mismatches = differs(ids) + differs(again)
   process.stdout.write(JSON.stringify({ engine: 'sft-dataset', version: require('../package.json').version, new: mb / newS, cached: mb / cachedS, mismatches }))
+}
+
+/** Consecutive batches of about `size` bytes. */
+function split(texts, size) {
+  const batches = []
+  let [batch, bytes] = [[], 0]
+  for (const t of texts) {
+    batch.push(t)
+    bytes += Buffer.byteLength(t)
+    if (bytes >= size) {
+      batches.push(batch)
+      ;[batch, bytes] = [[], 0]
+    }
+  }
+  if (batch.length > 0) batches.push(batch)
+  return batches
+}
+
+/** Batch sizes of the batch-size table, bytes; the whole half last. */
+const BATCH_SIZES = [[1 << 10, '1 KB'], [4 << 10, '4 KB'], [64 << 10, '64 KB'], [1 << 20, '1 MB'], [undefined, 'all']]
+
+/**
+ * The batch calls on all cores, the new half of the texts taken in batches of each size, one
+ * call after another: `encodeBatchFlat` and `encodeBatch` against fastokens' `encode_batch_flat`.
+ */
+function sizesTable(model, dir, all, work, py, rounds) {
+  const file = path.join(work, `${model}.json`)
+  writeFileSync(file, JSON.stringify(all))
+  execFileSync(py, [path.join(__dirname, 'peers.py'), file, path.join(dir, 'tokenizer.json'), '--oracle'])
+  const threads = String(os.availableParallelism())
+  const mb = all.slice(Math.floor(all.length / 2)).reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6
+  console.log(`\n## Batch calls by batch size: ${mb.toFixed(1)} MB of new text in batches of each size, one call after another, all cores, MB/s, median of ${rounds} rounds, ${model} vocabulary (node bench/peers.js --sizes --model ${model})\n`)
+  console.log('| batch | sft-dataset encodeBatchFlat | sft-dataset encodeBatch | fastokens encode_batch_flat | flat / fastokens | ids ≠ HF |')
+  console.log('|---|---:|---:|---:|---:|---:|')
+  for (const [bytes, label] of BATCH_SIZES) {
+    const size = bytes === undefined ? [] : ['--batch-bytes', String(bytes)]
+    const kinds = [['flat', 'sft-dataset', true], ['each', 'sft-dataset', false], ['theirs', 'fastokens', true]]
+    const runs = { flat: [], each: [], theirs: [] }
+    let mismatches = 0
+    for (let r = 0; r < rounds; r++) {
+      for (const [kind, engine, flat] of kinds) {
+        const run = runEngine(engine, file, dir, py, threads, flat, size)
+        if (run.error !== undefined || run.none) continue
+        mismatches = Math.max(mismatches, run.mismatches)
+        runs[kind].push(run.new)
+      }
+    }
+    const cell = (xs) => (xs.length === 0 ? null : median(xs))
+    const [flat, each, theirs] = [cell(runs.flat), cell(runs.each), cell(runs.theirs)]
+    const fig = (v) => (v === null ? '—' : v.toFixed(1))
+    const ratio = flat === null || theirs === null ? '—' : `${(flat / theirs).toFixed(2)}x`
+    console.log(`| ${label} | ${fig(flat)} | ${fig(each)} | ${fig(theirs)} | ${ratio} | ${mismatches} |`)
+  }
 }
 
 /** One model's table: every engine on one thread and on all cores. */
@@ -201,6 +269,8 @@ async function main() {
       worker: { type: 'string' },
       threads: { type: 'string' },
       flat: { type: 'boolean' },
+      'batch-bytes': { type: 'string' },
+      sizes: { type: 'boolean' },
       dir: { type: 'string' },
       rounds: { type: 'string', default: '3' },
       model: { type: 'string', default: 'qwen3' },
@@ -211,7 +281,10 @@ async function main() {
       peers: { type: 'boolean' },
     },
   })
-  if (values.worker) return worker(values.worker, values.threads, values.dir, values.flat === true)
+  if (values.worker) {
+    const batchBytes = values['batch-bytes'] === undefined ? undefined : Number(values['batch-bytes'])
+    return worker(values.worker, values.threads, values.dir, values.flat === true, batchBytes)
+  }
   if (values['write-texts']) {
     writeFileSync(values['write-texts'], JSON.stringify(texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3')))))
     return
@@ -227,6 +300,10 @@ async function main() {
     const all = byScript === null ? texts(await lib.Tokenizer.fromPretrained(npmModel('qwen3'))) : Object.assign(interleaved(byScript), { multilingual: true })
     for (const model of models) {
       const dir = modelDir(model, work)
+      if (values.sizes) {
+        sizesTable(model, dir, all, work, py, Number(values.rounds))
+        continue
+      }
       table(model, dir, all, work, py, Number(values.rounds))
       if (byScript !== null) scriptTable(model, dir, byScript, work, py, Number(values.rounds))
     }

@@ -3,12 +3,13 @@ fastokens, gigatoken and tiktoken, each timed on text it has not seen ("new", af
 on the other half of the texts) and on the same text again ("cached"), one engine per process.
 Bench tooling only: `bench/peers.js` makes the Python environment and runs this.
 
-    python bench/peers.py <texts.json> <tokenizer.json> <engine> <threads> [--flat]
+    python bench/peers.py <texts.json> <tokenizer.json> <engine> <threads> [--flat] [--batch-bytes N]
     python bench/peers.py <texts.json> <tokenizer.json> --oracle
 
 Prints one JSON line: {engine, version, new, cached, mismatches} with MB/s, {engine, error}
 when the engine cannot load the model, or {engine, none} when `--flat` (the batch call into
-one flat buffer) asks for a call the engine does not have. `--oracle` writes
+one flat buffer) asks for a call the engine does not have. `--batch-bytes N` makes the batch
+calls take the texts in consecutive batches of about N bytes, one call after another. `--oracle` writes
 the ids HF tokenizers gives every text to <texts.json>.ids.json, which every engine is checked
 against.
 """
@@ -103,6 +104,28 @@ def unflat(result):
     return [ids[offsets[k] : offsets[k + 1]].tolist() for k in range(len(offsets) - 1)]
 
 
+def split(texts, size):
+    """Consecutive batches of about `size` bytes."""
+    batches, batch, bytes_ = [], [], 0
+    for t in texts:
+        batch.append(t)
+        bytes_ += len(t.encode("utf-8"))
+        if bytes_ >= size:
+            batches.append(batch)
+            batch, bytes_ = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def batched(encode, to_lists):
+    """`encode` and `to_lists` over a list of batches, one call a batch."""
+    return (
+        lambda batches: [encode(b) for b in batches],
+        lambda results: [ids for r in results for ids in to_lists(r)],
+    )
+
+
 def timed(fn):
     start = time.perf_counter()
     out = fn()
@@ -119,7 +142,8 @@ def main():
         return
     name, threads = sys.argv[3:5]
     # `--flat`: the engine's batch call into one flat buffer, if it has one.
-    flat = sys.argv[5:6] == ["--flat"]
+    flat = "--flat" in sys.argv[5:]
+    batch_bytes = int(sys.argv[sys.argv.index("--batch-bytes") + 1]) if "--batch-bytes" in sys.argv else None
     half = len(texts) // 2
     warm, fresh = texts[:half], texts[half:]
     mb = sum(len(t.encode("utf-8")) for t in fresh) / 1e6
@@ -135,6 +159,10 @@ def main():
     to_lists = lambda result: result
     if flat:
         encode, to_lists = flat_call
+    if batch_bytes is not None:
+        # The texts split before the timing; each batch's result turns into id lists after it.
+        warm, fresh = split(warm, batch_bytes), split(fresh, batch_bytes)
+        encode, to_lists = batched(encode, to_lists)
     encode(warm)
     new_s, ids = timed(lambda: encode(fresh))
     cached_s, again = timed(lambda: encode(fresh))
@@ -142,6 +170,7 @@ def main():
     expected = json.load(open(texts_file + ".ids.json", encoding="utf-8"))
     mismatches = sum(1 for a, b in zip(ids, expected) if list(a) != b)
     mismatches += sum(1 for a, b in zip(again, expected) if list(a) != b)
+    mismatches += abs(len(ids) - len(expected)) + abs(len(again) - len(expected))
     print(json.dumps({"engine": name, "version": version, "new": mb / new_s, "cached": mb / cached_s, "mismatches": mismatches}))
 
 

@@ -174,7 +174,7 @@ Tokenizer.prototype.encodeSync = function encodeSync(text, addSpecialTokens) {
 // encoding takes a few microseconds, less than the round trip to a worker thread that
 // `encodeBatch` and `encodeBatchFlat` otherwise make. Errors still reject the Promise.
 const INLINE_TEXTS = 64
-const INLINE_UNITS = 1024
+const INLINE_UNITS = 2048
 function fewShortTexts(texts) {
   if (!Array.isArray(texts) || texts.length > INLINE_TEXTS) return false
   let units = 0
