@@ -171,8 +171,8 @@ Tokenizer.prototype.encodeSync = function encodeSync(text, addSpecialTokens) {
 }
 
 // A few short texts are encoded on this thread and handed back in a settled Promise: their
-// encoding takes a few microseconds, less than the round trip to a worker thread that
-// `encodeBatch` and `encodeBatchFlat` otherwise make. Errors still reject the Promise.
+// encoding takes tens of microseconds at most, about what the round trip to a worker thread that
+// `encodeBatch` and `encodeBatchFlat` otherwise make costs. Errors still reject the Promise.
 const INLINE_TEXTS = 64
 const INLINE_UNITS = 2048
 function fewShortTexts(texts) {
