@@ -166,7 +166,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         env.add_filter("wordwrap", python_text_wrap::wordwrap_filter);
         env.add_filter("urlize", python_urlize::urlize_filter);
         env.add_filter("reverse", python_iterables::reverse_filter);
-        env.add_global("dict", Value::from_object(python_iterables::TemplateDict));
+        env.add_global("dict", python_iterables::TemplateDict::global());
         env.add_filter(
             python_tests_syntax::IS_FILTER,
             python_tests_syntax::is_filter,

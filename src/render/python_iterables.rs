@@ -249,15 +249,27 @@ pub fn reverse_filter(value: Value) -> Result<Value, Error> {
     }
 }
 
-/// Python's `dict(*args, **kwargs)`: a copy of a mapping, or a dict of a sequence of pairs,
-/// updated with the keyword arguments; Python's errors for more than one positional argument,
-/// for what does not iterate, for an element that is not a pair and for a key that does not
-/// hash, jinja2's for an undefined argument.
 /// transformers' `dict` global (its `TemplateDict`): called, Python's `dict(...)`
 /// ([`dict_function`]); `dict.fromkeys(keys, value=None)`, a dict of those keys in their order,
 /// each with `value`.
+///
+/// Not zero-sized: minijinja holds an object by a pointer to its value inside an `Arc`, which for
+/// a zero-sized value points just past the allocation. A leak checker (the fuzz targets'
+/// LeakSanitizer) then finds no pointer into it and reports the global of every environment
+/// alive at exit as leaked.
 #[derive(Debug)]
-pub struct TemplateDict;
+pub struct TemplateDict {
+    _not_zero_sized: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<TemplateDict>() > 0);
+
+impl TemplateDict {
+    /// The value the environment binds to `dict`.
+    pub fn global() -> Value {
+        Value::from_object(TemplateDict { _not_zero_sized: 0 })
+    }
+}
 
 impl Object for TemplateDict {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
@@ -320,6 +332,10 @@ impl Object for TemplateDict {
     }
 }
 
+/// Python's `dict(*args, **kwargs)`: a copy of a mapping, or a dict of a sequence of pairs,
+/// updated with the keyword arguments; Python's errors for more than one positional argument,
+/// for what does not iterate, for an element that is not a pair and for a key that does not
+/// hash, jinja2's for an undefined argument.
 pub fn dict_function(args: Rest<minijinja::value::ValueOrKwargs>) -> Result<Value, Error> {
     let mut positional = Vec::new();
     let mut keywords = None;
