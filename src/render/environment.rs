@@ -70,6 +70,11 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
     );
     if mlx {
         env.add_function("range", python_range::range_list);
+        env.add_filter(
+            python_namespace::FIELD_FILTER,
+            python_namespace::mlx_field_filter,
+        );
+        env.add_function("namespace", python_namespace::mlx_namespace_function);
     } else {
         env.add_function("range", python_range::range);
     }
@@ -312,6 +317,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     use super::python_undefined::{self as undef, refuse_hinted};
     let mut env = environment(false, syntax);
     env.add_filter(undef::VAR_FILTER, undef::var_filter);
+    env.add_function(undef::CALLEE_FUNCTION, undef::callee_function);
     env.add_filter(undef::PARAM_FILTER, undef::param_filter);
     env.add_filter(undef::CALLER_FILTER, undef::caller_filter);
     env.add_filter(undef::ATTR_FILTER, undef::attr_filter);

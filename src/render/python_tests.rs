@@ -77,6 +77,16 @@ fn slices_are_pythons() {
         .contains("can only concatenate list (not \"range\") to list"));
     assert!(fails("{{ [1, 2][::0] }}", json!({})).contains("slice step cannot be zero"));
     assert!(fails("{{ x[1:] }}", json!({"x": 5})).contains("'int' object is not subscriptable"));
+    // A constant slice printed by itself is computed by jinja2's constant folding, whose
+    // `getitem` gives an undefined value where Python raises.
+    assert_eq!(
+        ok("[{{ ({'a': 1})[1:] }}][{{ 5[1:] }}][{{ none[::-1] }}][{{ ('ab')['x':] }}][{{ [1, 2][1:] }}]", json!({})),
+        "[][][][][[2]]"
+    );
+    assert!(
+        fails("{% set d = {'a': 1} %}{{ d[1:] }}", json!({})).contains("unhashable type: 'slice'")
+    );
+    assert!(fails("{{ ('ab')[::0] }}", json!({})).contains("slice step cannot be zero"));
 }
 
 #[test]
