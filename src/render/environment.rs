@@ -129,6 +129,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         );
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
         env.add_filter(python_ops::NEG_FILTER, python_ops::neg_filter);
+        env.add_filter(python_ops::FOLDED_FILTER, python_ops::folded_filter);
         env.add_filter("map", python_generators::map_filter);
         env.add_filter("select", python_generators::select_filter);
         env.add_filter("reject", python_generators::reject_filter);

@@ -9,6 +9,8 @@ use std::collections::HashMap;
 
 use minijinja::machinery::ast;
 
+use super::constants::constant;
+
 /// How many items an output holds at a point of the template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Count {
@@ -159,59 +161,6 @@ fn writes(stmts: &[ast::Stmt]) -> bool {
         _ => true,
     })
 }
-
-/// Whether jinja2 computes `e` when it compiles the template (its constant folding): no
-/// variable, no call, no filter that needs the render's context.
-pub(super) fn constant(e: &ast::Expr) -> bool {
-    let args = |args: &[ast::CallArg]| {
-        args.iter().all(|a| match a {
-            ast::CallArg::Pos(e) | ast::CallArg::Kwarg(_, e) => constant(e),
-            _ => false,
-        })
-    };
-    match e {
-        ast::Expr::Const(_) => true,
-        ast::Expr::Var(_) | ast::Expr::Call(_) => false,
-        ast::Expr::GetAttr(a) => constant(&a.expr),
-        ast::Expr::GetItem(i) => constant(&i.expr) && constant(&i.subscript_expr),
-        ast::Expr::Slice(s) => {
-            constant(&s.expr)
-                && [&s.start, &s.stop, &s.step]
-                    .into_iter()
-                    .flatten()
-                    .all(constant)
-        }
-        ast::Expr::UnaryOp(u) => constant(&u.expr),
-        ast::Expr::BinOp(b) => constant(&b.left) && constant(&b.right),
-        ast::Expr::Compare(c) => constant(&c.expr) && c.ops.iter().all(|op| constant(&op.expr)),
-        // Without `else`, jinja2 folds only a true condition.
-        ast::Expr::IfExpr(i) => {
-            constant(&i.test_expr)
-                && constant(&i.true_expr)
-                && i.false_expr.as_ref().is_some_and(constant)
-        }
-        ast::Expr::Filter(f) => {
-            !CONTEXT_FILTERS.contains(&f.name)
-                && f.expr.as_ref().is_some_and(constant)
-                && args(&f.args)
-        }
-        ast::Expr::Test(t) => constant(&t.expr) && args(&t.args),
-        ast::Expr::List(l) => l.items.iter().all(constant),
-        ast::Expr::Tuple(t) => t.items.iter().all(constant),
-        ast::Expr::Map(m) => m.keys.iter().chain(&m.values).all(constant),
-    }
-}
-
-/// jinja2's filters that take the render's context, which its constant folding leaves to the
-/// render.
-const CONTEXT_FILTERS: [&str; 6] = [
-    "map",
-    "select",
-    "reject",
-    "selectattr",
-    "rejectattr",
-    "random",
-];
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@ use minijinja::value::ValueKind;
 
 mod calls;
 mod chains;
+mod constants;
 mod filter_blocks;
 mod namespaces;
 mod scopes;
@@ -81,6 +82,7 @@ fn rewrite_with(source: &str, syntax: SyntaxConfig, diagnostic: bool, chains: bo
         loops: Vec::new(),
         block_places: filter_blocks::places(&tree),
         folded_slice: None,
+        in_constant: false,
     };
     walker.stmt(&tree);
     if walker.unfit {
@@ -198,6 +200,8 @@ struct Walker<'s> {
     block_places: std::collections::HashMap<u32, String>,
     /// Where the slice starts that jinja2 computes as it compiles (see `slices`).
     folded_slice: Option<u32>,
+    /// Whether the walk is inside a constant that jinja2 computes as it compiles.
+    in_constant: bool,
 }
 
 impl Walker<'_> {
@@ -308,13 +312,17 @@ impl Walker<'_> {
         match stmt {
             ast::Stmt::Template(t) => self.stmts(&t.children),
             ast::Stmt::EmitExpr(e) => {
-                // A constant slice printed by itself is computed as jinja2 folds it.
+                // A constant printed by itself is text in the code jinja2 generates, and a
+                // constant slice is computed as jinja2 folds it.
+                let constant = constants::constant(&e.expr);
                 if let ast::Expr::Slice(s) = &e.expr {
-                    if filter_blocks::constant(&e.expr) {
+                    if constant {
                         self.folded_slice = Some(s.span().start_offset);
                     }
                 }
-                self.expr(&e.expr)
+                self.in_constant = constant;
+                self.expr(&e.expr);
+                self.in_constant = false;
             }
             ast::Stmt::ForLoop(f) => {
                 match python_for_else::edits(self.source, f) {
@@ -520,7 +528,24 @@ impl Walker<'_> {
         Some((receiver + open as u32, end))
     }
 
+    /// The edits of `e`; a constant part of it that jinja2 computes as it compiles the template
+    /// and writes into the code it generates is checked for a non-finite float, which Python
+    /// then reads as a name (`nan`, `inf`) and raises `NameError` for. A constant printed by
+    /// itself is written as text instead, and raises nothing.
     fn expr(&mut self, e: &ast::Expr) {
+        if self.in_constant || !constants::constant(e) {
+            return self.expr_edits(e);
+        }
+        self.in_constant = true;
+        self.expr_edits(e);
+        self.in_constant = false;
+        if constants::computes(e) {
+            self.insert(self.start(e), "(".to_string());
+            self.wrap(e, format!("|{})", python_ops::FOLDED_FILTER));
+        }
+    }
+
+    fn expr_edits(&mut self, e: &ast::Expr) {
         match e {
             ast::Expr::GetAttr(a) => {
                 self.expr(&a.expr);
