@@ -699,7 +699,12 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
 fn is_python_sequence(value: &Value) -> bool {
     match value.kind() {
         ValueKind::String | ValueKind::Seq | ValueKind::Undefined => true,
-        ValueKind::Map => !python_semantics::is_macro(value),
+        // A dict; a macro, a namespace or `loop` has no `__getitem__`.
+        ValueKind::Map => {
+            !python_semantics::is_macro(value)
+                && !python_semantics::is_namespace(value)
+                && !python_semantics::is_loop(value)
+        }
         // The diagnostic render's undefined value is one as the plain one is.
         ValueKind::Iterable => matches!(
             python_semantics::python_type_name(value),

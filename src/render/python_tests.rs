@@ -114,6 +114,10 @@ fn dict_complex_and_tests_are_pythons() {
         ok("{{ dict([('a', 1), 'bc'], z=3) }}|{{ (-3) ** 0.5 }}|{{ ((-3) ** 0.5) ** -1 }}|{{ {} is sequence }}|{{ 'x\\'y\"z'.title() }}|{{ -(true) }}", json!({})),
         "{'a': 1, 'b': 'c', 'z': 3}|(1.0605752387249068e-16+1.7320508075688772j)|(3.53525079574969e-17-0.5773502691896258j)|True|X'Y\"Z|-1"
     );
+    assert_eq!(
+        ok("{{ namespace() is sequence }}|{% for x in [1] %}{{ loop is sequence }}{% endfor %}|{{ {} is sequence }}|{{ range(2) is sequence }}", json!({})),
+        "False|False|True|True"
+    );
     assert!(fails("{{ dict(none) }}", json!({})).contains("'NoneType' object is not iterable"));
     assert!(fails("{{ dict([(1, 2, 3)]) }}", json!({}))
         .contains("dictionary update sequence element #0 has length 3; 2 is required"));
