@@ -70,6 +70,11 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
     );
     if mlx {
         env.add_function("range", python_range::range_list);
+        env.add_filter(
+            python_namespace::FIELD_FILTER,
+            python_namespace::mlx_field_filter,
+        );
+        env.add_function("namespace", python_namespace::mlx_namespace_function);
     } else {
         env.add_function("range", python_range::range);
     }
@@ -124,6 +129,7 @@ pub(super) fn environment(mlx: bool, syntax: SyntaxConfig) -> Environment<'stati
         );
         env.add_filter(python_macros::UNPASS_FILTER, python_macros::unpass_filter);
         env.add_filter(python_ops::NEG_FILTER, python_ops::neg_filter);
+        env.add_filter(python_ops::FOLDED_FILTER, python_ops::folded_filter);
         env.add_filter("map", python_generators::map_filter);
         env.add_filter("select", python_generators::select_filter);
         env.add_filter("reject", python_generators::reject_filter);
@@ -312,6 +318,7 @@ pub(super) fn diagnostic_environment(syntax: SyntaxConfig) -> Environment<'stati
     use super::python_undefined::{self as undef, refuse_hinted};
     let mut env = environment(false, syntax);
     env.add_filter(undef::VAR_FILTER, undef::var_filter);
+    env.add_function(undef::CALLEE_FUNCTION, undef::callee_function);
     env.add_filter(undef::PARAM_FILTER, undef::param_filter);
     env.add_filter(undef::CALLER_FILTER, undef::caller_filter);
     env.add_filter(undef::ATTR_FILTER, undef::attr_filter);
@@ -692,7 +699,12 @@ fn tojson_filter(value: Value, kwargs: Kwargs) -> Result<Value, Error> {
 fn is_python_sequence(value: &Value) -> bool {
     match value.kind() {
         ValueKind::String | ValueKind::Seq | ValueKind::Undefined => true,
-        ValueKind::Map => !python_semantics::is_macro(value),
+        // A dict; a macro, a namespace or `loop` has no `__getitem__`.
+        ValueKind::Map => {
+            !python_semantics::is_macro(value)
+                && !python_semantics::is_namespace(value)
+                && !python_semantics::is_loop(value)
+        }
         // The diagnostic render's undefined value is one as the plain one is.
         ValueKind::Iterable => matches!(
             python_semantics::python_type_name(value),

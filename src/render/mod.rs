@@ -79,6 +79,17 @@ const MARKED_NAME: &str = "chat_template_marked";
 /// loops for ever must not hang a training job. Real chat templates need a few thousand per turn.
 const RENDER_FUEL: u64 = 10_000_000;
 
+/// What of minijinja's rules a template keeps in the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// None: its rewrite to Python's semantics applies (or it needs none).
+    Nothing,
+    /// All but its namespace assignments: MLX Node's rendering, or a failed rewrite.
+    Rules,
+    /// All, its namespace assignments too.
+    Namespaces,
+}
+
 thread_local! {
     /// The message given to `raise_exception` in the render that is running on this thread, so
     /// that it reaches the user verbatim rather than wrapped in minijinja's error text.
@@ -240,26 +251,39 @@ impl ChatTemplate {
         let mut plan = plan::Plan::compile(&transparent, syntax.clone(), &special_tokens, mlx);
         // Python's semantics where a template can observe them (see `python_semantics`);
         // MLX Node's engine keeps minijinja's. A rewrite that fails leaves the template to
-        // minijinja's rules (the second value).
-        let pythonic = |text: String| -> (String, bool) {
-            if mlx {
-                return (text, false);
-            }
-            match python_rewrite::rewrite(&text, syntax.clone()) {
-                python_rewrite::Rewrite::Done(rewritten) => (rewritten, false),
-                python_rewrite::Rewrite::Nothing => (text, false),
-                python_rewrite::Rewrite::Failed => (text, true),
+        // minijinja's rules (`Kept::Rules`). Where minijinja's rules stay, namespace assignments
+        // are still rewritten, so that a render frees its namespaces (see `python_namespace`),
+        // unless that rewrite fails too (`Kept::Namespaces`).
+        let pythonic = |text: String| -> (String, Kept) {
+            let full = match mlx {
+                true => python_rewrite::Rewrite::Failed,
+                false => python_rewrite::rewrite(&text, syntax.clone()),
+            };
+            let kept =
+                |text: String| match python_rewrite::namespace_assignments(&text, syntax.clone()) {
+                    python_rewrite::Rewrite::Done(rewritten) => (rewritten, Kept::Rules),
+                    python_rewrite::Rewrite::Nothing => (text, Kept::Rules),
+                    python_rewrite::Rewrite::Failed => (text, Kept::Namespaces),
+                };
+            match full {
+                python_rewrite::Rewrite::Done(rewritten) => (rewritten, Kept::Nothing),
+                python_rewrite::Rewrite::Nothing => (text, Kept::Nothing),
+                python_rewrite::Rewrite::Failed => kept(text),
             }
         };
         let transparent_source = transparent.clone();
-        let (interpreted, failed) = pythonic(transparent);
+        let (interpreted, kept) = pythonic(transparent);
         // The plan follows Python: where the interpreter follows minijinja instead, the two
         // would render otherwise, and the template is interpreted alone.
-        if failed {
+        if kept != Kept::Nothing && !mlx {
             plan = None;
-            // Without the rewrite, `{% set ns.name = ... %}` is minijinja's, which assigns to
-            // its own namespace type alone.
-            env.add_function("namespace", python_namespace::kept_namespace_function);
+        }
+        // `{% set ns.name = ... %}` left as it is assigns to minijinja's namespace type alone.
+        if kept == Kept::Namespaces {
+            match mlx {
+                true => env.add_function("namespace", minijinja::functions::namespace),
+                false => env.add_function("namespace", python_namespace::kept_namespace_function),
+            }
         }
         env.add_template_owned(TEMPLATE_NAME, interpreted)
             .map_err(syntax_error)?;

@@ -9,7 +9,11 @@
 //! minijinja assigns fields only to its own namespace type, so the source rewrite turns every
 //! namespace assignment into a filter call: `{% set ns.name = value %}` becomes
 //! `{% set __sft_py_set = (value)|__sft_py_namespace_field((ns), 'name') %}`
-//! ([`FIELD_FILTER`], [`DISCARDED`]).
+//! ([`FIELD_FILTER`], [`DISCARDED`]). Templates that keep minijinja's rules (MLX Node's
+//! rendering, a template whose rewrite to Python's semantics failed) get that one rewrite too
+//! (`python_rewrite::namespace_assignments`), so that their namespaces are freed the same way;
+//! under MLX Node's rules a namespace is minijinja's in all else ([`mlx_namespace_function`],
+//! [`mlx_field_filter`]): fields listed in key order, any name accepted.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, Weak};
@@ -22,15 +26,23 @@ pub const FIELD_FILTER: &str = "__sft_py_namespace_field";
 /// The variable a rewritten namespace assignment sets instead (its value is never read).
 pub const DISCARDED: &str = "__sft_py_set";
 
-/// A namespace's fields, in the order each was first set.
+/// A namespace's fields, in the order each was first set, or in key order (minijinja's).
 #[derive(Debug, Default)]
 pub struct Namespace {
     fields: Mutex<Vec<(Arc<str>, Value)>>,
+    key_order: bool,
 }
 
 impl Namespace {
     fn set(&self, name: &str, value: Value) {
         let mut fields = self.fields.lock().unwrap_or_else(|e| e.into_inner());
+        if self.key_order {
+            match fields.binary_search_by(|(n, _)| (**n).cmp(name)) {
+                Ok(at) => fields[at].1 = value,
+                Err(at) => fields.insert(at, (name.into(), value)),
+            }
+            return;
+        }
         match fields.iter_mut().find(|(n, _)| &**n == name) {
             Some(slot) => slot.1 = value,
             None => fields.push((name.into(), value)),
@@ -125,7 +137,20 @@ fn made(ns: &Arc<Namespace>) {
 /// transformers' `namespace(...)`: its fields from a dict or keyword arguments, in their order;
 /// a field named with a leading `_` is refused.
 pub fn namespace_function(defaults: Option<ValueOrKwargs>) -> Result<Value, Error> {
-    let ns = Arc::new(Namespace::default());
+    made_namespace(defaults, false)
+}
+
+/// minijinja's `namespace(...)`, for MLX Node's rendering: its fields listed in key order, any
+/// name accepted.
+pub fn mlx_namespace_function(defaults: Option<ValueOrKwargs>) -> Result<Value, Error> {
+    made_namespace(defaults, true)
+}
+
+fn made_namespace(defaults: Option<ValueOrKwargs>, mlx: bool) -> Result<Value, Error> {
+    let ns = Arc::new(Namespace {
+        fields: Mutex::default(),
+        key_order: mlx,
+    });
     if let Some(defaults) = defaults.map(ValueOrKwargs::into_value) {
         let pairs = defaults
             .as_object()
@@ -142,7 +167,7 @@ pub fn namespace_function(defaults: Option<ValueOrKwargs>) -> Result<Value, Erro
             })?;
         for (key, value) in pairs {
             if let Some(name) = key.as_str() {
-                if name.starts_with('_') {
+                if name.starts_with('_') && !mlx {
                     return Err(private_field_error(&key));
                 }
                 ns.set(name, value);
@@ -153,9 +178,9 @@ pub fn namespace_function(defaults: Option<ValueOrKwargs>) -> Result<Value, Erro
     Ok(Value::from_dyn_object(ns))
 }
 
-/// `namespace(...)` where a template keeps minijinja's rules (its rewrite failed): minijinja's,
-/// which its `{% set ns.name = ... %}` assigns to, after transformers' refusal of a field named
-/// with a leading `_`.
+/// `namespace(...)` where a template's namespace assignments stay minijinja's (their rewrite
+/// failed): minijinja's, which `{% set ns.name = ... %}` assigns to, after transformers' refusal
+/// of a field named with a leading `_`. A namespace that holds itself there is not freed.
 pub fn kept_namespace_function(defaults: Option<ValueOrKwargs>) -> Result<Value, Error> {
     let defaults = defaults.map(ValueOrKwargs::into_value);
     if let Some(keys) = defaults.as_ref().and_then(|d| d.try_iter().ok()) {
@@ -184,6 +209,19 @@ pub fn field_filter(value: Value, target: Value, name: &str) -> Result<Value, Er
     Ok(Value::from(()))
 }
 
+/// [`FIELD_FILTER`] under MLX Node's rules: minijinja's assignment, refused with its words where
+/// `target` is no namespace.
+pub fn mlx_field_filter(value: Value, target: Value, name: &str) -> Result<Value, Error> {
+    let Some(ns) = target.downcast_object_ref::<Namespace>() else {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("can only assign to namespaces, not {}", target.kind()),
+        ));
+    };
+    ns.set(name, value);
+    Ok(Value::from(()))
+}
+
 /// transformers' refusal of a namespace field whose name starts with `_` (its
 /// `TemplateNamespace`, which keeps templates from CPython's internals).
 fn private_field_error(name: &Value) -> Error {
@@ -199,16 +237,15 @@ fn private_field_error(name: &Value) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{ChatTemplate, RenderOptions};
+    use crate::render::{ChatTemplate, RenderAs, RenderOptions};
 
     thread_local! {
         static KEPT: RefCell<Vec<Weak<Namespace>>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// `source` rendered by the interpreter, with `keep(ns)` recording a weak reference to `ns`:
-    /// the text, and whether every kept namespace is still alive after the render.
-    fn render_keeping(source: &str) -> (String, Vec<bool>) {
-        let mut template = ChatTemplate::compile(source, Vec::new()).expect("a template");
+    /// `template` rendered by the interpreter, with `keep(ns)` recording a weak reference to
+    /// `ns`: the text, and whether every kept namespace is still alive after the render.
+    fn render_keeping_as(mut template: ChatTemplate) -> (String, Vec<bool>) {
         template.env.add_function("keep", |ns: Value| {
             if let Some(ns) = ns.downcast_object::<Namespace>() {
                 KEPT.with(|k| k.borrow_mut().push(Arc::downgrade(&ns)));
@@ -221,6 +258,10 @@ mod tests {
             .expect("a render");
         let alive = KEPT.with(|k| k.borrow().iter().map(|w| w.upgrade().is_some()).collect());
         (text, alive)
+    }
+
+    fn render_keeping(source: &str) -> (String, Vec<bool>) {
+        render_keeping_as(ChatTemplate::compile(source, Vec::new()).expect("a template"))
     }
 
     fn render(source: &str) -> Result<String, String> {
@@ -249,6 +290,47 @@ mod tests {
                 "{source}: a namespace outlived the render"
             );
         }
+    }
+
+    #[test]
+    fn minijinja_rules_free_a_namespace_that_holds_itself_too() {
+        let held = "{% set ns = namespace(b=1) %}{% set ns.me = ns %}{% set ns.l = [ns] %}{% set ns.a %}{{ ns.b }}{% endset %}{{ keep(ns) }}{{ ns.a }}{{ ns|list }}";
+        // MLX Node's rendering keeps minijinja's rules: fields listed in key order.
+        let mlx = ChatTemplate::compile_as(held, Vec::new(), RenderAs::MlxNode).expect("mlx");
+        let (text, alive) = render_keeping_as(mlx);
+        assert_eq!(text, "1['a', 'b', 'l', 'me']");
+        assert_eq!(alive, [false]);
+        // A recursive loop whose body can leave it early, with an `else` block: the rewrite to
+        // Python's `else` cannot be written, and the template keeps minijinja's rules.
+        let failed = format!(
+            "{held}{{% for x in [] recursive %}}{{% if x %}}{{% break %}}{{% endif %}}{{% else %}}e{{% endfor %}}"
+        );
+        assert!(matches!(
+            crate::render::python_rewrite::rewrite(&failed, Default::default()),
+            crate::render::python_rewrite::Rewrite::Failed
+        ));
+        let template = ChatTemplate::compile(&failed, Vec::new()).expect("a template");
+        let (text, alive) = render_keeping_as(template);
+        assert_eq!(text, "1['b', 'me', 'l', 'a']e");
+        assert_eq!(alive, [false]);
+    }
+
+    #[test]
+    fn minijinja_rules_keep_minijinja_words_and_names() {
+        let render_mlx = |source: &str| {
+            ChatTemplate::compile_as(source, Vec::new(), RenderAs::MlxNode)
+                .and_then(|t| t.render_interpreted(&[], &RenderOptions::default()))
+                .map_err(|e| e.message)
+        };
+        assert_eq!(
+            render_mlx("{% set ns = namespace(_b=2, a=1) %}{% set ns._c = 3 %}{{ ns._b }}{{ ns._c }}{{ ns|list }}").as_deref(),
+            Ok("23['_b', '_c', 'a']")
+        );
+        let err = render_mlx("{% set d = {} %}{% set d.x = 1 %}").expect_err("a dict");
+        assert!(
+            err.contains("can only assign to namespaces, not map"),
+            "{err}"
+        );
     }
 
     #[test]

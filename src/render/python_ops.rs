@@ -20,6 +20,9 @@ use super::python_semantics::{python_int, python_type_name, GROUP_TUPLE};
 pub const ARITH_FILTER: &str = "__sft_py_arith";
 /// The filter a unary `-` becomes: `-x` is `((x)|filter)`.
 pub const NEG_FILTER: &str = "__sft_py_neg";
+/// The filter a constant that jinja2 computes as it compiles passes through (see
+/// `python_rewrite`): `(('nan')|float)|__sft_py_folded`.
+pub const FOLDED_FILTER: &str = "__sft_py_folded";
 
 /// The operators [`ARITH_FILTER`] takes, longest spelling first (as the rewrite finds them).
 pub const OPERATORS: [&str; 7] = ["**", "//", "+", "-", "*", "/", "%"];
@@ -123,6 +126,40 @@ pub fn int_true_div(a: i128, b: i128) -> f64 {
         -magnitude
     } else {
         magnitude
+    }
+}
+
+/// [`FOLDED_FILTER`]: the value, or the `NameError` Python raises where jinja2 writes it into
+/// the code it generates with a non-finite float in it (its `repr`, `nan` or `inf`, is a name).
+pub fn folded_filter(value: Value) -> Result<Value, Error> {
+    match non_finite(&value, 0) {
+        Some(name) => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("name '{name}' is not defined"),
+        )),
+        None => Ok(value),
+    }
+}
+
+/// The name Python reads in the `repr` of `value`'s first non-finite float, where it holds one.
+fn non_finite(value: &Value, depth: usize) -> Option<&'static str> {
+    match value.kind() {
+        ValueKind::Number => match f64::try_from(value.clone()) {
+            Ok(f) if f.is_nan() && !value.is_integer() => Some("nan"),
+            Ok(f) if f.is_infinite() && !value.is_integer() => Some("inf"),
+            _ => None,
+        },
+        ValueKind::Seq if depth < 64 => value
+            .try_iter()
+            .ok()?
+            .find_map(|item| non_finite(&item, depth + 1)),
+        ValueKind::Map if depth < 64 && super::python_semantics::is_dict(value) => {
+            value.try_iter().ok()?.find_map(|key| {
+                let item = value.get_item(&key).unwrap_or_default();
+                non_finite(&key, depth + 1).or_else(|| non_finite(&item, depth + 1))
+            })
+        }
+        _ => None,
     }
 }
 

@@ -30,7 +30,7 @@ use minijinja::{Error, ErrorKind};
 
 /// The filter every loop's iterable passes through.
 pub const ITERABLE_FILTER: &str = "__sft_py_iterable";
-/// The filter a filter block's filter ends with: `{% filter f|__sft_py_block_text(first) %}`.
+/// The filter a filter block's filter ends with: `{% filter f|__sft_py_block_text(place) %}`.
 pub const BLOCK_TEXT_FILTER: &str = "__sft_py_block_text";
 /// The function `loop.cycle(...)` becomes: `__sft_py_cycle(loop, items...)`.
 pub const CYCLE_FUNCTION: &str = "__sft_py_cycle";
@@ -95,12 +95,13 @@ pub(crate) fn characters(value: &Value) -> Vec<Value> {
 
 /// [`BLOCK_TEXT_FILTER`]: the text a filter block writes. jinja2 writes what the filter gives
 /// as an item of the output, which Python joins: a value that is not a string (`{% filter
-/// length %}`) raises there, naming the item's place where it is the output's first.
-pub fn block_text_filter(value: Value, first: bool) -> Result<Value, Error> {
+/// length %}`) raises there, naming the item's `place` where the rewrite knows it (`none`
+/// where not).
+pub fn block_text_filter(value: Value, place: Option<usize>) -> Result<Value, Error> {
     if value.kind() == ValueKind::String {
         return Ok(value);
     }
-    let place = if first { "sequence item 0: " } else { "" };
+    let place = place.map_or(String::new(), |n| format!("sequence item {n}: "));
     Err(Error::new(
         ErrorKind::InvalidOperation,
         format!(

@@ -79,31 +79,50 @@ pub(crate) fn from_end(bound: i128, len: usize) -> i128 {
     }
 }
 
-/// [`SLICE_FILTER`]: `value[start:stop:step]` as Python slices.
-pub fn slice_filter(value: Value, start: Value, stop: Value, step: Value) -> Result<Value, Error> {
+/// [`SLICE_FILTER`]: `value[start:stop:step]` as Python slices. A `folded` slice is one that
+/// jinja2 computes when it compiles the template (a constant slice printed by itself), through
+/// its environment's `getitem`, which gives an undefined value where Python raises a
+/// `TypeError` (a slice of a dict, of a number, bounds that are not integers).
+pub fn slice_filter(
+    value: Value,
+    start: Value,
+    stop: Value,
+    step: Value,
+    folded: Option<bool>,
+) -> Result<Value, Error> {
     refuse_hinted(&value)?;
     if value.is_undefined() {
         return Err(Error::from(ErrorKind::UndefinedError));
     }
+    let folded = folded.unwrap_or(false);
     let subscriptable = match value.kind() {
         ValueKind::String | ValueKind::Seq => true,
         // minijinja's lazy sequences (a slice of a slice, a reversed list) are lists.
         ValueKind::Iterable => python_type_name(&value) == "list",
         ValueKind::Map if is_macro(&value) => false,
+        ValueKind::Map if folded => return Ok(Value::UNDEFINED),
         ValueKind::Map => return Err(type_error("unhashable type: 'slice'".to_string())),
         _ => false,
     };
     if !subscriptable {
+        if folded {
+            return Ok(Value::UNDEFINED);
+        }
         return Err(type_error(format!(
             "'{}' object is not subscriptable",
             python_type_name(&value)
         )));
     }
-    let (start, stop) = (
-        slice_bound(Some(&start), true)?,
-        slice_bound(Some(&stop), true)?,
+    let bounds = (
+        slice_bound(Some(&start), true),
+        slice_bound(Some(&stop), true),
+        slice_bound(Some(&step), true),
     );
-    let step = slice_bound(Some(&step), true)?.unwrap_or(1);
+    let (start, stop, step) = match bounds {
+        (Ok(start), Ok(stop), Ok(step)) => (start, stop, step.unwrap_or(1)),
+        _ if folded => return Ok(Value::UNDEFINED),
+        (start, stop, step) => (start?, stop?, step?.unwrap_or(1)),
+    };
     if step == 0 {
         return Err(Error::new(
             ErrorKind::InvalidOperation,

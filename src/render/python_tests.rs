@@ -77,6 +77,16 @@ fn slices_are_pythons() {
         .contains("can only concatenate list (not \"range\") to list"));
     assert!(fails("{{ [1, 2][::0] }}", json!({})).contains("slice step cannot be zero"));
     assert!(fails("{{ x[1:] }}", json!({"x": 5})).contains("'int' object is not subscriptable"));
+    // A constant slice printed by itself is computed by jinja2's constant folding, whose
+    // `getitem` gives an undefined value where Python raises.
+    assert_eq!(
+        ok("[{{ ({'a': 1})[1:] }}][{{ 5[1:] }}][{{ none[::-1] }}][{{ ('ab')['x':] }}][{{ [1, 2][1:] }}]", json!({})),
+        "[][][][][[2]]"
+    );
+    assert!(
+        fails("{% set d = {'a': 1} %}{{ d[1:] }}", json!({})).contains("unhashable type: 'slice'")
+    );
+    assert!(fails("{{ ('ab')[::0] }}", json!({})).contains("slice step cannot be zero"));
 }
 
 #[test]
@@ -103,6 +113,10 @@ fn dict_complex_and_tests_are_pythons() {
     assert_eq!(
         ok("{{ dict([('a', 1), 'bc'], z=3) }}|{{ (-3) ** 0.5 }}|{{ ((-3) ** 0.5) ** -1 }}|{{ {} is sequence }}|{{ 'x\\'y\"z'.title() }}|{{ -(true) }}", json!({})),
         "{'a': 1, 'b': 'c', 'z': 3}|(1.0605752387249068e-16+1.7320508075688772j)|(3.53525079574969e-17-0.5773502691896258j)|True|X'Y\"Z|-1"
+    );
+    assert_eq!(
+        ok("{{ namespace() is sequence }}|{% for x in [1] %}{{ loop is sequence }}{% endfor %}|{{ {} is sequence }}|{{ range(2) is sequence }}", json!({})),
+        "False|False|True|True"
     );
     assert!(fails("{{ dict(none) }}", json!({})).contains("'NoneType' object is not iterable"));
     assert!(fails("{{ dict([(1, 2, 3)]) }}", json!({}))

@@ -29,6 +29,8 @@ pub const ITEM_FILTER: &str = "__sft_py_item";
 pub const PARAM_FILTER: &str = "__sft_py_param";
 /// The filter `caller` passes through where a macro calls it: `caller|__sft_py_caller`.
 pub const CALLER_FILTER: &str = "__sft_py_caller";
+/// The function a called name passes through: `__sft_py_callee(name, 'name')(args)`.
+pub const CALLEE_FUNCTION: &str = "__sft_py_callee";
 /// The function a `not` that jinja2 reads as a variable becomes: `__sft_py_not(x)`.
 pub const NOT_CALL_FUNCTION: &str = "__sft_py_not";
 /// The function an inline `if` without `else` gives when false: `__sft_py_noelse(line)`.
@@ -160,6 +162,11 @@ pub fn var_filter(value: Value, name: &str) -> Value {
         return HintedUndefined::value(format!("'{name}' is undefined"));
     }
     value
+}
+
+/// [`CALLEE_FUNCTION`]: [`var_filter`] of a called name.
+pub fn callee_function(value: Value, name: &str) -> Value {
+    var_filter(value, name)
 }
 
 /// [`PARAM_FILTER`]: the argument, or where none was given, jinja2's undefined value for it.

@@ -694,6 +694,20 @@ fn undefined_values_met_later_are_named_as_jinja2_names_them() {
             "{{ {'k': 1, z: 2}|tojson(sort_keys=true) }}",
             "'z' is undefined",
         ),
+        // A name called inside a macro, where minijinja calls the undefined value it captured.
+        (
+            "{% macro m() %}{{ foo(1) }}{% endmacro %}{{ m() }}",
+            "'foo' is undefined",
+        ),
+        (
+            "{% macro w() %}{{ caller() }}{% endmacro %}{% call w() %}{{ namespace(a=1).a ~ foo(1).x }}{% endcall %}",
+            "'foo' is undefined",
+        ),
+        // `in` after a test's name, which jinja2 reads as a name called with what follows.
+        (
+            "{% macro m() %}{{ 'a' is string in ('b') }}{% endmacro %}{{ m() }}",
+            "'in' is undefined",
+        ),
     ] {
         assert_raises(source, message);
     }

@@ -10,6 +10,9 @@ use crate::render::python_semantics::{CYCLE_FUNCTION, ITERABLE_FILTER};
 use crate::render::python_undefined;
 use crate::render::python_unpack;
 
+/// The names minijinja calls by name, which the diagnostic render leaves so.
+const SPECIAL_CALLEES: [&str; 5] = ["loop", "caller", "super", "self", "not"];
+
 impl Walker<'_> {
     pub(super) fn call(&mut self, c: &ast::Spanned<ast::Call>, call_block: bool) {
         // `x.items()` calls the method either way: only the receiver is walked (`loop` of
@@ -17,7 +20,21 @@ impl Walker<'_> {
         match &c.expr {
             ast::Expr::GetAttr(a) if a.name == "cycle" && is_loop(&a.expr) => {}
             ast::Expr::GetAttr(a) => self.expr(&a.expr),
-            // A called name stays a name (`{% call wrap() %}` needs one).
+            // A called name stays a name (`{% call wrap() %}` needs one), but in the diagnostic
+            // render, where one that nothing defines gives jinja2's undefined value (inside a
+            // macro, minijinja calls the undefined value it captured, which has no name).
+            ast::Expr::Var(v)
+                if self.diagnostic
+                    && !call_block
+                    && !self.macros.contains_key(v.id)
+                    && !SPECIAL_CALLEES.contains(&v.id)
+                    && !v.id.starts_with("__sft") =>
+            {
+                // A function, not a filter in parentheses: the call may be a test's argument
+                // without parentheses (`x is t f(y)`), which starts with a name.
+                let function = python_undefined::CALLEE_FUNCTION;
+                self.replace_last(v.span(), format!("{function}({0}, '{0}')", v.id));
+            }
             ast::Expr::Var(_) => {}
             other => self.expr(other),
         }

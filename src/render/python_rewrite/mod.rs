@@ -8,6 +8,9 @@ use minijinja::value::ValueKind;
 
 mod calls;
 mod chains;
+mod constants;
+mod filter_blocks;
+mod namespaces;
 mod scopes;
 mod slices;
 
@@ -23,6 +26,8 @@ use super::python_semantics::{
 };
 use super::python_undefined;
 use super::python_unpack;
+
+pub use namespaces::namespace_assignments;
 
 /// What rewriting a template gave.
 pub enum Rewrite {
@@ -75,6 +80,9 @@ fn rewrite_with(source: &str, syntax: SyntaxConfig, diagnostic: bool, chains: bo
         unfit: false,
         withs: 0,
         loops: Vec::new(),
+        block_places: filter_blocks::places(&tree),
+        folded_slice: None,
+        in_constant: false,
     };
     walker.stmt(&tree);
     if walker.unfit {
@@ -188,6 +196,12 @@ struct Walker<'s> {
     /// last: for a recursive loop with a filter, the `loop(...)` suffix that filters its
     /// inner levels too (see `python_loop_filter`).
     loops: Vec<Option<String>>,
+    /// Each filter block's place in its output, by where its filter ends (see `filter_blocks`).
+    block_places: std::collections::HashMap<u32, String>,
+    /// Where the slice starts that jinja2 computes as it compiles (see `slices`).
+    folded_slice: Option<u32>,
+    /// Whether the walk is inside a constant that jinja2 computes as it compiles.
+    in_constant: bool,
 }
 
 impl Walker<'_> {
@@ -213,6 +227,17 @@ impl Walker<'_> {
             end: at as usize + 1,
             order: usize::MAX,
             text: String::new(),
+        });
+    }
+
+    /// Replaces the text of `span` (a name), after every insertion at its start (the ones of
+    /// enclosing expressions, which open before it).
+    fn replace_last(&mut self, span: minijinja::machinery::Span, text: String) {
+        self.edits.push(Edit {
+            start: span.start_offset as usize,
+            end: span.end_offset as usize,
+            order: usize::MAX,
+            text,
         });
     }
 
@@ -272,19 +297,12 @@ impl Walker<'_> {
     }
 
     fn stmts(&mut self, stmts: &[ast::Stmt]) {
-        for (i, stmt) in stmts.iter().enumerate() {
+        for stmt in stmts {
             if let ast::Stmt::FilterBlock(f) = stmt {
-                // Nothing written before it in its output (a `set`, a macro's definition):
-                // its text is the output's first item.
-                let first = stmts[..i].iter().all(|s| match s {
-                    ast::Stmt::Set(_) | ast::Stmt::Macro(_) | ast::Stmt::Do(_) => true,
-                    ast::Stmt::EmitRaw(r) => r.raw.is_empty(),
-                    _ => false,
-                });
-                self.insert(
-                    f.filter_span.end_offset,
-                    format!("|{}({first})", python_semantics::BLOCK_TEXT_FILTER),
-                );
+                let end = f.filter_span.end_offset;
+                let place = self.block_places.get(&end).map_or("none", String::as_str);
+                let text = format!("|{}({place})", python_semantics::BLOCK_TEXT_FILTER);
+                self.insert(end, text);
             }
             self.stmt(stmt);
         }
@@ -293,7 +311,19 @@ impl Walker<'_> {
     fn stmt(&mut self, stmt: &ast::Stmt) {
         match stmt {
             ast::Stmt::Template(t) => self.stmts(&t.children),
-            ast::Stmt::EmitExpr(e) => self.expr(&e.expr),
+            ast::Stmt::EmitExpr(e) => {
+                // A constant printed by itself is text in the code jinja2 generates, and a
+                // constant slice is computed as jinja2 folds it.
+                let constant = constants::constant(&e.expr);
+                if let ast::Expr::Slice(s) = &e.expr {
+                    if constant {
+                        self.folded_slice = Some(s.span().start_offset);
+                    }
+                }
+                self.in_constant = constant;
+                self.expr(&e.expr);
+                self.in_constant = false;
+            }
             ast::Stmt::ForLoop(f) => {
                 match python_for_else::edits(self.source, f) {
                     Some(edits) => {
@@ -344,12 +374,13 @@ impl Walker<'_> {
                 ast::Expr::GetAttr(a) => {
                     // The namespace check and store wrap the value's own edits.
                     let store = self.namespace_store(a);
+                    let (start, end) = namespaces::value_range(self.source, &s.expr);
                     if store.is_some() {
-                        self.insert(self.start(&s.expr), "(".to_string());
+                        self.insert(start, "(".to_string());
                     }
                     self.expr(&s.expr);
                     if let Some(store) = store {
-                        self.insert(s.expr.span().end_offset, format!("){store}"));
+                        self.insert(end, format!("){store}"));
                     }
                 }
                 target => {
@@ -402,25 +433,15 @@ impl Walker<'_> {
 
     /// A namespace assignment's target `a` (`ns.name`) made the name
     /// `python_namespace::DISCARDED`, and the filter suffix that stores the assigned value in
-    /// the namespace (minijinja assigns fields only to its own namespace type). `None`, with
-    /// the rewrite unfit, where the target's text is not at hand.
+    /// the namespace (see `namespaces`). `None`, with the rewrite unfit, where the target's text
+    /// is not at hand.
     fn namespace_store(&mut self, a: &ast::Spanned<ast::GetAttr>) -> Option<String> {
-        let (start, end) = (self.start(&a.expr), a.expr.span().end_offset);
-        let Some(target) = self.source.get(start as usize..end as usize) else {
+        let Some((start, end, suffix)) = namespaces::store(self.source, a) else {
             self.unfit = true;
             return None;
         };
-        let store = format!(
-            "|{}(({target}), '{}')",
-            python_namespace::FIELD_FILTER,
-            a.name
-        );
-        self.replace(
-            start,
-            a.span().end_offset,
-            python_namespace::DISCARDED.to_string(),
-        );
-        Some(store)
+        self.replace(start, end, python_namespace::DISCARDED.to_string());
+        Some(suffix)
     }
 
     /// The suffix that passes a `loop(...)` argument of a recursive loop with `target` and
@@ -507,7 +528,24 @@ impl Walker<'_> {
         Some((receiver + open as u32, end))
     }
 
+    /// The edits of `e`; a constant part of it that jinja2 computes as it compiles the template
+    /// and writes into the code it generates is checked for a non-finite float, which Python
+    /// then reads as a name (`nan`, `inf`) and raises `NameError` for. A constant printed by
+    /// itself is written as text instead, and raises nothing.
     fn expr(&mut self, e: &ast::Expr) {
+        if self.in_constant || !constants::constant(e) {
+            return self.expr_edits(e);
+        }
+        self.in_constant = true;
+        self.expr_edits(e);
+        self.in_constant = false;
+        if constants::computes(e) {
+            self.insert(self.start(e), "(".to_string());
+            self.wrap(e, format!("|{})", python_ops::FOLDED_FILTER));
+        }
+    }
+
+    fn expr_edits(&mut self, e: &ast::Expr) {
         match e {
             ast::Expr::GetAttr(a) => {
                 self.expr(&a.expr);

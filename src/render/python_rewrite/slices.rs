@@ -80,6 +80,10 @@ impl Walker<'_> {
             }
             None => ", none))".to_string(),
         };
+        let tail = match self.folded_slice == Some(s.span().start_offset) {
+            true => tail.replacen("))", ", true))", 1),
+            false => tail,
+        };
         edits.push((close as u32, close as u32 + 1, tail));
         Some(edits)
     }
