@@ -1,8 +1,8 @@
-//! The merge strategies (`merge_by_scan` in both sizes, `merge_by_heap`) against the plainest rank-ordered
-//! merge, written here for nothing but clarity: on every supported model, on many random words
-//! of every script, emoji and the vocabulary's own entries, started from bytes, from whole chars
-//! and (SentencePiece-style models) from the chars' initial symbols, both must give the same
-//! symbols (ids and spans) as the plain loop.
+//! The merge strategies (`merge_by_scan`, `merge_by_blocks` in every size, `merge_by_heap`)
+//! against the plainest rank-ordered merge, written here for nothing but clarity: on every
+//! supported model, on many random words of every script, emoji and the vocabulary's own entries,
+//! started from bytes, from whole chars and (SentencePiece-style models) from the chars' initial
+//! symbols, each must give the same symbols (ids and spans) as the plain loop.
 
 use super::super::tests::{decoded_vocabulary, load, Rng, SUPPORTED};
 use super::*;
@@ -66,25 +66,33 @@ fn random_word(rng: &mut Rng, entries: &[String]) -> String {
 fn check(model: &BpeModel, bytes: &[u8], first: &[Symbol], scratch: &mut Scratch, word: &str) {
     let mut want = first.to_vec();
     plain_merge(model, &mut want);
-    if (2..=SCAN_SHORT).contains(&first.len()) {
+    if (2..=SCAN).contains(&first.len()) {
         scratch.symbols.clear();
         scratch.symbols.extend_from_slice(first);
-        model.merge_by_scan::<SCAN_SHORT>(bytes, scratch);
+        model.merge_by_scan::<SCAN>(bytes, scratch);
         assert_eq!(
             spelled(&scratch.symbols),
             spelled(&want),
-            "short scan of {word:?}"
+            "scan of {word:?}"
         );
     }
-    if (2..=SCAN_LONG).contains(&first.len()) {
-        scratch.symbols.clear();
-        scratch.symbols.extend_from_slice(first);
-        model.merge_by_scan::<SCAN_LONG>(bytes, scratch);
-        assert_eq!(
-            spelled(&scratch.symbols),
-            spelled(&want),
-            "long scan of {word:?}"
-        );
+    let blocked: [fn(&BpeModel, &[u8], &mut Scratch); 4] = [
+        BpeModel::merge_by_blocks::<{ BLOCKED[0] }>,
+        BpeModel::merge_by_blocks::<{ BLOCKED[1] }>,
+        BpeModel::merge_by_blocks::<{ BLOCKED[2] }>,
+        BpeModel::merge_by_blocks::<{ BLOCKED[3] }>,
+    ];
+    for (slots, merge) in BLOCKED.into_iter().zip(blocked) {
+        if (2..=slots).contains(&first.len()) {
+            scratch.symbols.clear();
+            scratch.symbols.extend_from_slice(first);
+            merge(model, bytes, scratch);
+            assert_eq!(
+                spelled(&scratch.symbols),
+                spelled(&want),
+                "blocks of {slots} for {word:?}"
+            );
+        }
     }
     if first.len() >= 2 {
         scratch.symbols.clear();
@@ -117,7 +125,7 @@ fn merge_strategies_match_the_plain_merge_on_random_words() {
                 Alphabet::Bytes(byte_ids) => {
                     // Whole chars only where the model has a table for them, bytes always;
                     // the words stay short enough for the scan now and then.
-                    let short = &bytes[..bytes.len().min(SCAN_SHORT)];
+                    let short = &bytes[..bytes.len().min(SCAN)];
                     let from_bytes: Vec<Symbol> = short
                         .iter()
                         .enumerate()

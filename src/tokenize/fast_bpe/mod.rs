@@ -10,8 +10,9 @@
 //!   string decoders (`decode`).
 //!
 //! `model::BpeModel` runs both, differing only in its `Alphabet` (the initial symbols); the
-//! merge loop (`merge`, a scan or a heap) and its tie-breaking are shared. `config` decides the
-//! family and refuses, with the component at fault, anything it does not reproduce exactly.
+//! merge loop (`merge`: a scan, blocks or a heap) and its tie-breaking are shared. `config`
+//! decides the family and refuses, with the component at fault, anything it does not reproduce
+//! exactly.
 //!
 //! Speed comes from skipping what HF needs for generality: no `NormalizedString`
 //! alignment tables unless offsets are asked for (or NFC actually changes the text), whole

@@ -29,12 +29,13 @@ static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 
 /// Words of up to this many symbols are merged by rescanning the pair ranks, which beats a
 /// heap on the short pre-tokens that make up almost all text, in arrays of this size.
-const SCAN_SHORT: usize = 32;
-/// Longer words of up to this many symbols are scanned in larger arrays: a word of a script
-/// written without spaces (Japanese, Thai under the models that keep Thai marks in words) is
-/// often this long, and one pass over 64 keys costs less than the heap's pops and pushes
-/// (measured in instructions on Japanese and Thai text).
-const SCAN_LONG: usize = 64;
+const SCAN: usize = 16;
+/// Longer words of up to `merge::BLOCKED_SLOTS` symbols keep their pair ranks in blocks, each
+/// with its lowest rank beside it (`merge_by_blocks`), in the smallest of these arrays that holds
+/// them. A clause of a script written without spaces (Chinese, Japanese, Thai) is such a word;
+/// for them one pass over the blocks' lows costs less than a pass over every rank or the heap's
+/// pops and pushes (measured in instructions on Chinese, Japanese and Thai text).
+const BLOCKED: [usize; 4] = [32, 64, 128, merge::BLOCKED_SLOTS];
 
 /// Words of at least this many bytes are cut into parts (`boundaries`): those the piece cache
 /// does not hold. A shorter word is merged whole once and then found in the cache; cutting it
@@ -629,10 +630,16 @@ impl BpeModel {
             return;
         }
         let n = scratch.symbols.len();
-        if n <= SCAN_SHORT {
-            self.merge_by_scan::<SCAN_SHORT>(bytes, scratch);
-        } else if n <= SCAN_LONG {
-            self.merge_by_scan::<SCAN_LONG>(bytes, scratch);
+        if n <= SCAN {
+            self.merge_by_scan::<SCAN>(bytes, scratch);
+        } else if n <= BLOCKED[0] {
+            self.merge_by_blocks::<{ BLOCKED[0] }>(bytes, scratch);
+        } else if n <= BLOCKED[1] {
+            self.merge_by_blocks::<{ BLOCKED[1] }>(bytes, scratch);
+        } else if n <= BLOCKED[2] {
+            self.merge_by_blocks::<{ BLOCKED[2] }>(bytes, scratch);
+        } else if n <= BLOCKED[3] {
+            self.merge_by_blocks::<{ BLOCKED[3] }>(bytes, scratch);
         } else {
             self.merge_by_heap(scratch);
         }

@@ -273,7 +273,7 @@ pub(super) fn random_string(rng: &mut Rng) -> String {
                 s.extend(char::from_u32(cp));
             }
             1 => {
-                // Long runs exercise the heap merge path.
+                // Long runs exercise the merges of long words (blocks, heap).
                 let unit = rng.pick(&[" ", "=", "a", "\n", "ab", "🙂", "1", "中", "-", "\t"]);
                 s.push_str(&unit.repeat(20 + rng.below(120)));
             }
