@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::super::tables::RANK_BITS;
-use super::{BpeModel, Scratch, NO_MERGE};
+use super::{BpeModel, Scratch, Symbol, NO_MERGE};
 
 /// Keys a block of `merge_by_blocks` holds: two vectors of the baseline x86-64 instructions.
 const BLOCK: usize = 8;
@@ -14,6 +14,30 @@ const BLOCK: usize = 8;
 pub(super) const BLOCKED_SLOTS: usize = 256;
 
 impl BpeModel {
+    /// The key of each adjacent pair of `symbols`, written to `keys` from the start: from the byte
+    /// pair table where every symbol is still one byte, else from the ranks.
+    #[inline(always)]
+    fn first_keys(
+        &self,
+        bytes: &[u8],
+        symbols: &[Symbol],
+        key: impl Fn(u32, usize) -> i32,
+        keys: &mut [i32],
+    ) {
+        if !self.byte_pairs.is_empty() && bytes.len() == symbols.len() {
+            for (i, w) in bytes.windows(2).enumerate() {
+                keys[i] = key(
+                    self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])],
+                    i,
+                );
+            }
+        } else {
+            for (i, w) in symbols.windows(2).enumerate() {
+                keys[i] = key(self.rank_of(w[0].id, w[1].id), i);
+            }
+        }
+    }
+
     /// `bytes` are the chunk's bytes, which for a byte-level model are its first symbols; at
     /// most `SLOTS` symbols (a power of two up to 256).
     ///
@@ -39,18 +63,7 @@ impl BpeModel {
         // The neighbours of each live symbol; `n` past the last one.
         let mut next = [0u8; SLOTS];
         let mut prev = [0u8; SLOTS];
-        if !self.byte_pairs.is_empty() && bytes.len() == n {
-            for (i, w) in bytes.windows(2).enumerate() {
-                keys[i] = key(
-                    self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])],
-                    i,
-                );
-            }
-        } else {
-            for (i, w) in symbols.windows(2).enumerate() {
-                keys[i] = key(self.rank_of(w[0].id, w[1].id), i);
-            }
-        }
+        self.first_keys(bytes, symbols, key, &mut keys);
         for i in 0..n {
             next[i] = (i + 1) as u8;
             prev[i] = i.wrapping_sub(1) as u8;
@@ -108,18 +121,7 @@ impl BpeModel {
         // The neighbours of each live symbol; `n` past the last one.
         let mut next = [0u16; SLOTS];
         let mut prev = [0u16; SLOTS];
-        if !self.byte_pairs.is_empty() && bytes.len() == n {
-            for (i, w) in bytes.windows(2).enumerate() {
-                keys[i] = key(
-                    self.byte_pairs[(usize::from(w[0]) << 8) | usize::from(w[1])],
-                    i,
-                );
-            }
-        } else {
-            for (i, w) in symbols.windows(2).enumerate() {
-                keys[i] = key(self.rank_of(w[0].id, w[1].id), i);
-            }
-        }
+        self.first_keys(bytes, symbols, key, &mut keys);
         for i in 0..n {
             next[i] = (i + 1) as u16;
             prev[i] = i.wrapping_sub(1) as u16;
