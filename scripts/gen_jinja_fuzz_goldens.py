@@ -18,8 +18,9 @@ transformers give the same cases (the addresses of printed Python objects aside)
 The fixture holds `contexts` (the template variables: `messages` and the keyword arguments of the
 render, shared by many cases) and `cases`, each with its template `t`, the index `c` of its
 context, `add_generation_prompt` as `g`, and either the rendered text `out` or the exception `err`
-(`type`, and `message` as `str()` of it: what a user of transformers sees). Templates that do not
-compile in Python are not kept.
+(`type`, and `message` as `str()` of it: what a user of transformers sees), and `varies` where a
+second Python process renders the case otherwise (a text that reads an object's address). Templates
+that do not compile in Python are not kept.
 
 How values survive JSON: integers beyond 64 bits are written as {"$bigint": "<digits>"} (the test
 turns them back into integers); floats keep their decimal point or exponent (`1.0`), so serde_json
@@ -27,10 +28,14 @@ reads them back as floats.
 """
 
 import collections
+import concurrent.futures
+import copy
 import gzip
 import json
+import multiprocessing
 import os
 import random
+import re
 import signal
 from pathlib import Path
 
@@ -833,6 +838,10 @@ def too_slow(signum, frame):
 
 
 def render(template, ctx, add_generation_prompt):
+    # A render may change its variables (`indent` of a list appends to it before it raises), and
+    # the contexts are shared by many cases: each render gets its own copy, so that no case sees
+    # another's changes.
+    ctx = copy.deepcopy(ctx)
     kwargs = {k: v for k, v in ctx.items() if k not in ("messages", "tools")}
     signal.setitimer(signal.ITIMER_REAL, 0.5)
     try:
@@ -866,19 +875,76 @@ def draw(rng, contexts, count, grammar, seen, skipped):
         if result is None or "out" in result and len(result["out"]) > 2000:
             skipped["slow or long"] += 1
             continue
-        cases.append({"t": source, "c": c, "g": g, **result})
+        case = {"t": source, "c": c, "g": g, **result}
+        if varies_here(template, contexts[c], g, result):
+            case["varies"] = True
+        cases.append(case)
     return cases
+
+
+def varies_here(template, ctx, add_generation_prompt, result):
+    """Whether rendering again, with other objects alive (so that the objects the render makes
+    land at other addresses), changes the result, printed addresses aside."""
+    held = []
+    for size in (3, 17, 61):
+        held.append([[] for _ in range(size)] + [object() for _ in range(size)] + [{} for _ in range(size)])
+        again = render(template, ctx, add_generation_prompt)
+        if again is not None and without_addresses(again) != without_addresses(result):
+            return True
+    return False
+
+
+def seeded_contexts(rng):
+    """The template variables of the cases: the first draws of the seed's generator."""
+    return [context(rng) for _ in range(CONTEXTS)]
+
+
+def render_again(keys):
+    """In a fresh interpreter: the result of each case `(t, c, g)` of `keys` (None where too slow)."""
+    signal.signal(signal.SIGALRM, too_slow)
+    contexts = seeded_contexts(random.Random(SEED))
+    return [render(_cached_compile_jinja_template(t), contexts[c], g) for t, c, g in keys]
+
+
+ADDRESS = re.compile(r"(0[xX])[0-9a-fA-F]{8,}")
+
+
+def without_addresses(result):
+    """`result` with every printed object address written `0x?`, as the test compares texts."""
+    if result is None:
+        return None
+    if "out" in result:
+        return {"out": ADDRESS.sub(r"\1?", result["out"])}
+    return {"err": {**result["err"], "message": ADDRESS.sub(r"\1?", result["err"]["message"])}}
+
+
+def mark_varying(cases):
+    """Marks `varies` the cases whose result changes from one Python process to the next, printed
+    addresses aside: their text reads the address of an object (`count('a')` of a text that holds
+    one) or the order of a set. A second interpreter, with its own addresses and hash seed,
+    renders every case again; a case it renders otherwise has no one answer to compare with.
+    (`draw` has marked those that change within this process.)"""
+    keys = [(c["t"], c["c"], c["g"]) for c in cases]
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        again = pool.submit(render_again, keys).result()
+    for case, result in zip(cases, again):
+        first = {k: case[k] for k in ("out", "err") if k in case}
+        if result is not None and without_addresses(result) != without_addresses(first):
+            case["varies"] = True
+    return sum(case.get("varies", False) for case in cases)
 
 
 def main():
     signal.signal(signal.SIGALRM, too_slow)
     rng = random.Random(SEED)
-    contexts = [context(rng) for _ in range(CONTEXTS)]
+    contexts = seeded_contexts(rng)
     skipped = collections.Counter()
     seen = set()
     cases = draw(rng, contexts, CASES, lambda r: Gen(r), seen, skipped)
     cases += draw(random.Random(SEED + 1), contexts, EXTENDED_CASES, lambda r: Gen(r, True), seen, skipped)
     cases += draw(random.Random(SEED + 2), contexts, CONSTRUCT_CASES, ConstructGen, seen, skipped)
+    varying = mark_varying(cases)
     doc = {
         "transformers": transformers.__version__,
         "jinja2": jinja2.__version__,
@@ -891,7 +957,8 @@ def main():
     with open(OUT, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz:
         gz.write(data)
     errors = sum("err" in c for c in cases)
-    print(f"{len(cases)} cases ({errors} raise; not kept: {dict(skipped)}), {len(data)} bytes of JSON, "
+    print(f"{len(cases)} cases ({errors} raise, {varying} vary between processes; not kept: {dict(skipped)}), "
+          f"{len(data)} bytes of JSON, "
           f"{OUT.stat().st_size} bytes written to {OUT}")
 
 

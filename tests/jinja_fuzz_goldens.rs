@@ -4,7 +4,10 @@
 //! through the render plan: the interpreter writes Python's text, or raises where Python raised;
 //! the plan writes the same text or hands the render to the interpreter.
 //!
-//! Printed Python objects compare without their addresses (`<generator object f at 0x?>`).
+//! Printed Python objects compare without their addresses (`<generator object f at 0x?>`). A case
+//! whose text reads an address (`count('a')` of a text that prints one) has no one answer: the
+//! script marks it `varies` where a second Python process renders it otherwise, and only the
+//! plan's agreement with the interpreter is checked there.
 //! Error messages are compared where Python's is the template's own (`raise_exception`) or one
 //! the engine reproduces (ours then contains it): undefined values (see `python_undefined`),
 //! refused macro calls, Python's `TypeError`s of operators and filters.
@@ -68,12 +71,11 @@ const RESIDUAL: [(&str, usize); 6] = [
     // minijinja's parser: a test whose bare argument is followed by more (`x is t in [1, 2]`
     // inside a list).
     ("does not compile", 3),
-    // A printed object's address (Python's differs from run to run) that a string method then
-    // reads (`count('a')`, `replace`, `list`); a `with` block's second value that names its
-    // first (jinja2 evaluates every value before binding any).
-    ("text differs", 6),
-    // A loop iterable that raises here in a branch jinja2 renders without it.
-    ("we raise, Python renders", 1),
+    // None in this set: a text that reads a printed object's address is marked `varies` where
+    // the script's second renders caught it changing.
+    ("text differs", 0),
+    // None in this set.
+    ("we raise, Python renders", 0),
     // None in this set: jinja2's constant folding of a non-finite float from arithmetic or a
     // literal (`1e308 * 10`), which it writes into the code it generates (`NameError`), would be.
     ("we render, Python raises", 0),
@@ -88,6 +90,8 @@ struct Tally {
     planned: usize,
     rendered: usize,
     raised: usize,
+    /// Cases whose result Python gives differently from one process to the next.
+    varying: usize,
 }
 
 impl Tally {
@@ -134,7 +138,11 @@ fn check_case(case: &Value, contexts: &[Value], tally: &mut Tally) {
     };
     let interpreted = template.render_interpreted(messages, &opts);
     let planned = template.render_planned(messages, &opts);
+    // Python's own answer changes from process to process (the script rendered it twice):
+    // only the plan's agreement with the interpreter is checked.
+    let varies = case.get("varies") == Some(&Value::Bool(true));
     match (case.get("out"), &interpreted) {
+        _ if varies => tally.varying += 1,
         (Some(want), Ok(text)) => {
             tally.rendered += 1;
             if without_addresses(text) != without_addresses(want.as_str().unwrap()) {
@@ -197,10 +205,11 @@ fn random_templates_render_as_python_jinja2() {
         })
         .collect();
     eprintln!(
-        "{} cases: {} rendered, {} raised; the plan rendered {}",
+        "{} cases: {} rendered, {} raised, {} vary in Python; the plan rendered {}",
         cases.len(),
         tally.rendered,
         tally.raised,
+        tally.varying,
         tally.planned
     );
     let mut over = Vec::new();

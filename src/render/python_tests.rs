@@ -256,6 +256,14 @@ fn an_undefined_last_argument_is_one_of_varargs() {
 }
 
 #[test]
+fn a_with_block_evaluates_every_value_before_binding_any() {
+    assert_eq!(
+        ok("{% set a = 'out' %}{% with a = 1, b = a ~ '!', c = [a, b] -%} {{ a }} {{ b }} {{ c }} {%- endwith %}|{{ a }}|{% with x = 2, y = 'a' ~ 'x', z = x %}{{ y }}{{ z is defined }}{% endwith %}{{ x is defined }}", json!({"b": 7})),
+        "1 out! ['out', 7]|out|axFalseFalse"
+    );
+}
+
+#[test]
 fn a_with_block_may_hold_a_loop_control() {
     assert_eq!(
         ok("{% set v = 'out' %}{% for i in [1, 2, 3] %}{% with v = i, w = v %}{% if i == 2 %}{% continue %}{% endif %}[{{ v }}{{ w }}]{% endwith %}{{ v }}{% endfor %}|{% for i in [1, 2] -%} {%- with -%} {% if i == 1 %}{% break %}{% endif %}x{%- endwith %}{% endfor %}|{% for i in [1, 2] %}{% with a = (i * 2) %}{% if i == 1 %}{% continue %}{% endif %}{{ a }}{% endwith %}{{ a is defined }}{% endfor %}", json!({})),

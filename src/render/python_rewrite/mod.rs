@@ -368,6 +368,7 @@ impl Walker<'_> {
                     self.expr(value);
                 }
                 self.with_without_frame(w);
+                self.with_values_first(w);
                 self.stmts(&w.body);
             }
             ast::Stmt::Set(s) => match &s.target {

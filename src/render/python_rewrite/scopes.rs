@@ -129,6 +129,70 @@ impl Walker<'_> {
         self.replace(end_keyword, end, end_text);
     }
 
+    /// A `with` block whose later value names an earlier target (`{% with a = 1, b = a %}`):
+    /// jinja2 evaluates every value before it binds any, so `b` sees the `a` from before the
+    /// block, where minijinja binds each in turn. The values are evaluated, in their order, into
+    /// names of their own by an outer `with`, and the targets bound from those names by an inner
+    /// one. A value that only seems to name a target (in a string, after a dot) takes the same
+    /// path, which gives the same values.
+    pub(super) fn with_values_first(&mut self, w: &ast::Spanned<ast::WithBlock>) {
+        if w.assignments.len() < 2 || python_for_else::leaves_early(&w.body) {
+            return;
+        }
+        let names: Option<Vec<&str>> = w
+            .assignments
+            .iter()
+            .map(|(target, _)| match target {
+                ast::Expr::Var(v) => Some(v.id),
+                _ => None,
+            })
+            .collect();
+        let Some(names) = names else {
+            return;
+        };
+        let source = self.source;
+        let names_earlier = w
+            .assignments
+            .iter()
+            .enumerate()
+            .skip(1)
+            .any(|(k, (_, value))| {
+                let span = value.span();
+                source
+                    .get(span.start_offset as usize..span.end_offset as usize)
+                    .is_some_and(|text| names[..k].iter().any(|name| names_word(text, name)))
+            });
+        if !names_earlier {
+            return;
+        }
+        let Some(spots) = self.with_spots(w) else {
+            return;
+        };
+        self.withs += 1;
+        let block = self.withs;
+        let temp = |k: usize| format!("__sft_py_with_{block}_{k}");
+        let rebind: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| format!("{name} = {}", temp(k)))
+            .collect();
+        self.replace(
+            spots.open,
+            spots.equals[0] + 1,
+            format!("{{%{} with {} =", spots.mark, temp(0)),
+        );
+        for (k, (target, _)) in w.assignments.iter().enumerate().skip(1) {
+            self.replace(
+                target.span().start_offset,
+                spots.equals[k] + 1,
+                format!("{} =", temp(k)),
+            );
+        }
+        self.insert(spots.close, format!(" %}}{{% with {}", rebind.join(", ")));
+        let end = w.span().end_offset;
+        self.replace(spots.end_keyword, end, "endwith %}{% endwith".to_string());
+    }
+
     /// Where the tags of `with` block `w` are written: its `{%`, the whitespace mark after
     /// it, the `=` of each assignment, where the opening tag's closing (`  -%}`) starts, and
     /// where its `endwith` keyword starts (the block's span ends after it).
@@ -170,6 +234,15 @@ impl Walker<'_> {
             end_keyword: end_keyword as u32,
         })
     }
+}
+
+/// Whether `text` holds `name` as a word of its own.
+fn names_word(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(word)
+            && !text[at + name.len()..].chars().next().is_some_and(word)
+    })
 }
 
 /// See [`Walker::with_spots`].
