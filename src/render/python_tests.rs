@@ -261,6 +261,10 @@ fn a_with_block_evaluates_every_value_before_binding_any() {
         ok("{% set a = 'out' %}{% with a = 1, b = a ~ '!', c = [a, b] -%} {{ a }} {{ b }} {{ c }} {%- endwith %}|{{ a }}|{% with x = 2, y = 'a' ~ 'x', z = x %}{{ y }}{{ z is defined }}{% endwith %}{{ x is defined }}", json!({"b": 7})),
         "1 out! ['out', 7]|out|axFalseFalse"
     );
+    assert_eq!(
+        ok("{% set a = 'o' %}{% for i in [1, 2] %}\n  {%- with a = i, b = a -%}\n  [{{ a }}{{ b }}]\n  {%- endwith %}\n{% endfor %}{% macro m(a) %}{% with a = a * 2, c = a %}{{ a }}/{{ c }}{% endwith %}{% endmacro %}{{ m(3) }}", json!({})),
+        "[1o][2o]6/3"
+    );
 }
 
 #[test]
