@@ -74,15 +74,7 @@ impl Walker<'_> {
         if !python_for_else::leaves_early(&w.body) {
             return;
         }
-        let names: Option<Vec<&str>> = w
-            .assignments
-            .iter()
-            .map(|(target, _)| match target {
-                ast::Expr::Var(v) => Some(v.id),
-                _ => None,
-            })
-            .collect();
-        let (Some(names), Some(edits)) = (names, self.with_spots(w)) else {
+        let (Some(names), Some(edits)) = (target_names(w), self.with_spots(w)) else {
             return;
         };
         let WithSpots {
@@ -139,15 +131,7 @@ impl Walker<'_> {
         if w.assignments.len() < 2 || python_for_else::leaves_early(&w.body) {
             return;
         }
-        let names: Option<Vec<&str>> = w
-            .assignments
-            .iter()
-            .map(|(target, _)| match target {
-                ast::Expr::Var(v) => Some(v.id),
-                _ => None,
-            })
-            .collect();
-        let Some(names) = names else {
+        let Some(names) = target_names(w) else {
             return;
         };
         let source = self.source;
@@ -234,6 +218,17 @@ impl Walker<'_> {
             end_keyword: end_keyword as u32,
         })
     }
+}
+
+/// The names a `with` block binds, where every target is a plain name.
+fn target_names<'s>(w: &ast::Spanned<ast::WithBlock<'s>>) -> Option<Vec<&'s str>> {
+    w.assignments
+        .iter()
+        .map(|(target, _)| match target {
+            ast::Expr::Var(v) => Some(v.id),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether `text` holds `name` as a word of its own.
